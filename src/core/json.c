@@ -1,0 +1,126 @@
+/* json — see json.h. */
+#include "core/json.h"
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void locate(const char *s, const char *at, int *line, int *col)
+{
+	*line = 1;
+	*col = 1;
+	for (const char *p = s; p < at && *p; p++) {
+		if (*p == '\n') {
+			(*line)++;
+			*col = 1;
+		} else {
+			(*col)++;
+		}
+	}
+}
+
+cJSON *json_parse_n(const char *s, size_t n, char *err, size_t errlen)
+{
+	const char *end = NULL;
+	cJSON *root = cJSON_ParseWithLengthOpts(s, n, &end, 0);
+	if (!root && err) {
+		int line, col;
+		const char *at = end ? end : cJSON_GetErrorPtr();
+		if (!at || at < s || at > s + n)
+			at = s;
+		locate(s, at, &line, &col);
+		snprintf(err, errlen, "line %d, column %d: invalid JSON", line, col);
+	}
+	return root;
+}
+
+cJSON *json_parse_file(const char *path, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	char *data = NULL;
+	size_t len = 0, cap = 0;
+	for (;;) {
+		if (cap - len < 65536) {
+			cap = cap ? cap * 2 : 65536;
+			char *p = realloc(data, cap);
+			if (!p) {
+				free(data);
+				fclose(f);
+				snprintf(err, errlen, "%s: out of memory", path);
+				return NULL;
+			}
+			data = p;
+		}
+		size_t got = fread(data + len, 1, cap - len, f);
+		len += got;
+		if (got == 0)
+			break;
+	}
+	fclose(f);
+	char inner[256];
+	cJSON *root = json_parse_n(data, len, inner, sizeof inner);
+	if (!root)
+		snprintf(err, errlen, "%s: %s", path, inner);
+	free(data);
+	return root;
+}
+
+const cJSON *json_path(const cJSON *root, const char *dotted)
+{
+	const cJSON *cur = root;
+	const char *p = dotted;
+	char key[128];
+	while (cur && *p) {
+		const char *dot = strchr(p, '.');
+		size_t n = dot ? (size_t)(dot - p) : strlen(p);
+		if (n >= sizeof key)
+			return NULL;
+		memcpy(key, p, n);
+		key[n] = 0;
+		if (!cJSON_IsObject(cur))
+			return NULL;
+		cur = cJSON_GetObjectItemCaseSensitive(cur, key);
+		p = dot ? dot + 1 : p + n;
+	}
+	return cur;
+}
+
+bool json_get_double(const cJSON *obj, const char *dotted, double *out)
+{
+	const cJSON *it = json_path(obj, dotted);
+	if (!cJSON_IsNumber(it))
+		return false;
+	*out = it->valuedouble;
+	return true;
+}
+
+bool json_get_i64(const cJSON *obj, const char *dotted, int64_t *out)
+{
+	double d;
+	if (!json_get_double(obj, dotted, &d) || !isfinite(d) || d != floor(d) || fabs(d) > 9.0e15)
+		return false;
+	*out = (int64_t)d;
+	return true;
+}
+
+bool json_get_bool(const cJSON *obj, const char *dotted, bool *out)
+{
+	const cJSON *it = json_path(obj, dotted);
+	if (!cJSON_IsBool(it))
+		return false;
+	*out = cJSON_IsTrue(it);
+	return true;
+}
+
+const char *json_get_str(const cJSON *obj, const char *dotted)
+{
+	const cJSON *it = json_path(obj, dotted);
+	return cJSON_IsString(it) ? it->valuestring : NULL;
+}
+
+char *json_print(const cJSON *item) { return cJSON_PrintUnformatted(item); }

@@ -1,0 +1,24 @@
+/* json — small helpers over cJSON for reading typed fields with clear errors.
+ * Arguments are borrowed; returned cJSON trees and strings are the caller's to
+ * free (cJSON_Delete / free) unless noted. Lookups never allocate. */
+#ifndef SIXI_CORE_JSON_H
+#define SIXI_CORE_JSON_H
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Parses a whole file; on error returns NULL and writes "FILE:LINE:COL: why" into err. */
+cJSON *json_parse_file(const char *path, char *err, size_t errlen);
+/* Parses a buffer of n bytes (need not be NUL-terminated); NULL on error with err set. */
+cJSON *json_parse_n(const char *s, size_t n, char *err, size_t errlen);
+/* Dotted path lookup ("usage.prompt_tokens_details.cached_tokens"); NULL when absent. */
+const cJSON *json_path(const cJSON *root, const char *dotted);
+/* Typed getters: return true and set *out when the field exists with that type. */
+bool json_get_i64(const cJSON *obj, const char *dotted, int64_t *out);
+bool json_get_double(const cJSON *obj, const char *dotted, double *out);
+bool json_get_bool(const cJSON *obj, const char *dotted, bool *out);
+const char *json_get_str(const cJSON *obj, const char *dotted); /* borrowed */
+/* Compact serialisation; caller frees. */
+char *json_print(const cJSON *item);
+#endif

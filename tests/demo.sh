@@ -1,0 +1,3 @@
+#!/bin/sh
+# The demo: filled in as programs land.
+echo "sixi demo: nothing to demo yet"

@@ -187,6 +187,7 @@ struct report {
 	const struct opts *o;
 	bool hybrid, fits;
 	int64_t fit_context, fit_sequences, context_cap;
+	int64_t fit_context_one;   /* largest context for a single sequence */
 	uint64_t sglang_pool, sglang_slots, vllm_kv_bytes, llama_ctx;
 	struct buf warnings; /* one warning per line */
 };
@@ -227,6 +228,9 @@ static void analyse(struct report *r)
 	r->fits = r->b.total_bytes <= o->memory_bytes;
 	r->fit_context = plan_fit_context(&r->m, &o->w, o->memory_bytes, r->context_cap);
 	r->fit_sequences = plan_fit_sequences(&r->m, &o->w, o->memory_bytes, INT64_C(1) << 30);
+	struct plan_workload one = o->w;
+	one.sequences = 1;
+	r->fit_context_one = plan_fit_context(&r->m, &one, o->memory_bytes, r->context_cap);
 
 	/* what a memory fraction does on a machine whose GPU memory is the system's RAM */
 	uint64_t reserved = (uint64_t)(o->fraction * (double)o->memory_bytes);
@@ -472,14 +476,14 @@ int plan_cmd_main(int argc, char **argv)
 		fflush(stdout);
 	}
 	if (!rc && !r.fits) {
-		char need[32], have[32];
+		char need[32], have[32], wts[32];
 		plan_format_bytes(r.b.total_bytes, need, sizeof need);
 		plan_format_bytes(o.memory_bytes, have, sizeof have);
-		if (r.fit_context == 0 && r.fit_sequences == 0)
+		if (r.fit_context_one == 0)
 			log_error("plan: %s needs %s for %" PRId64 " x %" PRId64 " tokens and %s is not enough for even "
 				  "one sequence of one token (weights alone: %s); use a smaller or quantised model or "
 				  "more memory", r.m.name, need, o.sequences, o.context, have,
-				  plan_format_bytes(r.b.weights_bytes, need, sizeof need));
+				  plan_format_bytes(r.b.weights_bytes, wts, sizeof wts));
 		else if (r.fit_context && r.fit_sequences)
 			log_error("plan: the workload needs %s, more than --memory %s; fits: --context %" PRId64
 				  " at %" PRId64 " sequences, or --sequences %" PRId64 " at %" PRId64 " tokens",
@@ -488,10 +492,14 @@ int plan_cmd_main(int argc, char **argv)
 			log_error("plan: the workload needs %s, more than --memory %s; fits: --sequences %" PRId64
 				  " at %" PRId64 " tokens (no context fits %" PRId64 " sequences)", need, have,
 				  r.fit_sequences, o.context, o.sequences);
-		else
+		else if (r.fit_context)
 			log_error("plan: the workload needs %s, more than --memory %s; fits: --context %" PRId64
 				  " at %" PRId64 " sequences (not one sequence of %" PRId64 " tokens fits)", need, have,
 				  r.fit_context, o.sequences, o.context);
+		else
+			log_error("plan: the workload needs %s, more than --memory %s; neither the context nor the "
+				  "sequences alone can be cut enough: one sequence fits up to --context %" PRId64, need,
+				  have, r.fit_context_one);
 	}
 	buf_finish(&out);
 	buf_finish(&r.warnings);

@@ -492,6 +492,40 @@ static void test_gguf(void)
 	CHECK_EQ_INT(m.weight_bytes, sizeof data);
 	CHECK_EQ_INT(m.n_params, 64);
 
+	/* the command reads the GGUF too; weights come from its tensor table */
+	static struct captured c;
+	run_cmd(&c, (char *[]){ "plan", "--model", path, "--context", "4096", "--sequences", "2", "--json", NULL });
+	CHECK_EQ_INT(c.code, 0);
+	cJSON *root = cJSON_Parse(c.out);
+	CHECK(root != NULL);
+	CHECK_NEAR(json_num(root, "bytes.weights"), sizeof data, 0);
+	CHECK_NEAR(json_num(root, "bytes.state_per_slot"), 144.0 * MiB, 0);
+	CHECK_EQ_STR(json_get_str(root, "model.weights_source"), "GGUF tensor bytes");
+	cJSON_Delete(root);
+
+	/* a Mamba hybrid: head_count_kv per layer, 0 marks a Mamba layer */
+	w = gguf_writer_create();
+	uint32_t kv[8] = { 0, 0, 0, 8, 0, 0, 0, 8 };
+	rc = gguf_writer_set_str(w, "general.architecture", "jamba");
+	rc = rc ? rc : gguf_writer_set_u32(w, "jamba.block_count", 8);
+	rc = rc ? rc : gguf_writer_set_u32(w, "jamba.embedding_length", 4096);
+	rc = rc ? rc : gguf_writer_set_u32(w, "jamba.attention.head_count", 32);
+	rc = rc ? rc : gguf_writer_set_arr_num(w, "jamba.attention.head_count_kv", GGUF_TYPE_UINT32, kv, 8);
+	rc = rc ? rc : gguf_writer_set_u32(w, "jamba.ssm.inner_size", 8192);
+	rc = rc ? rc : gguf_writer_set_u32(w, "jamba.ssm.state_size", 16);
+	rc = rc ? rc : gguf_writer_set_u32(w, "jamba.ssm.conv_kernel", 4);
+	rc = rc ? rc : gguf_writer_write(w, path, err, sizeof err);
+	gguf_writer_destroy(w);
+	CHECK(rc == 0);
+	CHECK(plan_model_load(path, &m, err, sizeof err) == 0);
+	CHECK_EQ_INT(m.n_attn, 2);
+	CHECK_EQ_INT(m.n_mamba, 6);
+	CHECK_EQ_INT(m.n_kv_heads, 8);
+	CHECK_EQ_INT(m.head_dim_k, 128);
+	CHECK_EQ_INT(plan_kv_bytes_per_token(&m, PLAN_DTYPE_BF16), 2ull * 2 * 8 * 128 * 2);
+	CHECK_EQ_INT(plan_ssm_bytes_per_slot(&m, PLAN_DTYPE_FP32), 6ull * 8192 * 16 * 4);
+	CHECK_EQ_INT(plan_conv_bytes_per_slot(&m, PLAN_DTYPE_FP32), 6ull * 3 * 8192 * 4);
+
 	/* missing SSM metadata is named */
 	w = gguf_writer_create();
 	rc = gguf_writer_set_str(w, "general.architecture", "qwen35");
@@ -503,6 +537,14 @@ static void test_gguf(void)
 	CHECK(rc == 0);
 	CHECK(plan_model_load(path, &m, err, sizeof err) == -EINVAL);
 	CHECK(strstr(err, "qwen35.ssm.time_step_rank") != NULL);
+	/* a truncated GGUF is an error naming the file, not a crash */
+	FILE *f = fopen(path, "wb");
+	CHECK(f && fwrite("GGUF\3\0\0\0\1", 1, 9, f) == 9);
+	if (f)
+		fclose(f);
+	err[0] = 0;
+	CHECK(plan_model_load(path, &m, err, sizeof err) < 0);
+	CHECK(strstr(err, path) != NULL);
 	unlink(path);
 }
 #endif

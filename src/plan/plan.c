@@ -247,12 +247,21 @@ int plan_compute(const struct plan_model *m, const struct plan_workload *w, stru
 		rc = rc ? rc : mul(rows, plan_conv_row_bytes(m, w->conv_dtype), &conv_extra);
 		rc = rc ? rc : add(out->conv_bytes, conv_extra, &out->conv_bytes);
 	}
+	if (!rc && w->draft_tokens && (m->n_gdn || m->n_mamba)) {
+		uint32_t kernel = m->n_gdn ? m->gdn_conv_kernel : m->mamba_conv_kernel;
+		uint64_t per_seq, conv_rows = (uint64_t)w->draft_tokens + (kernel >= 2 ? kernel - 2 : 0);
+		rc = mul(w->draft_tokens, out->ssm_per_slot_bytes, &per_seq);
+		rc = rc ? rc : mul(conv_rows, plan_conv_row_bytes(m, w->conv_dtype), &t1);
+		rc = rc ? rc : add(per_seq, t1, &per_seq);
+		rc = rc ? rc : mul(per_seq, seqs, &out->draft_state_bytes);
+	}
 	rc = rc ? rc : activation_bytes(m, w, &out->activation_bytes);
 	out->weights_bytes = m->weight_bytes;
 	uint64_t total = out->weights_bytes;
 	rc = rc ? rc : add(total, out->kv_bytes, &total);
 	rc = rc ? rc : add(total, out->ssm_bytes, &total);
 	rc = rc ? rc : add(total, out->conv_bytes, &total);
+	rc = rc ? rc : add(total, out->draft_state_bytes, &total);
 	rc = rc ? rc : add(total, out->log_bytes, &total);
 	rc = rc ? rc : add(total, out->activation_bytes, &total);
 	if (rc) {

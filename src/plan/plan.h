@@ -26,6 +26,8 @@
  *                        2 x K-heads x d_k + V-heads x d_v (GDN), d_inner + 2 x groups x
  *                        d_state (Mamba-2; groups = 0 for Mamba-1)
  *   state slots        = sequences x speculative slots per request (a draft model: 5)
+ *   draft states       = sequences x (draft tokens x SSM state per slot + (draft tokens +
+ *                        kernel - 2) conv rows), for servers that snapshot every drafted row
  *   log row (GDN)      = GDN layers x V-heads x (d_k + d_v + 2) x e_state; the conv ring
  *                        grows by one conv row per kept log row.
  *
@@ -112,6 +114,8 @@ struct plan_workload {
 	double headroom;                /* multiplies the KV cache only (>= 1) */
 	enum plan_dtype kv_dtype, state_dtype, conv_dtype;
 	uint32_t spec_slots;            /* recurrent-state slots per request: 1 plain, 5 with a draft model */
+	uint32_t draft_tokens;          /* snapshot-style speculative decoding keeps one state per drafted
+					 * token and sequence (SGLang, vLLM); 0 = none */
 	uint32_t log_rows;              /* rollback log rows per sequence (sixi-server); 0 = none */
 	uint32_t batch_rows;            /* rows of one forward pass, for the activation estimate */
 };
@@ -129,6 +133,7 @@ struct plan_breakdown {
 	uint64_t kv_bytes;              /* attention KV for all sequences, headroom included */
 	uint64_t ssm_bytes;             /* recurrent state, all slots */
 	uint64_t conv_bytes;            /* conv windows, all slots, plus the log's conv rows */
+	uint64_t draft_state_bytes;     /* per-draft-token SSM states and conv rows, all sequences */
 	uint64_t log_bytes;             /* rollback log rows (k, v, g, beta per V-head), all sequences */
 	uint64_t activation_bytes;      /* estimate: one pass of batch_rows rows, fp32 */
 	uint64_t total_bytes;

@@ -2,8 +2,9 @@
  * server settings derived from a struct plan_breakdown.
  *
  * Server flags it prints, and why:
- *   vLLM      --kv-cache-memory-bytes = KV (with headroom) + recurrent state, because
- *             vLLM keeps hybrid models' Mamba/GDN state in the same KV pool;
+ *   vLLM      --kv-cache-memory-bytes = KV (with headroom) + recurrent state (slots,
+ *             conv windows, per-draft-token states), because vLLM keeps hybrid models'
+ *             Mamba/GDN state in the same KV pool;
  *             --max-num-seqs = sequences; a --gpu-memory-utilization only for the
  *             start-up check (it compares free memory with that fraction even when
  *             given a byte budget).
@@ -55,7 +56,6 @@ struct opts {
 	const char *model;
 	int64_t context, sequences;
 	struct plan_workload w;
-	uint32_t draft_tokens;
 	uint64_t memory_bytes, weights_bytes;
 	double fraction;
 	bool json, have_fraction;
@@ -127,7 +127,7 @@ static int parse_args(int argc, char **argv, struct opts *o, char *err, size_t e
 			o->w.spec_slots = (uint32_t)v;
 		} else if (strcmp(name, "--draft-tokens") == 0) {
 			rc = args_i64(name, val, 0, 256, &v, err, errlen);
-			o->draft_tokens = (uint32_t)v;
+			o->w.draft_tokens = (uint32_t)v;
 		} else if (strcmp(name, "--memory") == 0) {
 			rc = args_bytes(name, val, &o->memory_bytes, err, errlen);
 			if (!rc && o->memory_bytes == 0) {
@@ -209,9 +209,9 @@ static void analyse(struct report *r)
 	r->hybrid = r->m.n_gdn || r->m.n_mamba;
 	r->sglang_slots = r->b.state_slots;
 	r->sglang_pool = r->hybrid ? plan_sglang_mamba_pool_bytes(&r->m, r->sglang_slots, o->w.spec_slots,
-								   o->draft_tokens, o->w.state_dtype,
+								   o->w.draft_tokens, o->w.state_dtype,
 								   o->w.conv_dtype) : 0;
-	r->vllm_kv_bytes = r->b.kv_bytes + r->b.ssm_bytes + r->b.conv_bytes;
+	r->vllm_kv_bytes = r->b.kv_bytes + r->b.ssm_bytes + r->b.conv_bytes + r->b.draft_state_bytes;
 	r->llama_ctx = (uint64_t)o->context * (uint64_t)o->sequences;
 	r->context_cap = r->m.max_context_tokens ? (int64_t)r->m.max_context_tokens : INT64_C(1) << 31;
 	r->fits = true;
@@ -295,6 +295,10 @@ static int text_report(struct report *r, struct buf *out)
 		  o->sequences, o->w.spec_slots);
 		P("conv windows:     %16s B  %12s  (%s)\n", commas(b->conv_bytes, c1, sizeof c1),
 		  plan_format_bytes(b->conv_bytes, h, sizeof h), plan_dtype_name(o->w.conv_dtype));
+		if (b->draft_state_bytes)
+			P("draft states:     %16s B  %12s  (a state per drafted token: %" PRId64 " sequences x %u)\n",
+			  commas(b->draft_state_bytes, c1, sizeof c1),
+			  plan_format_bytes(b->draft_state_bytes, h, sizeof h), o->sequences, o->w.draft_tokens);
 	}
 	P("activations:      %16s B  %12s  (estimate: one %u-row pass, fp32)\n",
 	  commas(b->activation_bytes, c1, sizeof c1), plan_format_bytes(b->activation_bytes, h, sizeof h),
@@ -331,7 +335,7 @@ static int text_report(struct report *r, struct buf *out)
 	if (r->hybrid)
 		P("\n             (Mamba pool %s: %" PRIu64 " slots + 1 padding%s)",
 		  plan_format_bytes(r->sglang_pool, h, sizeof h), r->sglang_slots,
-		  o->draft_tokens ? ", with the draft's intermediate states" : "");
+		  o->w.draft_tokens ? ", with the draft's intermediate states" : "");
 	P("\n  llama.cpp: -c %" PRIu64 " -np %" PRId64 "%s\n", r->llama_ctx, o->sequences,
 	  o->w.kv_dtype == PLAN_DTYPE_FP8 ? " -fa on -ctk q8_0 -ctv q8_0 (q8_0: 34 B per 32 values, not fp8)"
 	  : o->w.kv_dtype == PLAN_DTYPE_FP32 ? " -ctk f32 -ctv f32" : "");
@@ -377,6 +381,7 @@ static int json_report(struct report *r, struct buf *out)
 	cJSON_AddStringToObject(x, "state_dtype", plan_dtype_name(o->w.state_dtype));
 	cJSON_AddStringToObject(x, "conv_dtype", plan_dtype_name(o->w.conv_dtype));
 	cJSON_AddNumberToObject(x, "spec_slots", o->w.spec_slots);
+	cJSON_AddNumberToObject(x, "draft_tokens", o->w.draft_tokens);
 	x = cJSON_AddObjectToObject(root, "bytes");
 	cJSON_AddNumberToObject(x, "weights", (double)b->weights_bytes);
 	cJSON_AddNumberToObject(x, "kv_per_token", (double)b->kv_per_token_bytes);
@@ -385,6 +390,7 @@ static int json_report(struct report *r, struct buf *out)
 	cJSON_AddNumberToObject(x, "conv_per_slot", (double)b->conv_per_slot_bytes);
 	cJSON_AddNumberToObject(x, "state", (double)b->ssm_bytes);
 	cJSON_AddNumberToObject(x, "conv", (double)b->conv_bytes);
+	cJSON_AddNumberToObject(x, "draft_states", (double)b->draft_state_bytes);
 	cJSON_AddNumberToObject(x, "activations", (double)b->activation_bytes);
 	cJSON_AddNumberToObject(x, "total", (double)b->total_bytes);
 	cJSON_AddNumberToObject(root, "state_slots", (double)b->state_slots);

@@ -113,6 +113,14 @@ static void test_hybrid_27b(void)
 	CHECK(plan_compute(&m, &w, &b, err, sizeof err) == 0);
 	CHECK_EQ_INT(b.state_slots, 80);
 	CHECK_EQ_INT(b.ssm_bytes, 80 * 72 * MiB);
+	CHECK_EQ_INT(b.draft_state_bytes, 0);
+	/* snapshot-style drafting keeps a state per drafted token and sequence */
+	uint64_t before = b.total_bytes;
+	w.draft_tokens = 8;
+	CHECK(plan_compute(&m, &w, &b, err, sizeof err) == 0);
+	CHECK_EQ_INT(plan_conv_row_bytes(&m, PLAN_DTYPE_BF16), 48ull * 10240 * 2);
+	CHECK_EQ_INT(b.draft_state_bytes, 16ull * (8 * 72 * MiB + 10 * 48ull * 10240 * 2));
+	CHECK_EQ_INT(b.total_bytes, before + b.draft_state_bytes);
 
 	/* SGLang's pool at 80 slots, bf16 state, draft of 8: 5.70 GiB SSM + 9.56 GiB
 	 * intermediate + 0.38 GiB conv = 15.6 GiB; float32 state about doubles it (30.9). */

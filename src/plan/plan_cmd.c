@@ -245,9 +245,11 @@ static void analyse(struct report *r)
 		warn(r, "a memory fraction of %.2f leaves %.1f GiB to the operating system on unified memory; "
 		     "machines have been seen wedged during weight load above %.2f", o->fraction,
 		     gib(o->memory_bytes - reserved), UNIFIED_SAFE_FRACTION);
-	if (r->fits && need_f > UNIFIED_SAFE_FRACTION)
-		warn(r, "this workload needs %.0f%% of the memory; on unified memory keep under %.0f%% (fewer "
-		     "sequences, a shorter context or --kv-dtype fp8)", need_f * 100, UNIFIED_SAFE_FRACTION * 100);
+	double used = (double)r->b.total_bytes / (double)o->memory_bytes;
+	if (r->fits && used > UNIFIED_SAFE_FRACTION)
+		warn(r, "this workload needs %.1f%% of the memory; on unified memory keep under %.0f%% (fewer "
+		     "sequences, a shorter context%s)", used * 100, UNIFIED_SAFE_FRACTION * 100,
+		     o->w.kv_dtype == PLAN_DTYPE_FP8 ? "" : " or --kv-dtype fp8");
 }
 
 /* ---- text report ---- */

@@ -119,20 +119,29 @@ uint64_t plan_ssm_bytes_per_slot(const struct plan_model *m, enum plan_dtype sta
 	return (gdn + mamba) * plan_dtype_bytes(state);
 }
 
+/* Channels of the depthwise conv: it runs over q, k and v (GDN) or x, B and C (Mamba-2). */
+static uint64_t gdn_conv_channels(const struct plan_model *m)
+{
+	return 2ull * m->gdn_k_heads * m->gdn_k_dim + (uint64_t)m->gdn_v_heads * m->gdn_v_dim;
+}
+
+static uint64_t mamba_conv_channels(const struct plan_model *m)
+{
+	return (uint64_t)m->mamba_d_inner + 2ull * m->mamba_n_groups * m->mamba_d_state;
+}
+
 uint64_t plan_conv_row_bytes(const struct plan_model *m, enum plan_dtype conv)
 {
-	uint64_t gdn_ch = 2ull * m->gdn_k_heads * m->gdn_k_dim + (uint64_t)m->gdn_v_heads * m->gdn_v_dim;
-	uint64_t mamba_ch = (uint64_t)m->mamba_d_inner + 2ull * m->mamba_n_groups * m->mamba_d_state;
-	return ((uint64_t)m->n_gdn * gdn_ch + (uint64_t)m->n_mamba * mamba_ch) * plan_dtype_bytes(conv);
+	return ((uint64_t)m->n_gdn * gdn_conv_channels(m) + (uint64_t)m->n_mamba * mamba_conv_channels(m)) *
+	       plan_dtype_bytes(conv);
 }
 
 uint64_t plan_conv_bytes_per_slot(const struct plan_model *m, enum plan_dtype conv)
 {
-	uint64_t gdn_ch = 2ull * m->gdn_k_heads * m->gdn_k_dim + (uint64_t)m->gdn_v_heads * m->gdn_v_dim;
-	uint64_t mamba_ch = (uint64_t)m->mamba_d_inner + 2ull * m->mamba_n_groups * m->mamba_d_state;
-	uint64_t gdn = m->n_gdn && m->gdn_conv_kernel ? (uint64_t)m->n_gdn * (m->gdn_conv_kernel - 1) * gdn_ch : 0;
-	uint64_t mamba = m->n_mamba && m->mamba_conv_kernel
-				 ? (uint64_t)m->n_mamba * (m->mamba_conv_kernel - 1) * mamba_ch : 0;
+	/* the window keeps the last kernel - 1 pre-conv rows */
+	uint64_t gdn = m->gdn_conv_kernel ? (uint64_t)m->n_gdn * (m->gdn_conv_kernel - 1) * gdn_conv_channels(m) : 0;
+	uint64_t mamba = m->mamba_conv_kernel
+				 ? (uint64_t)m->n_mamba * (m->mamba_conv_kernel - 1) * mamba_conv_channels(m) : 0;
 	return (gdn + mamba) * plan_dtype_bytes(conv);
 }
 
@@ -272,6 +281,15 @@ int plan_compute(const struct plan_model *m, const struct plan_workload *w, stru
 	}
 	out->total_bytes = total;
 	return 0;
+}
+
+int plan_server_breakdown(const struct plan_model *m, int64_t context_tokens, int64_t sequences,
+			  uint32_t log_rows, uint32_t batch_rows, struct plan_breakdown *out, char *err,
+			  size_t errlen)
+{
+	struct plan_workload w;
+	plan_workload_server(&w, context_tokens, sequences, log_rows, batch_rows);
+	return plan_compute(m, &w, out, err, errlen);
 }
 
 /* ---- what fits: totals grow with context and with sequences, so bisect ---- */

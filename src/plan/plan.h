@@ -153,6 +153,15 @@ struct plan_breakdown {
 __attribute__((warn_unused_result)) int plan_compute(const struct plan_model *m, const struct plan_workload *w,
 						     struct plan_breakdown *out, char *err, size_t errlen);
 
+/* sixi-server's start-up sizing in one call: plan_workload_server + plan_compute. The
+ * model comes from plan_model_from_gguf() on the server's open GGUF (plan_gguf.h) or is
+ * filled by hand from the server's own config after plan_model_init(); weight_bytes
+ * should then be the loaded tensors' bytes. */
+__attribute__((warn_unused_result)) int plan_server_breakdown(const struct plan_model *m, int64_t context_tokens,
+							      int64_t sequences, uint32_t log_rows,
+							      uint32_t batch_rows, struct plan_breakdown *out,
+							      char *err, size_t errlen);
+
 /* Largest context (<= max_tokens) at w->sequences sequences whose total stays within
  * memory_bytes; 0 when not even one token fits. */
 int64_t plan_fit_context(const struct plan_model *m, const struct plan_workload *w, uint64_t memory_bytes,

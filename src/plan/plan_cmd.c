@@ -181,6 +181,11 @@ static double fraction_for(uint64_t need, uint64_t memory)
 	return f < 0.05 ? 0.05 : f;
 }
 
+static const char *sglang_dtype(enum plan_dtype t)
+{
+	return t == PLAN_DTYPE_FP32 ? "float32" : t == PLAN_DTYPE_BF16 ? "bfloat16" : "float16";
+}
+
 struct report {
 	struct plan_model m;
 	struct plan_breakdown b;
@@ -332,8 +337,7 @@ static int text_report(struct report *r, struct buf *out)
 		P(" --kv-cache-dtype fp8_e4m3");
 	if (r->hybrid)
 		P(" --max-mamba-cache-size %" PRIu64 " --mamba-ssm-dtype %s", r->sglang_slots,
-		  o->w.state_dtype == PLAN_DTYPE_FP32 ? "float32" : o->w.state_dtype == PLAN_DTYPE_BF16 ? "bfloat16"
-											 : "float16");
+		  sglang_dtype(o->w.state_dtype));
 	if (r->hybrid)
 		P("\n             (Mamba pool %s: %" PRIu64 " slots + 1 padding%s)",
 		  plan_format_bytes(r->sglang_pool, h, sizeof h), r->sglang_slots,
@@ -414,8 +418,7 @@ static int json_report(struct report *r, struct buf *out)
 	cJSON_AddNumberToObject(x, "max_total_tokens", ceil((double)o->context * (double)o->sequences * o->w.headroom));
 	if (r->hybrid) {
 		cJSON_AddNumberToObject(x, "max_mamba_cache_size", (double)r->sglang_slots);
-		cJSON_AddStringToObject(x, "mamba_ssm_dtype", o->w.state_dtype == PLAN_DTYPE_FP32 ? "float32"
-							     : o->w.state_dtype == PLAN_DTYPE_BF16 ? "bfloat16" : "float16");
+		cJSON_AddStringToObject(x, "mamba_ssm_dtype", sglang_dtype(o->w.state_dtype));
 		cJSON_AddNumberToObject(x, "mamba_pool_bytes", (double)r->sglang_pool);
 	}
 	x = cJSON_AddObjectToObject(s, "llamacpp");

@@ -136,8 +136,7 @@ static void test_hybrid_27b(void)
 	CHECK(fabs(pool64 / GiB - 12.2) < 0.05);
 
 	/* sixi-server's start-up breakdown: fp32 everything, one slot, an 8-row log */
-	plan_workload_server(&w, 4096, 16, 8, 256);
-	CHECK(plan_compute(&m, &w, &b, err, sizeof err) == 0);
+	CHECK(plan_server_breakdown(&m, 4096, 16, 8, 256, &b, err, sizeof err) == 0);
 	CHECK_EQ_INT(b.state_slots, 16);
 	CHECK_EQ_INT(b.ssm_bytes, 16 * 144 * MiB);
 	CHECK_EQ_INT(b.log_bytes, 16ull * 8 * 2377728);

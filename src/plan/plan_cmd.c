@@ -136,6 +136,10 @@ static int parse_args(int argc, char **argv, struct opts *o, char *err, size_t e
 			}
 		} else if (strcmp(name, "--weights") == 0) {
 			rc = args_bytes(name, val, &o->weights_bytes, err, errlen);
+			if (!rc && o->weights_bytes == 0) {
+				snprintf(err, errlen, "--weights: must be more than 0 bytes (e.g. 15.8GB)");
+				rc = -EINVAL;
+			}
 		} else if (strcmp(name, "--gpu-memory-utilization") == 0) {
 			rc = args_double(name, val, 0.01, 1.0, &o->fraction, err, errlen);
 			o->have_fraction = true;
@@ -223,6 +227,9 @@ static void analyse(struct report *r)
 	if (o->w.spec_slots > 1 && !r->hybrid)
 		warn(r, "--spec-slots %u only matters for models with recurrent state; this model has none",
 		     o->w.spec_slots);
+	if (o->w.draft_tokens && r->hybrid && o->w.spec_slots < 5)
+		warn(r, "with a draft model SGLang needs 5 state slots per request (it clamps running requests "
+		     "to the pool divided by 5); add --spec-slots 5");
 	if (r->m.max_context_tokens && (uint64_t)o->context > r->m.max_context_tokens)
 		warn(r, "--context %" PRId64 " is beyond the model's max_position_embeddings (%" PRIu64 ")",
 		     o->context, r->m.max_context_tokens);

@@ -216,6 +216,62 @@ static void test_mamba_hybrids(void)
 	CHECK_EQ_INT(plan_kv_bytes_per_token(&m, PLAN_DTYPE_BF16), 61ull * 576 * 2);
 }
 
+/* ---- weights from the checkpoint beside config.json ---- */
+
+static int write_file(const char *dir, const char *name, const char *text, off_t size)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		return -1;
+	int rc = text ? (write(fd, text, strlen(text)) == (ssize_t)strlen(text) ? 0 : -1) : ftruncate(fd, size);
+	close(fd);
+	return rc;
+}
+
+static void remove_file(const char *dir, const char *name)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	unlink(path);
+}
+
+static void test_weights_beside(void)
+{
+	char dir[] = "/tmp/sixi-plan-dirXXXXXX", err[512];
+	struct plan_model m;
+	CHECK(mkdtemp(dir) != NULL);
+	const char *cfg = "{\"num_hidden_layers\":2,\"num_key_value_heads\":2,\"head_dim\":64,"
+			  "\"hidden_size\":256,\"num_attention_heads\":4,\"vocab_size\":1000,"
+			  "\"intermediate_size\":512}";
+	CHECK(write_file(dir, "config.json", cfg, 0) == 0);
+	/* no checkpoint: parameters x 2 B */
+	CHECK(plan_model_load(dir, &m, err, sizeof err) == 0);
+	CHECK(m.n_params > 0 && m.weight_bytes == m.n_params * 2);
+	/* shards: their sizes */
+	CHECK(write_file(dir, "model-00001-of-00002.safetensors", NULL, 3000) == 0);
+	CHECK(write_file(dir, "model-00002-of-00002.safetensors", NULL, 1234) == 0);
+	CHECK(plan_model_load(dir, &m, err, sizeof err) == 0);
+	CHECK_EQ_INT(m.weight_bytes, 4234);
+	CHECK(strstr(m.weight_source, "safetensors") != NULL);
+	/* an index: its total_size wins */
+	CHECK(write_file(dir, "model.safetensors.index.json", "{\"metadata\":{\"total_size\":16381470720}}", 0) == 0);
+	char cfg_path[4096];
+	snprintf(cfg_path, sizeof cfg_path, "%s/config.json", dir);
+	CHECK(plan_model_load(cfg_path, &m, err, sizeof err) == 0);
+	CHECK_EQ_INT(m.weight_bytes, 16381470720LL);
+	/* a config that is not JSON */
+	CHECK(write_file(dir, "config.json", "{\"num_hidden_layers\": 2,", 0) == 0);
+	CHECK(plan_model_load(dir, &m, err, sizeof err) == -EINVAL);
+	CHECK(strstr(err, "config.json") && strstr(err, "line 1"));
+	remove_file(dir, "model.safetensors.index.json");
+	remove_file(dir, "model-00001-of-00002.safetensors");
+	remove_file(dir, "model-00002-of-00002.safetensors");
+	remove_file(dir, "config.json");
+	rmdir(dir);
+}
+
 /* ---- what fits ---- */
 
 static void test_fit(void)
@@ -407,6 +463,12 @@ static void test_cmd(void)
 	CHECK_EQ_STR(json_get_str(root, "settings.sglang.mamba_ssm_dtype"), "bfloat16");
 	cJSON_Delete(root);
 
+	/* a draft without five slots per request is warned about */
+	run_cmd(&c, (char *[]){ "plan", "--model", hybrid, "--context", "4096", "--sequences", "4",
+				"--draft-tokens", "8", NULL });
+	CHECK_EQ_INT(c.code, 0);
+	CHECK(strstr(c.out, "warning: with a draft model") != NULL);
+
 	/* does not fit: exit 1 with what would */
 	run_cmd(&c, (char *[]){ "plan", "--model", model8, "--context", "32768", "--sequences", "4", "--memory",
 				"24GiB", NULL });
@@ -436,6 +498,10 @@ static void test_cmd(void)
 		  "--headroom" },
 		{ { "plan", "--model", model8, "--context", "4096", "--sequences", "1", "--memory", "0", NULL },
 		  "--memory" },
+		{ { "plan", "--model", model8, "--context", "4096", "--sequences", "1", "--weights", "0", NULL },
+		  "--weights" },
+		{ { "plan", "--model", model8, "--context", "1099511627776", "--sequences", "1073741824", NULL },
+		  "2^64" },
 		{ { "plan", "--model", "/nonexistent/config.json", "--context", "4096", "--sequences", "1", NULL },
 		  "nonexistent" },
 		{ { "plan", "--model", model8, "--context", "4096", "--sequences", "1", "--frobnicate", NULL },
@@ -563,6 +629,7 @@ int main(void)
 	test_hybrid_27b();
 	test_qwen3_next();
 	test_mamba_hybrids();
+	test_weights_beside();
 	test_fit();
 	test_bad_config();
 	test_cmd();

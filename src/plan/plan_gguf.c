@@ -78,6 +78,29 @@ int plan_model_from_gguf(const struct gguf *g, const char *name, struct plan_mod
 	long kv_idx = gguf_find_key(g, kv_key);
 	bool kv_array = kv_idx >= 0 && gguf_kv_type(g, (size_t)kv_idx) == GGUF_TYPE_ARRAY;
 	bool ssm = strcmp(arch, "mamba") == 0 || strcmp(arch, "mamba2") == 0;
+	uint32_t array_attn = 0, array_zero = 0;
+	if (kv_array) {
+		/* per-layer KV heads: all attention layers must agree; 0 marks a recurrent layer */
+		size_t n = gguf_kv_array_len(g, (size_t)kv_idx);
+		for (size_t i = 0; i < n && i < n_layers; i++) {
+			int64_t v = 0;
+			if (!gguf_get_arr_i64(g, (size_t)kv_idx, i, &v) || v < 0 || v > UINT32_MAX) {
+				snprintf(err, errlen, "%s: %s[%zu] is not a head count", m->name, kv_key, i);
+				return -EINVAL;
+			}
+			if (v && m->n_kv_heads && (uint32_t)v != m->n_kv_heads) {
+				snprintf(err, errlen, "%s: %s differs between attention layers (%u and %" PRId64 "); "
+					 "not supported", m->name, kv_key, m->n_kv_heads, v);
+				return -ENOTSUP;
+			}
+			if (v) {
+				m->n_kv_heads = (uint32_t)v;
+				array_attn++;
+			} else {
+				array_zero++;
+			}
+		}
+	}
 	if (is_gdn_arch(arch)) {
 		key_u32(g, arch, "full_attention_interval", &interval);
 		for (uint32_t i = 0; i < n_layers; i++) {
@@ -87,27 +110,8 @@ int plan_model_from_gguf(const struct gguf *g, const char *name, struct plan_mod
 				m->n_gdn++;
 		}
 	} else if (kv_array) {
-		size_t n = gguf_kv_array_len(g, (size_t)kv_idx);
-		uint64_t sum = 0;
-		for (size_t i = 0; i < n && i < n_layers; i++) {
-			int64_t v = 0;
-			if (!gguf_get_arr_i64(g, (size_t)kv_idx, i, &v) || v < 0) {
-				snprintf(err, errlen, "%s: %s[%zu] is not a head count", m->name, kv_key, i);
-				return -EINVAL;
-			}
-			if (v) {
-				m->n_attn++;
-				sum += (uint64_t)v;
-			} else {
-				m->n_mamba++;
-			}
-		}
-		if (m->n_attn && sum % m->n_attn) {
-			snprintf(err, errlen, "%s: %s differs between attention layers; not supported", m->name,
-				 kv_key);
-			return -ENOTSUP;
-		}
-		m->n_kv_heads = m->n_attn ? (uint32_t)(sum / m->n_attn) : 0;
+		m->n_attn = array_attn;
+		m->n_mamba = array_zero;
 	} else if (ssm) {
 		m->n_mamba = n_layers;
 	} else {

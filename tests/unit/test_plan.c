@@ -599,6 +599,18 @@ static void test_gguf(void)
 	CHECK_EQ_INT(plan_ssm_bytes_per_slot(&m, PLAN_DTYPE_FP32), 6ull * 8192 * 16 * 4);
 	CHECK_EQ_INT(plan_conv_bytes_per_slot(&m, PLAN_DTYPE_FP32), 6ull * 3 * 8192 * 4);
 
+	/* per-layer KV heads that differ between attention layers are refused, by name */
+	w = gguf_writer_create();
+	uint32_t uneven[4] = { 0, 8, 0, 4 };
+	rc = gguf_writer_set_str(w, "general.architecture", "jamba");
+	rc = rc ? rc : gguf_writer_set_u32(w, "jamba.block_count", 4);
+	rc = rc ? rc : gguf_writer_set_arr_num(w, "jamba.attention.head_count_kv", GGUF_TYPE_UINT32, uneven, 4);
+	rc = rc ? rc : gguf_writer_write(w, path, err, sizeof err);
+	gguf_writer_destroy(w);
+	CHECK(rc == 0);
+	CHECK(plan_model_load(path, &m, err, sizeof err) == -ENOTSUP);
+	CHECK(strstr(err, "jamba.attention.head_count_kv differs") != NULL);
+
 	/* missing SSM metadata is named */
 	w = gguf_writer_create();
 	rc = gguf_writer_set_str(w, "general.architecture", "qwen35");

@@ -303,11 +303,16 @@ int bench_calibrate(struct bench *b, char *err, size_t errlen)
 	if (rc)
 		return rc;
 	store_one(b, "calibrate", 0, 0, 1, &o.res);
-	if (o.res.error || o.res.prompt_tokens <= 0) {
-		snprintf(err, errlen, "cannot calibrate prompt length: %s",
-			 o.res.error ? o.res.error_detail : "the server reported no usage.prompt_tokens");
+	if (o.res.error) {
+		snprintf(err, errlen, "cannot calibrate prompt length: %s", o.res.error_detail);
 		one_free(&o);
 		return -EPROTO;
+	}
+	if (o.res.prompt_tokens <= 0) {
+		/* no usage: the levels will be invalid anyway, and say why; lengths stay in words */
+		log_warn("the server reported no usage.prompt_tokens: prompt lengths are uncalibrated (1 token per word)");
+		one_free(&o);
+		return 0;
 	}
 	b->tokens_per_word = (double)o.res.prompt_tokens / (double)words;
 	one_free(&o);

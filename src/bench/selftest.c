@@ -29,11 +29,16 @@ static long proc_kib(const char *field)
 
 int selftest_run(const struct bench_cfg *cfg_in, const struct selftest_params *p, FILE *out, char *err, size_t errlen)
 {
-	struct emitter *em = emitter_start(0, p->events, p->tokens_per_event, err, errlen);
-	if (!em)
-		return -EIO;
-	char url[64];
-	snprintf(url, sizeof url, "http://127.0.0.1:%d", emitter_port(em));
+	struct emitter *em = NULL;
+	char url[1024];
+	if (p->url) {
+		snprintf(url, sizeof url, "%s", p->url);
+	} else {
+		em = emitter_start(0, p->events, p->tokens_per_event, err, errlen);
+		if (!em)
+			return -EIO;
+		snprintf(url, sizeof url, "http://127.0.0.1:%d", emitter_port(em));
+	}
 	struct bench_cfg cfg = *cfg_in;
 	cfg.url = url;
 	cfg.model = "emitter";
@@ -48,9 +53,10 @@ int selftest_run(const struct bench_cfg *cfg_in, const struct selftest_params *p
 		return -EIO;
 	}
 	if (!cfg.json)
-		fprintf(out, "client ceiling against the built-in emitter (%lld events x %lld tokens per response, %d client threads)\n"
+		fprintf(out, "client ceiling against %s (%lld events x %lld tokens per response, %d client threads)\n"
 			     "%8s %8s %6s %12s %12s %10s %14s\n",
-			(long long)p->events, (long long)p->tokens_per_event, cfg.threads, "streams", "requests", "errors",
+			p->url ? p->url : "the built-in emitter", (long long)p->events, (long long)p->tokens_per_event,
+			cfg.threads, "streams", "requests", "errors",
 			"events/s", "tokens/s", "wall s", "KiB/stream");
 	cJSON *levels = cJSON_CreateArray();
 	double best_ev = 0, best_tok = 0, kib_per_stream = 0;

@@ -179,8 +179,9 @@ static int emit_level(struct report_doc *d, struct level *l, const char *q, stru
 	report_doc_num(d, q, "%.0f", (double)l->rows);
 	bool invalid = l->no_usage || l->errors || l->cached;
 	if (invalid) {
-		snprintf(why, sizeof why, "invalid:%s%s%s", l->no_usage ? " no usage" : "", l->errors ? " errors" : "",
-			 l->cached ? " cached prompt" : "");
+		snprintf(why, sizeof why, "invalid: %s%s%s%s%s", l->no_usage ? "no usage" : "",
+			 l->no_usage && (l->errors || l->cached) ? ", " : "", l->errors ? "errors" : "",
+			 l->errors && l->cached ? ", " : "", l->cached ? "cached prompt" : "");
 		for (int i = 0; i < 9; i++)
 			report_doc_cell(d, "invalid");
 		report_doc_cell(d, l->fps > 1 ? "mixed" : l->fp);
@@ -327,11 +328,17 @@ int report_bench_build(const struct report_bench_opts *o, struct report_doc *d, 
 		rc = bench_run((sqlite3 *)store_db(s), d, &runs[i], &cv, (int)i, err, errlen);
 	if (rc == 0) {
 		char names[REPORT_BENCH_MAX_RUNS][32];
-		const char *series[REPORT_BENCH_MAX_RUNS];
+		const char *series[REPORT_BENCH_MAX_RUNS + 1];
 		for (size_t i = 0; i < o->nruns; i++) {
 			snprintf(names[i], sizeof names[i], "run %lld", (long long)o->runs[i]);
 			series[i] = names[i];
 		}
+		/* invalid points are drawn on the axis in their own series, never joined to a curve */
+		series[o->nruns] = "invalid point (not measured)";
+		bool any_invalid = false;
+		for (size_t r = 0; r < o->nruns; r++)
+			for (size_t k = 0; k < cv.n[r]; k++)
+				any_invalid |= isnan(cv.agg[r][k]);
 		static const struct {
 			const char *id, *title, *ylabel;
 		} plots[] = {
@@ -341,11 +348,16 @@ int report_bench_build(const struct report_bench_opts *o, struct report_doc *d, 
 		};
 		const char *xl = level_name(runs[0].workload);
 		for (int p = 0; p < 3; p++) {
-			report_doc_plot(d, plots[p].id, plots[p].title, xl, plots[p].ylabel, true, (int)o->nruns, series);
+			report_doc_plot(d, plots[p].id, plots[p].title, xl, plots[p].ylabel, true,
+					(int)o->nruns + any_invalid, series);
 			for (size_t r = 0; r < o->nruns; r++)
-				for (size_t k = 0; k < cv.n[r]; k++)
-					report_doc_point(d, (int)r, cv.x[r][k],
-							 p == 0 ? cv.agg[r][k] : p == 1 ? cv.per[r][k] : cv.ttft[r][k]);
+				for (size_t k = 0; k < cv.n[r]; k++) {
+					double y = p == 0 ? cv.agg[r][k] : p == 1 ? cv.per[r][k] : cv.ttft[r][k];
+					if (isnan(cv.agg[r][k]))
+						report_doc_point(d, (int)o->nruns, cv.x[r][k], 0);
+					else
+						report_doc_point(d, (int)r, cv.x[r][k], y);
+				}
 		}
 		rc = report_doc_error(d);
 		if (rc)

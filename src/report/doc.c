@@ -676,8 +676,9 @@ static int plot_files(const struct block *k, const char *base, struct outputs *o
 	rc = rc ? rc : buf_printf(&gp, "set terminal svg size 800,450 dynamic font 'sans,12' background rgb 'white'\n"
 				  "set output '%s-%s.svg'\nplot ", bn, k->id);
 	for (int s = 0; s < k->nseries && rc == 0; s++) {
-		rc = buf_printf(&gp, "%s'%s-%s.dat' index %d using 1:2 with linespoints pointtype 7 title ", s ? ", " : "",
-				bn, k->id, s);
+		bool invalid = strncmp(k->series[s], "invalid", 7) == 0;
+		rc = buf_printf(&gp, "%s'%s-%s.dat' index %d using 1:2 with %s title ", s ? ", " : "", bn, k->id, s,
+				invalid ? "points pointtype 2 pointsize 2 linecolor rgb 'red'" : "linespoints pointtype 7");
 		rc = rc ? rc : gp_string(&gp, k->series[s]);
 	}
 	rc = rc ? rc : buf_printf(&gp, "\nif (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"

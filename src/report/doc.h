@@ -46,7 +46,8 @@ void report_doc_num(struct report_doc *d, const char *query_id, const char *fmt,
 /* A note under the current table (assumptions, what was excluded). */
 void report_doc_note(struct report_doc *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Starts a line plot; points are added per series (0 .. nseries-1). NaN y is a gap. */
+/* Starts a line plot; points are added per series (0 .. nseries-1). NaN y is a gap.
+ * A series whose name starts with "invalid" is drawn as red crosses, never joined. */
 void report_doc_plot(struct report_doc *d, const char *id, const char *title, const char *xlabel,
 		     const char *ylabel, bool logx, int nseries, const char *const *series);
 void report_doc_point(struct report_doc *d, int series, double x, double y);

@@ -398,7 +398,7 @@ static void bench(void)
 	cJSON *j = report_doc_json(d);
 	char *js = cJSON_PrintUnformatted(j);
 	CHECK(strstr(js, "\"status\":\"invalid: cached prompt\"") != NULL);
-	CHECK(strstr(js, "\"status\":\"invalid: no usage errors\"") != NULL);
+	CHECK(strstr(js, "\"status\":\"invalid: no usage, errors\"") != NULL);
 	free(js);
 	cJSON_Delete(j);
 	report_doc_destroy(d);

@@ -666,7 +666,7 @@ static int plot_files(const struct block *k, const char *base, struct outputs *o
 		rc = rc ? rc : buf_puts(&dat, "\n\n");
 	}
 	rc = rc ? rc : buf_printf(&gp, "# Plot '%s' of %s.md; run from this folder: gnuplot %s-%s.gp\n", k->id, bn, bn, k->id);
-	rc = rc ? rc : buf_puts(&gp, "set datafile missing 'NaN'\nset grid\nset key outside right top\nset title ");
+	rc = rc ? rc : buf_puts(&gp, "set datafile missing 'NaN'\nset grid\nset offsets graph 0.03, graph 0.03, graph 0.08, 0\nset key outside right top\nset title ");
 	rc = rc ? rc : gp_string(&gp, k->text);
 	rc = rc ? rc : buf_puts(&gp, "\nset xlabel ");
 	rc = rc ? rc : gp_string(&gp, k->xlabel);

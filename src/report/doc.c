@@ -772,12 +772,20 @@ static int run_gnuplot(const char *gnuplot, const struct block *k, const char *b
 	unlink(script);
 	if (rc == 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
 		rc = -ECHILD;
-	/* register the outputs so they are renamed (or removed) with the rest */
-	snprintf(path, sizeof path, "%s-%s.svg", base, k->id);
-	int r2 = out_add(o, path);
-	snprintf(path, sizeof path, "%s-%s.png", base, k->id);
-	int r3 = out_add(o, path);
-	return rc ? rc : r2 ? r2 : r3;
+	static const char *const made[] = { "svg", "png" };
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof path, "%s-%s.%s", base, k->id, made[i]);
+		if (rc) {
+			/* a failed run leaves no half-drawn plot behind */
+			char tmp[4300];
+			snprintf(tmp, sizeof tmp, "%s.tmp", path);
+			unlink(tmp);
+		} else {
+			/* renamed (or removed) with the rest of the files */
+			rc = out_add(o, path);
+		}
+	}
+	return rc;
 }
 
 /* ---- sidecar ---- */

@@ -275,6 +275,14 @@ static void compare(void)
 	CHECK(file_size(base, ".md") > 500);
 	CHECK(file_size(base, "-repeats.svg") < 0);
 	CHECK(file_size(base, "-repeats.gp") > 0); /* the script is still written for later */
+	/* a gnuplot that fails: the report is still written, without plots, and says so */
+	setenv("SIXI_GNUPLOT", "/bin/false", 1);
+	snprintf(base, sizeof base, "%s/out/gpfail", dir);
+	rc = d ? report_doc_render(d, base, REPORT_MD | REPORT_HTML, true, note, sizeof note, err, sizeof err) : -1;
+	CHECK(rc == 0);
+	CHECK(strstr(note, "gnuplot failed on gpfail-repeats.gp") != NULL);
+	CHECK(file_size(base, ".html") > 500);
+	CHECK(file_size(base, "-repeats.svg") < 0 && file_size(base, "-repeats.svg.tmp") < 0);
 	unsetenv("SIXI_GNUPLOT");
 	/* an output folder that does not exist: an error and no file */
 	snprintf(base, sizeof base, "%s/missing/x", dir);

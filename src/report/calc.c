@@ -61,6 +61,15 @@ static int positional(struct calc *c, int want, const char *names)
 	return 0;
 }
 
+/* Exactly n positional counts, named for messages ("A B C D"). */
+static int counts(struct calc *c, int n, const char *const *names, const char *usage, int64_t *out)
+{
+	int rc = positional(c, n, usage);
+	for (int i = 0; i < n && rc == 0; i++)
+		rc = count_arg(c, i + 1, names[i], &out[i]);
+	return rc;
+}
+
 /* "--name value" anywhere after the test name; NULL when absent. */
 static const char *option(struct calc *c, const char *name)
 {
@@ -141,9 +150,7 @@ static int t_fisher(struct calc *c)
 {
 	int64_t v[4];
 	static const char *const names[] = { "A", "B", "C", "D" };
-	int rc = positional(c, 4, "A B C D: the table [[A, B], [C, D]], e.g. passes and fails of two runs");
-	for (int i = 0; i < 4 && rc == 0; i++)
-		rc = count_arg(c, i + 1, names[i], &v[i]);
+	int rc = counts(c, 4, names, "A B C D: the table [[A, B], [C, D]], e.g. passes and fails of two runs", v);
 	if (rc)
 		return rc;
 	struct stats_fisher f;
@@ -170,14 +177,12 @@ static int t_fisher(struct calc *c)
 
 static int t_mcnemar(struct calc *c)
 {
-	int64_t b, d;
-	int rc = positional(c, 2, "B C: tasks only A passed, tasks only B passed");
-	if (rc == 0)
-		rc = count_arg(c, 1, "B", &b);
-	if (rc == 0)
-		rc = count_arg(c, 2, "C", &d);
+	int64_t v[2];
+	static const char *const names[] = { "B", "C" };
+	int rc = counts(c, 2, names, "B C: tasks only A passed, tasks only B passed", v);
 	if (rc)
 		return rc;
+	int64_t b = v[0], d = v[1];
 	struct stats_mcnemar m;
 	if (stats_mcnemar_exact(b, d, &m) != 0)
 		return fail(c, "stats mcnemar: invalid counts%s%s", "", "");
@@ -258,14 +263,12 @@ static int t_wilson(struct calc *c)
 
 static int t_sign(struct calc *c)
 {
-	int64_t pos, neg;
-	int rc = positional(c, 2, "POS NEG: items where A did better, items where B did better; ties left out");
-	if (rc == 0)
-		rc = count_arg(c, 1, "POS", &pos);
-	if (rc == 0)
-		rc = count_arg(c, 2, "NEG", &neg);
+	int64_t v[2];
+	static const char *const names[] = { "POS", "NEG" };
+	int rc = counts(c, 2, names, "POS NEG: items where A did better, items where B did better; ties left out", v);
 	if (rc)
 		return rc;
+	int64_t pos = v[0], neg = v[1];
 	struct stats_sign s;
 	if (stats_sign_counts(pos, neg, &s) != 0)
 		return fail(c, "stats sign: invalid counts%s%s", "", "");

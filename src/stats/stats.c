@@ -5,9 +5,12 @@
  * probabilities. The log-probabilities are accumulated outward from the mode, so
  * the terms near the mode (the ones that carry the mass) are exact to a few ulps
  * however large the counts, and sums are taken relative to the largest term of
- * each region so nothing overflows or underflows before the final exp(). The
- * full support is walked: O(min(row, column)) for Fisher, O(n) for the binomial,
- * which is fine for the counts of an evaluation (a few million at most). */
+ * each region so nothing overflows or underflows before the final exp(). A walk
+ * stops where the terms fall below e^-800 of both the mode and the observed
+ * outcome (they cannot change any sum; see exact_tails), so it costs O(sd)
+ * steps: tens of thousands for counts in the billions. An observed outcome more than WALK_MAX steps from
+ * the mode is placed with lgamma instead (its p-value is then below 1e-300 for
+ * any count this program accepts, and lgamma's ~1e-16 x n error is immaterial). */
 #include "stats/stats.h"
 #include <errno.h>
 #include <gsl/gsl_cdf.h>
@@ -18,10 +21,15 @@
 
 /* ---- exact tails of a unimodal discrete distribution ---- */
 
+#define WALK_MAX 2000000
+#define NEGLIGIBLE 800.0 /* e^-800 is below the smallest double */
+
 struct dist {
 	int64_t lo, hi, mode; /* support [lo, hi] */
 	/* log(P(x+1) / P(x)) for lo <= x < hi */
 	double (*log_ratio)(const struct dist *d, int64_t x);
+	/* log P(x) up to a constant (lgamma; only for outcomes far from the mode) */
+	double (*log_pmf)(const struct dist *d, int64_t x);
 	double r1, r2, c1; /* hypergeometric margins */
 	double n, lodds;   /* binomial: trials, log(p / (1 - p)) */
 };
@@ -38,9 +46,23 @@ static double binom_log_ratio(const struct dist *d, int64_t x)
 	return log((d->n - xd) / (xd + 1)) + d->lodds;
 }
 
+static double lnchoose(double n, double k) { return lgamma(n + 1) - lgamma(k + 1) - lgamma(n - k + 1); }
+
+static double hyper_log_pmf(const struct dist *d, int64_t x)
+{
+	return lnchoose(d->r1, (double)x) + lnchoose(d->r2, d->c1 - (double)x);
+}
+
+static double binom_log_pmf(const struct dist *d, int64_t x)
+{
+	return lnchoose(d->n, (double)x) + (double)x * d->lodds; /* the n*log(1-p) factor is a constant */
+}
+
 /* log P(obs) - log P(mode), walking from the mode. */
 static double log_rel(const struct dist *d, int64_t obs)
 {
+	if (obs - d->mode > WALK_MAX || d->mode - obs > WALK_MAX)
+		return d->log_pmf(d, obs) - d->log_pmf(d, d->mode);
 	double l = 0;
 	for (int64_t x = d->mode; x < obs; x++)
 		l += d->log_ratio(d, x);
@@ -82,14 +104,17 @@ static void exact_tails(const struct dist *d, int64_t obs, struct exact *e)
 	/* unimodal: the largest term at or below obs is obs itself when obs <= mode, else the mode */
 	t.ref_le = obs <= d->mode ? t.l_obs : 0;
 	t.ref_ge = obs >= d->mode ? t.l_obs : 0;
-	double l = 0;
+	/* Terms below the cutoff cannot move any sum: they are e^-800 below the mode and
+	 * below obs. When obs itself is more than e^-800 below the mode every sum
+	 * relative to it underflows to 0 anyway, so the walk never goes past e^-1600. */
+	double cutoff = fmax(fmin(t.l_obs, 0), -NEGLIGIBLE) - NEGLIGIBLE, l = 0;
 	tails_add(&t, d->mode, 0);
-	for (int64_t x = d->mode; x < d->hi; x++) {
+	for (int64_t x = d->mode; x < d->hi && l >= cutoff; x++) {
 		l += d->log_ratio(d, x);
 		tails_add(&t, x + 1, l);
 	}
 	l = 0;
-	for (int64_t x = d->mode; x > d->lo; x--) {
+	for (int64_t x = d->mode; x > d->lo && l >= cutoff; x--) {
 		l -= d->log_ratio(d, x - 1);
 		tails_add(&t, x - 1, l);
 	}
@@ -115,7 +140,7 @@ int stats_fisher_exact(int64_t a, int64_t b, int64_t c, int64_t d, struct stats_
 		*out = f;
 		return 0;
 	}
-	struct dist h = { .log_ratio = hyper_log_ratio, .r1 = (double)r1, .r2 = (double)r2, .c1 = (double)c1 };
+	struct dist h = { .log_ratio = hyper_log_ratio, .log_pmf = hyper_log_pmf, .r1 = (double)r1, .r2 = (double)r2, .c1 = (double)c1 };
 	h.lo = c1 - r2 > 0 ? c1 - r2 : 0;
 	h.hi = r1 < c1 ? r1 : c1;
 	h.mode = (int64_t)floor(((double)r1 + 1) * ((double)c1 + 1) / ((double)(r1 + r2) + 2));
@@ -134,7 +159,7 @@ int stats_fisher_exact(int64_t a, int64_t b, int64_t c, int64_t d, struct stats_
 /* Arguments already checked: 0 <= k <= n, n > 0, 0 < p < 1. */
 static void binom_exact(int64_t k, int64_t n, double p, struct exact *e)
 {
-	struct dist bd = { .log_ratio = binom_log_ratio, .lo = 0, .hi = n, .n = (double)n,
+	struct dist bd = { .log_ratio = binom_log_ratio, .log_pmf = binom_log_pmf, .lo = 0, .hi = n, .n = (double)n,
 			   .lodds = log(p) - log1p(-p) };
 	bd.mode = (int64_t)floor(((double)n + 1) * p);
 	bd.mode = bd.mode > n ? n : bd.mode;

@@ -229,6 +229,8 @@ static int bench_run(sqlite3 *db, struct report_doc *d, const struct report_run 
 		snprintf(err, errlen, "reading bench_requests failed: %s", sqlite3_errmsg(db));
 		return -EIO;
 	}
+	static const char *const numeric[] = { "prompt_tokens", "cached_tokens", "completion_tokens", "sse_events",
+					       "t_send", "t_first_token", "t_done" };
 	struct level l = { 0 };
 	level_reset(&l, INT64_MIN);
 	int rc = 0, step, rows = 0;
@@ -241,6 +243,11 @@ static int bench_run(sqlite3 *db, struct report_doc *d, const struct report_run 
 		}
 		if (rc == 0)
 			rc = level_grow(&l);
+		if (rc)
+			break;
+		char where[96];
+		snprintf(where, sizeof where, "run %lld, level %lld", (long long)run->id, (long long)level);
+		rc = report_db_numeric(st, 3, 7, numeric, "bench_requests", where, err, errlen);
 		if (rc)
 			break;
 		rows++;

@@ -2,6 +2,7 @@
 #include "report/db.h"
 #include "store/store.h"
 #include <errno.h>
+#include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,4 +104,19 @@ void report_run_finish(struct report_run *r)
 		return;
 	free(r->protocol_json);
 	r->protocol_json = NULL;
+}
+
+int report_db_numeric(struct sqlite3_stmt *st, int first, int n, const char *const *names, const char *table,
+		      const char *where, char *err, size_t errlen)
+{
+	for (int c = first; c < first + n; c++) {
+		int t = sqlite3_column_type(st, c);
+		if (t == SQLITE_NULL || t == SQLITE_INTEGER || (t == SQLITE_FLOAT && isfinite(sqlite3_column_double(st, c))))
+			continue;
+		snprintf(err, errlen, "%s id %lld (%s): %s holds '%s', not a number; fix or delete that row", table,
+			 (long long)sqlite3_column_int64(st, 0), where, names[c - first],
+			 (const char *)sqlite3_column_text(st, c));
+		return -EINVAL;
+	}
+	return 0;
 }

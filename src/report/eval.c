@@ -155,13 +155,6 @@ static int commit(struct side *s, struct pending *p)
 	return 0;
 }
 
-/* A numeric column must be NULL or a finite number. */
-static bool numeric_ok(sqlite3_stmt *st, int col)
-{
-	int t = sqlite3_column_type(st, col);
-	return t == SQLITE_NULL || t == SQLITE_INTEGER || (t == SQLITE_FLOAT && isfinite(sqlite3_column_double(st, col)));
-}
-
 static int load_side(sqlite3 *db, struct side *s, char *err, size_t errlen)
 {
 	static const char *const numeric[] = { "completion_tokens", "seconds", "loop_pct" };
@@ -179,14 +172,9 @@ static int load_side(sqlite3 *db, struct side *s, char *err, size_t errlen)
 		const char *task = (const char *)sqlite3_column_text(st, 1);
 		int64_t repeat = sqlite3_column_int64(st, 2);
 		const char *cls = (const char *)sqlite3_column_text(st, 4);
-		for (int c = 0; c < 3; c++)
-			if (!numeric_ok(st, 5 + c)) {
-				snprintf(err, errlen, "eval_rows id %lld (run %lld, task %s): %s holds '%s', not a number; "
-					 "fix or delete that row",
-					 (long long)sqlite3_column_int64(st, 0), (long long)s->run.id, task, numeric[c],
-					 (const char *)sqlite3_column_text(st, 5 + c));
-				rc = -EINVAL;
-			}
+		char where[300];
+		snprintf(where, sizeof where, "run %lld, task %s", (long long)s->run.id, task);
+		rc = report_db_numeric(st, 5, 3, numeric, "eval_rows", where, err, errlen);
 		int ci = cls ? class_index(cls) : -1;
 		if (rc == 0 && (repeat < 0 || repeat > 1000000 || ci < 0)) {
 			snprintf(err, errlen, "eval_rows id %lld (run %lld): repeat_index %lld or failure_class '%s' is invalid",

@@ -410,6 +410,10 @@ static void bench(void)
 	free(js);
 	cJSON_Delete(j);
 	report_doc_destroy(d);
+	/* text in a numeric column is refused, naming the row */
+	exec(s, "UPDATE bench_requests SET t_done = 'NaN' WHERE level = 2 AND stream = 1");
+	d = build("bench", db, id, NULL, NULL, err, sizeof err);
+	CHECK(!d && strstr(err, "bench_requests id") && strstr(err, "level 2): t_done holds 'NaN', not a number"));
 	d = build("bench", db, "77", NULL, NULL, err, sizeof err);
 	CHECK(!d && strstr(err, "run 77 is not in the database") != NULL);
 	/* a run with only warm-up rows */

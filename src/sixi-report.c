@@ -122,8 +122,10 @@ static int cmd_report(const char *command, int argc, char **argv)
 		else
 			rc = report_doc_render(d, base, formats, plots, note, sizeof note, err, sizeof err);
 		if (rc == 0) {
-			printf("wrote %s.md, %s.html, CSV per table and %s.sixi.json (%zu numbers traced)\n", base, base,
-			       base, report_doc_num_count(d));
+			printf("wrote %s%s%s%s%s%s%s.sixi.json (%zu numbers traced)\n", formats & REPORT_MD ? base : "",
+			       formats & REPORT_MD ? ".md, " : "", formats & REPORT_HTML ? base : "",
+			       formats & REPORT_HTML ? ".html, " : "", formats & REPORT_CSV ? "CSV per table, " : "",
+			       plots ? "plots, " : "", base, report_doc_num_count(d));
 			if (note[0])
 				printf("%s\n", note);
 		}

@@ -3,6 +3,7 @@
 #include "report/bench.h"
 #include "report/doc.h"
 #include "report/eval.h"
+#include "core/buf.h"
 #include "core/json.h"
 #include <errno.h>
 #include <stdlib.h>
@@ -59,6 +60,43 @@ static void sidecar_path(const char *report, char *out, size_t n)
 		snprintf(out, n, "%s.sixi.json", report);
 }
 
+/* The Markdown beside the sidecar, split into lines (NULL when absent). */
+static char **md_lines(const char *sidecar, size_t *n, char **data)
+{
+	char path[4096];
+	size_t l = strlen(sidecar) - strlen(".sixi.json");
+	snprintf(path, sizeof path, "%.*s.md", (int)l, sidecar);
+	*n = 0;
+	*data = NULL;
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	struct buf b;
+	buf_init(&b);
+	char chunk[65536];
+	size_t got;
+	int rc = 0;
+	while (rc == 0 && (got = fread(chunk, 1, sizeof chunk, f)) > 0)
+		rc = buf_append(&b, chunk, got);
+	fclose(f);
+	size_t count = 1;
+	for (size_t i = 0; i < b.len; i++)
+		count += b.data[i] == '\n';
+	char **lines = rc || !b.data ? NULL : calloc(count + 1, sizeof *lines);
+	if (!lines) {
+		buf_finish(&b);
+		return NULL;
+	}
+	lines[(*n)++] = b.data;
+	for (size_t i = 0; i < b.len; i++)
+		if (b.data[i] == '\n') {
+			b.data[i] = 0;
+			lines[(*n)++] = b.data + i + 1;
+		}
+	*data = buf_steal(&b);
+	return lines;
+}
+
 int report_check(const char *report, const char *db, FILE *out, size_t *changed, size_t *total, char *err,
 		 size_t errlen)
 {
@@ -91,6 +129,8 @@ int report_check(const char *report, const char *db, FILE *out, size_t *changed,
 			argv[i] = (char *)db;
 	}
 	struct report_doc *d = NULL;
+	size_t nlines = 0;
+	char *md = NULL, **lines = md_lines(path, &nlines, &md);
 	if (rc == 0)
 		rc = report_build(command, argc, argv, &d, err, errlen);
 	if (rc == 0) {
@@ -121,6 +161,16 @@ int report_check(const char *report, const char *db, FILE *out, size_t *changed,
 				(*changed)++;
 				fprintf(out, "%s  %s: was %s, now %s (query %s)\n", where ? where : "?", id, was,
 					now ? now : "(gone)", json_get_str(num, "query") ? json_get_str(num, "query") : "?");
+				continue;
+			}
+			/* the page itself must still show the recorded value (not edited by hand) */
+			const char *colon = where ? strrchr(where, ':') : NULL;
+			long line = colon ? strtol(colon + 1, NULL, 10) : 0;
+			char cell[160];
+			snprintf(cell, sizeof cell, "| %s |", was);
+			if (lines && line > 0 && (size_t)line <= nlines && !strstr(lines[line - 1], cell)) {
+				(*changed)++;
+				fprintf(out, "%s  %s: the page no longer shows %s (edited after rendering?)\n", where, id, was);
 			}
 		}
 		for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -136,6 +186,8 @@ int report_check(const char *report, const char *db, FILE *out, size_t *changed,
 	if (rc == -ENOMEM)
 		snprintf(err, errlen, "out of memory");
 	report_doc_destroy(d);
+	free(lines);
+	free(md);
 	free(argv);
 	cJSON_Delete(sc);
 	return rc ? rc : *changed ? 1 : 0;

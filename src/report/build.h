@@ -17,7 +17,8 @@ __attribute__((warn_unused_result)) int report_build(const char *command, int ar
 /* Staleness check: reads REPORT's sidecar (REPORT.sixi.json, or BASE.sixi.json for
  * BASE.md / BASE.html), rebuilds the report against the DB (db overrides the
  * recorded path when not NULL) and prints one line per number whose value changed,
- * with its location, to out. Returns 0 when every number matches, 1 when some
+ * with its location, to out; also one line per number the Markdown beside no
+ * longer shows at its recorded line (edited by hand). Returns 0 when every number matches, 1 when some
  * changed (*changed of *total), negative on error with err set. */
 __attribute__((warn_unused_result)) int report_check(const char *report, const char *db, FILE *out,
 						     size_t *changed, size_t *total, char *err, size_t errlen);

@@ -263,6 +263,29 @@ static void compare(void)
 	CHECK(strstr(all, "cmp.md:") != NULL);
 	CHECK(strstr(all, "pooled/A (run 1)/passes: was 56, now 57") != NULL);
 	CHECK(strstr(all, "repeats/2/A rate %: was 22.0, now 24.0") != NULL);
+	/* a number typed over by hand in the page is caught even when the DB agrees */
+	snprintf(sql, sizeof sql, "UPDATE eval_rows SET pass = 0, failure_class = 'wrong' WHERE run = %lld AND "
+		 "task_id = 't49' AND repeat_index = 2", (long long)ra);
+	exec(s, sql);
+	md = slurp(path);
+	char *hit = strstr(md, "| Fisher | 56 | 144 |");
+	if (CHECK(hit != NULL)) {
+		memcpy(hit, "| Fisher | 58 | 142 |", 21);
+		FILE *w = fopen(path, "w");
+		fputs(md, w);
+		fclose(w);
+	}
+	free(md);
+	out = tmpfile();
+	rc = report_check(path, NULL, out, &changed, &total, err, sizeof err);
+	CHECK_EQ_INT(rc, 1);
+	CHECK_EQ_INT(changed, 2);
+	rewind(out);
+	all[0] = 0;
+	while (fgets(line, sizeof line, out))
+		strncat(all, line, sizeof all - strlen(all) - 1);
+	fclose(out);
+	CHECK(strstr(all, "cmp.md:20  fisher/Fisher/A pass: the page no longer shows 56") != NULL);
 	report_doc_destroy(d);
 
 	/* without gnuplot: tables render, the page says how to get plots */

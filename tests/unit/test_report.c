@@ -219,7 +219,7 @@ static void compare(void)
 	CHECK(strstr(md, "### Fisher") < strstr(md, "## Exploratory"));
 	CHECK(strstr(md, "### Exact McNemar") > strstr(md, "## Exploratory"));
 	free(md);
-	if (access("/usr/bin/gnuplot", X_OK) == 0 || getenv("SIXI_GNUPLOT")) {
+	if (system("command -v gnuplot > /dev/null 2>&1") == 0) {
 		CHECK(file_size(base, "-repeats.svg") > 1000);
 		CHECK(file_size(base, "-repeats.png") > 1000);
 		snprintf(path, sizeof path, "%s.html", base);

@@ -9,6 +9,7 @@
 #include "report/doc.h"
 #include "core/args.h"
 #include "core/buf.h"
+#include "core/json.h"
 #include "stats/boot.h"
 #include "stats/stats.h"
 #include "store/store.h"
@@ -263,15 +264,26 @@ static int config_diff(const char *ja, const char *jb, char *out, size_t n)
 	return diffs;
 }
 
-/* The protocol's pre-registered tests (analysis.tests), in order. */
-static int preregistered(const char *protocol, char names[8][16])
+/* The protocol's pre-registered tests (analysis.tests), in order, and the
+ * alternative and alpha fixed with them (for the record in the report). */
+static int preregistered(const char *protocol, char names[8][16], char *plan, size_t planlen)
 {
 	cJSON *p = cJSON_Parse(protocol);
-	cJSON *tests = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "analysis"), "tests");
+	cJSON *analysis = cJSON_GetObjectItemCaseSensitive(p, "analysis");
+	cJSON *tests = cJSON_GetObjectItemCaseSensitive(analysis, "tests");
+	const char *alt = json_get_str(analysis, "alternative");
+	double alpha = 0;
+	bool has_alpha = json_get_double(analysis, "alpha", &alpha);
 	int n = 0;
 	for (cJSON *t = tests ? tests->child : NULL; t && n < 8; t = t->next)
 		if (cJSON_IsString(t))
 			snprintf(names[n++], 16, "%s", t->valuestring);
+	snprintf(plan, planlen, "%s%s%s%s", alt ? "alternative " : "", alt ? alt : "",
+		 has_alpha ? (alt ? ", alpha " : "alpha ") : "", "");
+	if (has_alpha) {
+		size_t l = strlen(plan);
+		snprintf(plan + l, planlen - l, "%g", alpha);
+	}
 	cJSON_Delete(p);
 	return n;
 }
@@ -622,7 +634,10 @@ int report_compare_build(const struct report_compare_opts *o, struct report_doc 
 	snprintf(c.lb, sizeof c.lb, "B (run %lld)", (long long)B.run.id);
 	report_doc_query(d, Q_A, A.sql);
 	report_doc_query(d, Q_B, B.sql);
-	report_doc_query(d, "runs", "SELECT id, kind, model, status, started, config_hash FROM runs WHERE id IN (A, B)");
+	char runs_sql[160];
+	snprintf(runs_sql, sizeof runs_sql, "SELECT id, kind, model, status, started, config_hash FROM runs WHERE id IN (%lld, %lld)",
+		 (long long)A.run.id, (long long)B.run.id);
+	report_doc_query(d, "runs", runs_sql);
 	report_doc_para(d, "A is run %lld (%s, started %s); B is run %lld (%s, started %s). Every number below is "
 			   "computed from eval_rows at render time.",
 			(long long)A.run.id, A.run.model[0] ? A.run.model : "model not recorded", A.run.started,
@@ -651,12 +666,14 @@ int report_compare_build(const struct report_compare_opts *o, struct report_doc 
 	}
 
 	/* pre-registered tests first, then the rest labelled exploratory */
-	char pre[8][16];
-	int npre = preregistered(A.run.protocol_json, pre);
+	char pre[8][16], plan[96];
+	int npre = preregistered(A.run.protocol_json, pre, plan, sizeof plan);
 	bool done[NTESTS + 1] = { false }, wilson_done = false;
 	if (npre) {
 		report_doc_heading(d, "Pre-registered tests");
-		report_doc_para(d, "The protocol fixed these tests before the run, in this order.");
+		report_doc_para(d, "The protocol fixed these tests before the run, in this order%s%s%s. p-values are "
+				   "shown two-sided and one-sided where the test has both.",
+				plan[0] ? " (" : "", plan, plan[0] ? ")" : "");
 		for (int p = 0; p < npre; p++) {
 			if (strcmp(pre[p], "wilson") == 0 && !wilson_done) {
 				t_wilson(d, &c);

@@ -15,7 +15,8 @@
 static char dir[] = "/tmp/sixi-test-report-XXXXXX";
 
 static const char proto[] = "{\"name\":\"essay\",\"sampling\":{\"temperature\":0.7},\"repeats\":4,"
-			    "\"analysis\":{\"tests\":[\"fisher\",\"sign\",\"welch\"]}}";
+			    "\"analysis\":{\"tests\":[\"fisher\",\"sign\",\"welch\"],\"alternative\":\"greater\","
+			    "\"alpha\":0.05}}";
 
 static int64_t add_run(struct store *s, const char *kind, const char *workload, const char *protocol)
 {
@@ -216,6 +217,7 @@ static void compare(void)
 	char *md = slurp(path);
 	CHECK(strstr(md, "| Fisher | 56 | 144 | 36 | 164 |") != NULL);
 	CHECK(strstr(md, "## Pre-registered tests") < strstr(md, "## Exploratory (not pre-registered)"));
+	CHECK(strstr(md, "in this order (alternative greater, alpha 0.05).") != NULL);
 	CHECK(strstr(md, "### Fisher") < strstr(md, "## Exploratory"));
 	CHECK(strstr(md, "### Exact McNemar") > strstr(md, "## Exploratory"));
 	free(md);

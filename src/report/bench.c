@@ -144,16 +144,16 @@ struct curves {
 	int nruns;
 	/* per run, per point: x and the plotted values (NaN for invalid points) */
 	double *x[REPORT_BENCH_MAX_RUNS], *agg[REPORT_BENCH_MAX_RUNS], *per[REPORT_BENCH_MAX_RUNS],
-		*ttft[REPORT_BENCH_MAX_RUNS];
+		*ttft[REPORT_BENCH_MAX_RUNS], *prefill[REPORT_BENCH_MAX_RUNS];
 	size_t n[REPORT_BENCH_MAX_RUNS], cap[REPORT_BENCH_MAX_RUNS];
 };
 
-static int curve_add(struct curves *cv, int r, double x, double agg, double per, double ttft)
+static int curve_add(struct curves *cv, int r, double x, double agg, double per, double ttft, double prefill)
 {
 	if (cv->n[r] == cv->cap[r]) {
 		size_t nc = cv->cap[r] ? cv->cap[r] * 2 : 16;
-		double **arrs[4] = { &cv->x[r], &cv->agg[r], &cv->per[r], &cv->ttft[r] };
-		for (int i = 0; i < 4; i++) {
+		double **arrs[5] = { &cv->x[r], &cv->agg[r], &cv->per[r], &cv->ttft[r], &cv->prefill[r] };
+		for (int i = 0; i < 5; i++) {
 			double *p = realloc(*arrs[i], nc * sizeof *p);
 			if (!p)
 				return -ENOMEM;
@@ -165,6 +165,7 @@ static int curve_add(struct curves *cv, int r, double x, double agg, double per,
 	cv->agg[r][cv->n[r]] = agg;
 	cv->per[r][cv->n[r]] = per;
 	cv->ttft[r][cv->n[r]] = ttft;
+	cv->prefill[r][cv->n[r]] = prefill;
 	cv->n[r]++;
 	return 0;
 }
@@ -186,7 +187,7 @@ static int emit_level(struct report_doc *d, struct level *l, const char *q, stru
 			report_doc_cell(d, "invalid");
 		report_doc_cell(d, l->fps > 1 ? "mixed" : l->fp);
 		report_doc_cell(d, why);
-		return curve_add(cv, r, (double)l->level, NAN, NAN, NAN);
+		return curve_add(cv, r, (double)l->level, NAN, NAN, NAN, NAN);
 	}
 	double wall_s = l->t_max > l->t_min ? (double)(l->t_max - l->t_min) / 1e9 : NAN;
 	double agg = (double)l->tokens / wall_s, per = l->streams ? l->stream_rate_sum / (double)l->streams : NAN;
@@ -197,12 +198,13 @@ static int emit_level(struct report_doc *d, struct level *l, const char *q, stru
 	report_doc_num(d, q, "%.1f", p50);
 	report_doc_num(d, q, "%.1f", pct(l->ttft_ms, l->nttft, 0.9));
 	report_doc_num(d, q, "%.1f", pct(l->ttft_ms, l->nttft, 0.99));
-	report_doc_num(d, q, "%.0f", pct(l->prefill, l->nprefill, 0.5));
+	double prefill = pct(l->prefill, l->nprefill, 0.5);
+	report_doc_num(d, q, "%.0f", prefill);
 	report_doc_num(d, q, "%.2f", l->tokens ? (double)l->events / (double)l->tokens : NAN);
 	report_doc_num(d, q, "%.1f", pct(l->follow_ms, l->nfollow, 0.5));
 	report_doc_cell(d, l->fps > 1 ? "mixed" : l->fp);
 	report_doc_cell(d, "valid");
-	return curve_add(cv, r, (double)l->level, agg, per, p50);
+	return curve_add(cv, r, (double)l->level, agg, per, p50, prefill);
 }
 
 static int bench_run(sqlite3 *db, struct report_doc *d, const struct report_run *run, struct curves *cv, int r,
@@ -352,14 +354,16 @@ int report_bench_build(const struct report_bench_opts *o, struct report_doc *d, 
 			{ "throughput", "Aggregate throughput", "completion tokens/s" },
 			{ "per-stream", "Per-stream rate", "completion tokens/s per stream" },
 			{ "ttft", "Time to first token (p50)", "ms" },
+			{ "prefill", "Prefill rate (p50)", "prompt tokens/s" },
 		};
 		const char *xl = level_name(runs[0].workload);
-		for (int p = 0; p < 3; p++) {
+		for (int p = 0; p < 4; p++) {
 			report_doc_plot(d, plots[p].id, plots[p].title, xl, plots[p].ylabel, true,
 					(int)o->nruns + any_invalid, series);
 			for (size_t r = 0; r < o->nruns; r++)
 				for (size_t k = 0; k < cv.n[r]; k++) {
-					double y = p == 0 ? cv.agg[r][k] : p == 1 ? cv.per[r][k] : cv.ttft[r][k];
+					double y = p == 0 ? cv.agg[r][k] : p == 1 ? cv.per[r][k] : p == 2 ? cv.ttft[r][k]
+													   : cv.prefill[r][k];
 					if (isnan(cv.agg[r][k]))
 						report_doc_point(d, (int)o->nruns, cv.x[r][k], 0);
 					else
@@ -376,6 +380,7 @@ int report_bench_build(const struct report_bench_opts *o, struct report_doc *d, 
 		free(cv.agg[i]);
 		free(cv.per[i]);
 		free(cv.ttft[i]);
+		free(cv.prefill[i]);
 	}
 	store_close(s);
 	return rc;

@@ -428,6 +428,16 @@ static void bench(void)
 	CHECK_EQ_STR(num(d, "bench_1/4/requests"), "2");
 	CHECK_EQ_STR(num(d, "bench_1/4/tok/s aggregate"), "(missing)"); /* invalid: shown as text, not a number */
 	CHECK_EQ_STR(num(d, "bench_1/8/tok/s aggregate"), "(missing)");
+	char base[300], note[512];
+	snprintf(base, sizeof base, "%s/out/bench", dir);
+	CHECK(report_doc_render(d, base, REPORT_MD | REPORT_HTML | REPORT_CSV, true, note, sizeof note, err,
+				sizeof err) == 0);
+	CHECK(file_size(base, "-bench_1.csv") > 100);
+	if (system("command -v gnuplot > /dev/null 2>&1") == 0) {
+		static const char *const plots[] = { "-throughput.svg", "-per-stream.svg", "-ttft.svg", "-prefill.png" };
+		for (int i = 0; i < 4; i++)
+			CHECK(file_size(base, plots[i]) > 1000);
+	}
 	cJSON *j = report_doc_json(d);
 	char *js = cJSON_PrintUnformatted(j);
 	CHECK(strstr(js, "\"status\":\"invalid: cached prompt\"") != NULL);

@@ -647,9 +647,9 @@ int report_compare_build(const struct report_compare_opts *o, struct report_doc 
 				   "--allow-config-diff was given).", diff);
 	if (merged == 1)
 		report_doc_para(d, "Only the tasks both runs share are compared (--intersect).");
-	static const char *const hr[] = { "run", "tasks", "tasks compared", "attempts (rows)", "scored outcomes",
-					  "api_error", "environment" };
-	report_doc_table(d, "runs", "Runs", 7, hr);
+	static const char *const hr[] = { "run", "status", "tasks", "tasks compared", "attempts (rows)",
+					  "scored outcomes", "api_error", "environment" };
+	report_doc_table(d, "runs", "Runs", 8, hr);
 	for (int k = 0; k < 2; k++) {
 		struct side *x = k ? &B : &A;
 		int64_t scored = 0;
@@ -657,6 +657,7 @@ int report_compare_build(const struct report_compare_opts *o, struct report_doc 
 			scored += x->cls[i];
 		report_doc_row(d);
 		report_doc_cell(d, k ? c.lb : c.la);
+		report_doc_cell(d, x->run.status);
 		report_doc_num(d, k ? Q_B : Q_A, "%.0f", (double)x->ntasks);
 		report_doc_num(d, Q_AB, "%.0f", (double)c.npairs);
 		report_doc_num(d, k ? Q_B : Q_A, "%.0f", (double)x->rows);

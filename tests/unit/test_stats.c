@@ -191,9 +191,9 @@ static void essays(void)
 	CHECK_NEAR(round(sd * 10) / 10, 4.3, 1e-12);
 	CHECK(stats_mean_sd(b, 4, &mean, &sd) == 0);
 	CHECK_NEAR(round(sd * 10) / 10, 2.8, 1e-12);
-	/* the expected union of 1, 2, 3, 4 agents drawn from four is 11.5, 14.3, 15.5
-	 * and 16.0 statements (agent-teams essay): 46 proofs of 16 statements, which
-	 * those four figures pin down to 6 statements proved by all four agents, 4 by
+	/* the expected union of 1, 2, 3, 4 runs drawn from four is 11.5, 14.3, 15.5 and
+	 * 16.0 statements (reference essay on teams): 46 proofs of 16 statements, which
+	 * those four figures pin down to 6 statements proved by all four runs, 4 by
 	 * three, 4 by two and 2 by one */
 	int64_t c[16] = { 4, 4, 4, 4, 4, 4, 3, 3, 3, 3, 2, 2, 2, 2, 1, 1 };
 	const double want[4] = { 11.5, 14.3, 15.5, 16.0 };

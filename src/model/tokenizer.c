@@ -711,9 +711,9 @@ struct sym {
 };
 
 struct pair {
-	double key;        /* BPE: rank; SPM: -score (smaller first) */
-	long left, right;
-	size_t size;       /* bytes of left + right when pushed */
+	float key;         /* BPE: rank (exact below 2^24); SPM: -score (smaller first) */
+	int32_t left, right;
+	uint32_t size;     /* bytes of left + right when pushed */
 };
 
 struct heap {
@@ -811,7 +811,7 @@ static int ids_push(struct ids *o, int32_t id)
 }
 
 /* Candidate value of merging symbols l and r of word w: 0 and *key set when it exists. */
-static int pair_value(const struct tokenizer *t, struct scratch *s, const char *w, long l, long r, double *key)
+static int pair_value(const struct tokenizer *t, struct scratch *s, const char *w, long l, long r, float *key)
 {
 	const struct sym *a = &s->sym[l], *b = &s->sym[r];
 	if (t->model == TOK_MODEL_BPE) {
@@ -824,14 +824,14 @@ static int pair_value(const struct tokenizer *t, struct scratch *s, const char *
 		int32_t rank = strmap_get(&t->merges, s->key, kl);
 		if (rank < 0)
 			return 1;
-		*key = rank;
+		*key = (float)rank;
 		return 0;
 	}
 	/* SPM: the concatenation (contiguous in w) must be a token; higher score first */
 	int32_t id = strmap_get(&t->by_text, w + a->start, a->len + b->len);
 	if (id < 0)
 		return 1;
-	*key = -(double)t->tok[id].score;
+	*key = -t->tok[id].score;
 	return 0;
 }
 
@@ -839,12 +839,12 @@ static int try_pair(const struct tokenizer *t, struct scratch *s, const char *w,
 {
 	if (l < 0 || r < 0)
 		return 0;
-	double key;
+	float key;
 	int rc = pair_value(t, s, w, l, r, &key);
 	if (rc)
 		return rc < 0 ? rc : 0;
-	return heap_push(&s->heap, (struct pair){.key = key, .left = l, .right = r,
-					    .size = s->sym[l].len + s->sym[r].len});
+	return heap_push(&s->heap, (struct pair){.key = key, .left = (int32_t)l, .right = (int32_t)r,
+					    .size = (uint32_t)(s->sym[l].len + s->sym[r].len)});
 }
 
 /* Merges the symbols of word w[0..n) and appends the resulting ids. */
@@ -1014,6 +1014,8 @@ int tok_encode(const struct tokenizer *t, const char *text, size_t n, bool add_s
 	int rc = 0;
 	*ids = NULL;
 	*n_ids = 0;
+	if (n > INT32_MAX / 4) /* symbol indices are 32-bit; byte-level text takes up to 2 bytes a byte */
+		return -E2BIG;
 	if (unicode_utf8_valid_prefix(text, n) != n)
 		return -EILSEQ;
 	if (add_special && t->add_bos && t->bos >= 0)

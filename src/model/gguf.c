@@ -15,6 +15,7 @@
  * hundred thousand small copies, done once. */
 #include "model/gguf.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -594,10 +595,15 @@ struct gguf *gguf_open(const char *path, char *err, size_t errlen)
 uint32_t gguf_version(const struct gguf *g) { return g->version; }
 size_t gguf_kv_count(const struct gguf *g) { return g->n_kv; }
 const char *gguf_kv_key(const struct gguf *g, size_t i) { return i < g->n_kv ? g->kv[i].key : NULL; }
-enum gguf_type gguf_kv_type(const struct gguf *g, size_t i) { return g->kv[i].type; }
+enum gguf_type gguf_kv_type(const struct gguf *g, size_t i)
+{
+	assert(i < g->n_kv);
+	return g->kv[i].type;
+}
 
 enum gguf_type gguf_kv_array_type(const struct gguf *g, size_t i)
 {
+	assert(i < g->n_kv);
 	return g->kv[i].arr_type;
 }
 

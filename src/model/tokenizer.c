@@ -248,7 +248,7 @@ static int cmp_special(const void *a, const void *b, void *ctx)
 	return x < y ? -1 : x > y;
 }
 
-/* Decoded bytes of token i into out (room for 4 * len + 1); returns the length. */
+/* Decoded bytes of a token's text into out (room for len bytes); returns the length. */
 static size_t decode_piece(const struct tokenizer *t, const char *s, size_t len, uint8_t type, char *out)
 {
 	size_t o = 0;
@@ -306,7 +306,7 @@ static struct tokenizer *tok_build(struct tokenizer *t, const struct tok_src *sr
 	t->n_vocab = src->n_vocab;
 	t->tok = calloc(src->n_vocab ? src->n_vocab : 1, sizeof *t->tok);
 	t->text_pool = malloc(text_bytes ? text_bytes : 1);
-	t->piece_pool = malloc(text_bytes * 4 + 1);
+	t->piece_pool = malloc(text_bytes + 1); /* a decoded piece is never longer than its text */
 	if (!t->tok || !t->text_pool || !t->piece_pool || strmap_init(&t->by_text, src->n_vocab))
 		goto oom;
 	size_t off = 0, poff = 0;

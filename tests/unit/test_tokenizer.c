@@ -61,13 +61,9 @@ static struct tokenizer *load_gguf_file(const char *path, char *err, size_t errl
 
 /* ---- splits ---- */
 
-static void test_splits(void)
+/* Compares tok_pre_split with every line {"pre", "text", "pieces"} of a JSONL buffer; returns the line count. */
+static int compare_splits(char *all)
 {
-	size_t n;
-	char *all = slurp(test_src_path("tests/fixtures/tokenizer/splits.jsonl"), &n);
-	CHECK(all != NULL);
-	if (!all)
-		return;
 	int lines = 0, bad = 0;
 	for (char *line = strtok(all, "\n"); line; line = strtok(NULL, "\n")) {
 		cJSON *j = cJSON_Parse(line);
@@ -101,7 +97,52 @@ static void test_splits(void)
 		lines++;
 	}
 	CHECK_EQ_INT(bad, 0);
-	CHECK(lines >= 100);
+	return lines;
+}
+
+static void test_splits(void)
+{
+	size_t n;
+	char *all = slurp(test_src_path("tests/fixtures/tokenizer/splits.jsonl"), &n);
+	CHECK(all != NULL);
+	if (all)
+		CHECK(compare_splits(all) >= 100);
+	free(all);
+}
+
+/* The inputs of llama.cpp's vocabulary tests (qwen35's included, whose vocabulary is not
+ * in ../shared) split by Python's re with the same regexes, run now, against ours. */
+static void test_splits_shared(void)
+{
+	static const char *const names[] = {"qwen35", "gpt-2", "llama-spm"};
+	char cmd[8192], rel[128];
+	int len = snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s' --inp",
+			   test_src_path("tests/fixtures/tokenizer/gen_splits.py"));
+	for (int i = 0; i < 3; i++) {
+		snprintf(rel, sizeof rel, "../shared/data/vocab/ggml-vocab-%s.gguf.inp", names[i]);
+		if (access(test_src_path(rel), R_OK) != 0 || access("/usr/bin/python3", X_OK) != 0) {
+			printf("note: ../shared/data/vocab or /usr/bin/python3 absent: splits of the shared inputs not checked\n");
+			return;
+		}
+		len += snprintf(cmd + len, sizeof cmd - (size_t)len, " '%s'", test_src_path(rel));
+	}
+	FILE *p = popen(cmd, "r");
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	size_t cap = 1 << 20, n = 0;
+	char *all = malloc(cap);
+	size_t k;
+	while (all && (k = fread(all + n, 1, cap - 1 - n, p)) > 0)
+		n += k;
+	int status = pclose(p);
+	CHECK_EQ_INT(status, 0);
+	if (all && status == 0) {
+		all[n] = 0;
+		int lines = compare_splits(all);
+		CHECK(lines >= 4 * 140);
+		printf("splits of the shared vocabulary inputs: %d (pre-tokenizer, input) pairs compared\n", lines);
+	}
 	free(all);
 }
 
@@ -590,6 +631,7 @@ int main(void)
 		return 1;
 	}
 	test_splits();
+	test_splits_shared();
 	test_tiny();
 	test_spm();
 	test_bad_vocab();

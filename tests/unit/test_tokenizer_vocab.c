@@ -1,10 +1,11 @@
 /* Tokenizer acceptance against llama.cpp's vocabulary test vectors in
  * ../shared/data/vocab (ggml-vocab-NAME.gguf with .inp/.out): every input encodes to
  * the expected ids (no BOS/EOS, special tokens not parsed, as llama.cpp's
- * test-tokenizer-0 runs) and decodes back to itself. Skips when the files are absent. */
+ * test-tokenizer-0 runs) and decodes back to itself, at once and token by token. Skips when the files are absent. */
 #include "test.h"
 #include "model/gguf.h"
 #include "model/tokenizer.h"
+#include "model/unicode.h"
 
 #include <unistd.h>
 
@@ -88,6 +89,26 @@ static int check_vocab(const char *name)
 				fprintf(stderr, "%s vector %d: decode gives \"%s\"\n", name, count, text);
 			}
 			free(text);
+			/* token by token, only whole characters come out, and they add up to the input */
+			struct tok_stream st;
+			tok_stream_init(&st, t, false);
+			char *acc = malloc(len + 1), chunk[512];
+			size_t al = 0;
+			for (size_t i = 0; i < n; i++) {
+				int k = tok_stream_feed(&st, ids[i], chunk, sizeof chunk);
+				if (k < 0 || al + (size_t)k > len || unicode_utf8_valid_prefix(chunk, (size_t)k) != (size_t)k) {
+					bad++;
+					fprintf(stderr, "%s vector %d: stream decode broke at token %zu\n", name, count, i);
+					break;
+				}
+				memcpy(acc + al, chunk, (size_t)k);
+				al += (size_t)k;
+			}
+			if (al != len || memcmp(acc, ip, len) != 0) {
+				bad++;
+				fprintf(stderr, "%s vector %d: stream decode differs\n", name, count);
+			}
+			free(acc);
 			free(ids);
 		}
 		count++;

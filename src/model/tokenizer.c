@@ -127,27 +127,31 @@ struct tokenizer {
 };
 
 /* GPT-2's map from bytes to printable code points: printable Latin-1 bytes map to
- * themselves, the other 68 to U+0100.. in byte order. */
+ * themselves, the other 68 to U+0100.. in byte order: 0x00-0x20 -> U+0100-U+0120,
+ * 0x7F-0xA0 -> U+0121-U+0142, 0xAD -> U+0143. */
 static uint32_t byte_to_cp(unsigned b)
 {
-	if ((b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae))
-		return b;
-	uint32_t n = 0;
-	for (unsigned x = 0; x < b; x++)
-		if (!((x >= 0x21 && x <= 0x7e) || (x >= 0xa1 && x <= 0xac) || (x >= 0xae)))
-			n++;
-	return 256 + n;
+	if (b <= 0x20)
+		return 0x100 + b;
+	if (b >= 0x7f && b <= 0xa0)
+		return 0x121 + (b - 0x7f);
+	if (b == 0xad)
+		return 0x143;
+	return b;
 }
 
 uint32_t tok_byte_char(unsigned char b) { return byte_to_cp(b); }
 
 static int cp_to_byte(uint32_t cp)
 {
-	if (cp < 256)
-		return ((cp >= 0x21 && cp <= 0x7e) || (cp >= 0xa1 && cp <= 0xac) || cp >= 0xae) ? (int)cp : -1;
-	for (unsigned b = 0; b < 256; b++)
-		if (byte_to_cp(b) == cp)
-			return (int)b;
+	if (cp >= 0x100 && cp <= 0x120)
+		return (int)(cp - 0x100);
+	if (cp >= 0x121 && cp <= 0x142)
+		return (int)(cp - 0x121 + 0x7f);
+	if (cp == 0x143)
+		return 0xad;
+	if (cp < 0x100 && byte_to_cp(cp) == cp)
+		return (int)cp;
 	return -1;
 }
 

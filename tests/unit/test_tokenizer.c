@@ -100,6 +100,27 @@ static int compare_splits(char *all)
 	return lines;
 }
 
+/* GPT-2's byte alphabet: a bijection onto printable code points, known anchors. */
+static void test_byte_alphabet(void)
+{
+	unsigned char seen[0x200] = {0};
+	int dup = 0;
+	for (unsigned b = 0; b < 256; b++) {
+		uint32_t cp = tok_byte_char((unsigned char)b);
+		CHECK(cp < 0x200);
+		if (cp < 0x200)
+			dup += seen[cp]++;
+		CHECK(unicode_category(cp) != UCAT_OTHER && !unicode_is_space(cp));
+	}
+	CHECK_EQ_INT(dup, 0);
+	CHECK_EQ_INT(tok_byte_char(' '), 0x120);  /* Ġ */
+	CHECK_EQ_INT(tok_byte_char('\n'), 0x10a); /* Ċ */
+	CHECK_EQ_INT(tok_byte_char('A'), 'A');
+	CHECK_EQ_INT(tok_byte_char(0x7f), 0x121);
+	CHECK_EQ_INT(tok_byte_char(0xad), 0x143);
+	CHECK_EQ_INT(tok_byte_char(0xe9), 0xe9);
+}
+
 static void test_splits(void)
 {
 	size_t n;
@@ -630,6 +651,7 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
+	test_byte_alphabet();
 	test_splits();
 	test_splits_shared();
 	test_tiny();

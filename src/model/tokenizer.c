@@ -1551,6 +1551,12 @@ struct tokenizer *tok_load_hf_json(const char *path, char *err, size_t errlen)
 			max_id = (int64_t)id;
 	}
 	size_t n_vocab = (size_t)(max_id + 1), n_merges = (size_t)cJSON_GetArraySize(merges);
+	size_t n_entries = (size_t)cJSON_GetArraySize(vocab) + (size_t)cJSON_GetArraySize(added);
+	if (n_vocab > n_entries) {
+		set_err(err, errlen, "%s: model.vocab: ids reach %zu but there are only %zu tokens (ids must be "
+			"0..N-1 without gaps)", path, n_vocab - 1, n_entries);
+		goto out;
+	}
 	if (alloc_src(&src, n_vocab, n_merges, false) || !(t = tok_alloc())) {
 		set_err(err, errlen, "%s: out of memory", path);
 		goto out;

@@ -419,6 +419,18 @@ static void test_tiny(void)
 	CHECK(tok_load_hf_json(jpath, err, sizeof err) == NULL);
 	CHECK(strstr(err, "model.merges: missing") != NULL);
 	f = fopen(jpath, "w");
+	fputs("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 900000000}, \"merges\": []}, "
+	      "\"pre_tokenizer\": {\"type\": \"ByteLevel\"}}", f);
+	fclose(f);
+	CHECK(tok_load_hf_json(jpath, err, sizeof err) == NULL);
+	CHECK(strstr(err, "ids reach 900000000 but there are only 2 tokens") != NULL);
+	f = fopen(jpath, "w");
+	fputs("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, "
+	      "\"pre_tokenizer\": {\"type\": \"Metaspace\"}}", f);
+	fclose(f);
+	CHECK(tok_load_hf_json(jpath, err, sizeof err) == NULL);
+	CHECK(strstr(err, "pre_tokenizer: not a byte-level split") != NULL);
+	f = fopen(jpath, "w");
 	fputs("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []", f);
 	fclose(f);
 	CHECK(tok_load_hf_json(jpath, err, sizeof err) == NULL);

@@ -123,6 +123,8 @@ struct tokenizer {
 	int32_t byte_tok[256];     /* BPE: id of each byte's printable char; SPM: <0xXX>; -1 absent */
 	int32_t bos, eos, eot, eom, unk, pad;
 	bool add_bos, add_eos, add_space_prefix;
+	bool prefix_first_only;    /* SPM: space prefix only at the start of the text, not after specials */
+	bool rank_merges;          /* merges by rank (BPE; SentencePiece-style from tokenizer.json), else by score */
 	size_t max_piece;
 };
 
@@ -365,7 +367,7 @@ static struct tokenizer *tok_build(struct tokenizer *t, const struct tok_src *sr
 	}
 
 	/* merges: key "left" 0xFF "right" (0xFF never occurs in UTF-8) -> rank */
-	if (t->model == TOK_MODEL_BPE) {
+	if (t->rank_merges) {
 		size_t mbytes = 0;
 		for (size_t i = 0; i < src->n_merges; i++)
 			mbytes += src->merge_ll[i] + src->merge_rl[i] + 1;
@@ -818,7 +820,7 @@ static int ids_push(struct ids *o, int32_t id)
 static int pair_value(const struct tokenizer *t, struct scratch *s, const char *w, long l, long r, float *key)
 {
 	const struct sym *a = &s->sym[l], *b = &s->sym[r];
-	if (t->model == TOK_MODEL_BPE) {
+	if (t->rank_merges) {
 		size_t kl = a->len + b->len + 1;
 		if (grow((void **)&s->key, &s->key_cap, kl, 1))
 			return -ENOMEM;
@@ -1035,7 +1037,8 @@ int tok_encode(const struct tokenizer *t, const char *text, size_t n, bool add_s
 		} else if (t->model == TOK_MODEL_BPE) {
 			rc = encode_bpe_fragment(t, &s, text + fr->start, fr->len, &out);
 		} else {
-			rc = encode_spm_fragment(t, &s, text + fr->start, fr->len, t->add_space_prefix && prev_special, &out);
+			bool prefix = t->add_space_prefix && prev_special && (!t->prefix_first_only || fr->start == 0);
+			rc = encode_spm_fragment(t, &s, text + fr->start, fr->len, prefix, &out);
 			prev_special = false;
 		}
 	}
@@ -1293,6 +1296,7 @@ struct tokenizer *tok_load_gguf(const struct gguf *g, char *err, size_t errlen)
 	}
 	if (strcmp(model, "gpt2") == 0) {
 		t->model = TOK_MODEL_BPE;
+		t->rank_merges = true;
 	} else if (strcmp(model, "llama") == 0) {
 		t->model = TOK_MODEL_SPM;
 	} else {
@@ -1450,6 +1454,41 @@ static int hf_pre(const cJSON *pt, enum tok_pre *pre, bool *byte_level)
 	return -EINVAL;
 }
 
+/* SentencePiece-style text handling: a Metaspace pre-tokenizer, or normalizers that replace
+ * spaces by U+2581 (and prepend one). Returns -EINVAL for a Metaspace that splits words. */
+static int hf_metaspace(const cJSON *root, bool *spm, bool *prefix, bool *first_only)
+{
+	const cJSON *pt = cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer");
+	const cJSON *norm = cJSON_GetObjectItemCaseSensitive(root, "normalizer");
+	const char *type = json_get_str(pt, "type");
+	if (type && strcmp(type, "Metaspace") == 0) {
+		bool split = true, add_prefix = true;
+		const char *scheme = json_get_str(pt, "prepend_scheme");
+		json_get_bool(pt, "split", &split);
+		json_get_bool(pt, "add_prefix_space", &add_prefix);
+		if (split)
+			return -EINVAL;
+		*spm = true;
+		*prefix = add_prefix && !(scheme && strcmp(scheme, "never") == 0);
+		*first_only = scheme && strcmp(scheme, "first") == 0;
+		return 0;
+	}
+	const cJSON *list = cJSON_GetObjectItemCaseSensitive(norm, "normalizers"), *it;
+	const cJSON *one[1] = {norm};
+	size_t n = cJSON_IsArray(list) ? (size_t)cJSON_GetArraySize(list) : (norm ? 1 : 0);
+	for (size_t i = 0; i < n; i++) {
+		it = cJSON_IsArray(list) ? cJSON_GetArrayItem(list, (int)i) : one[0];
+		const char *nt = json_get_str(it, "type");
+		if (nt && strcmp(nt, "Replace") == 0 && json_get_str(it, "content") &&
+		    strcmp(json_get_str(it, "content"), "\xe2\x96\x81") == 0)
+			*spm = true;
+		if (nt && strcmp(nt, "Prepend") == 0 && json_get_str(it, "prepend") &&
+		    strcmp(json_get_str(it, "prepend"), "\xe2\x96\x81") == 0)
+			*prefix = true;
+	}
+	return 0;
+}
+
 /* A token name from tokenizer_config.json: a string or {"content": ...}. */
 static const char *hf_token_name(const cJSON *cfg, const char *key)
 {
@@ -1513,7 +1552,9 @@ struct tokenizer *tok_load_hf_json(const char *path, char *err, size_t errlen)
 	const cJSON *pt = cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer");
 	const cJSON *it;
 	enum tok_pre pre = TOK_PRE_NONE;
-	bool byte_level = false;
+	bool byte_level = false, spm = false, prefix = false, first_only = false, byte_fallback = false;
+	const char *unk = json_get_str(root, "model.unk_token");
+	json_get_bool(model, "byte_fallback", &byte_fallback);
 	if (!mtype || strcmp(mtype, "BPE") != 0) {
 		set_err(err, errlen, "%s: model.type is '%s' (supported: BPE)", path, mtype ? mtype : "missing");
 		goto out;
@@ -1523,12 +1564,19 @@ struct tokenizer *tok_load_hf_json(const char *path, char *err, size_t errlen)
 		goto out;
 	}
 	if (!cJSON_IsArray(merges)) {
-		set_err(err, errlen, "%s: model.merges: missing (a byte-level BPE vocabulary needs its merge list)", path);
+		set_err(err, errlen, "%s: model.merges: missing (a BPE vocabulary needs its merge list)", path);
 		goto out;
 	}
-	if (!pt || hf_pre(pt, &pre, &byte_level) || !byte_level || pre == TOK_PRE_NONE) {
+	if (hf_metaspace(root, &spm, &prefix, &first_only)) {
+		set_err(err, errlen, "%s: pre_tokenizer: a Metaspace that splits words is not supported (only "
+			"split: false, as Llama and Mistral tokenizers use)", path);
+		goto out;
+	}
+	spm = spm || byte_fallback;
+	if (!spm && (!pt || hf_pre(pt, &pre, &byte_level) || !byte_level || pre == TOK_PRE_NONE)) {
 		set_err(err, errlen, "%s: pre_tokenizer: not a byte-level split this tokenizer knows (supported: ByteLevel "
-			"with the GPT-2 regex, or Split with the Qwen2 or Qwen3.5 regex followed by ByteLevel)", path);
+			"with the GPT-2 regex, or Split with the Qwen2 or Qwen3.5 regex followed by ByteLevel; or "
+			"SentencePiece-style BPE with byte_fallback)", path);
 		goto out;
 	}
 	/* vocabulary size: one past the largest id */
@@ -1561,12 +1609,22 @@ struct tokenizer *tok_load_hf_json(const char *path, char *err, size_t errlen)
 		set_err(err, errlen, "%s: out of memory", path);
 		goto out;
 	}
-	t->model = TOK_MODEL_BPE;
+	t->model = spm ? TOK_MODEL_SPM : TOK_MODEL_BPE;
 	t->pre = pre;
+	t->rank_merges = true;
+	t->add_space_prefix = spm && prefix;
+	t->prefix_first_only = first_only;
+	t->add_bos = spm; /* tokenizer_config.json may say otherwise */
 	cJSON_ArrayForEach(it, vocab) {
 		size_t id = (size_t)it->valuedouble;
+		unsigned byte;
+		char tail;
 		src.text[id] = it->string;
 		src.len[id] = strlen(it->string);
+		if (spm && src.len[id] == 6 && sscanf(it->string, "<0x%2X>%c", &byte, &tail) == 1)
+			src.type[id] = TOK_TYPE_BYTE;
+		if (unk && strcmp(it->string, unk) == 0)
+			src.type[id] = TOK_TYPE_UNKNOWN;
 	}
 	cJSON_ArrayForEach(it, added) {
 		double id;
@@ -1611,6 +1669,8 @@ struct tokenizer *tok_load_hf_json(const char *path, char *err, size_t errlen)
 	}
 	t = tok_build(t, &src, path, err, errlen);
 	if (t) {
+		if (unk)
+			t->unk = tok_find(t, unk);
 		hf_config(t, path);
 		if (finish_specials(t, err, errlen)) {
 			tok_destroy(t);

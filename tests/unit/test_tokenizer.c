@@ -429,6 +429,12 @@ static void test_tiny(void)
 	      "\"pre_tokenizer\": {\"type\": \"Metaspace\"}}", f);
 	fclose(f);
 	CHECK(tok_load_hf_json(jpath, err, sizeof err) == NULL);
+	CHECK(strstr(err, "a Metaspace that splits words is not supported") != NULL);
+	f = fopen(jpath, "w");
+	fputs("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, "
+	      "\"pre_tokenizer\": {\"type\": \"Whitespace\"}}", f);
+	fclose(f);
+	CHECK(tok_load_hf_json(jpath, err, sizeof err) == NULL);
 	CHECK(strstr(err, "pre_tokenizer: not a byte-level split") != NULL);
 	f = fopen(jpath, "w");
 	fputs("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []", f);
@@ -547,6 +553,60 @@ static void test_spm(void)
 	CHECK_EQ_INT(tok_stream_feed(&s, 3 + 0xc3, chunk, sizeof chunk), 0);
 	CHECK_EQ_INT(tok_stream_feed(&s, 3 + 0xa9, chunk, sizeof chunk), 2);
 	CHECK(memcmp(chunk, "\xc3\xa9", 2) == 0);
+
+	/* the same vocabulary as a SentencePiece-style tokenizer.json: merges by rank (listed in the
+	 * score order above), Metaspace with prepend_scheme "always" or "first" */
+	static const char *const schemes[] = {"always", "first"};
+	for (int k = 0; k < 2; k++) {
+		cJSON *root = cJSON_CreateObject(), *model = cJSON_CreateObject(), *vocab = cJSON_CreateObject();
+		cJSON *added = cJSON_CreateArray();
+		for (size_t i = 0; i < tok_vocab_size(t); i++) {
+			cJSON_AddNumberToObject(vocab, tok_piece(t, (int32_t)i), (double)i);
+			if (i == 1 || i == 2) {
+				cJSON *a = cJSON_CreateObject();
+				cJSON_AddNumberToObject(a, "id", (double)i);
+				cJSON_AddStringToObject(a, "content", tok_piece(t, (int32_t)i));
+				cJSON_AddBoolToObject(a, "special", 1);
+				cJSON_AddItemToArray(added, a);
+			}
+		}
+		cJSON_AddStringToObject(model, "type", "BPE");
+		cJSON_AddBoolToObject(model, "byte_fallback", 1);
+		cJSON_AddStringToObject(model, "unk_token", "<unk>");
+		cJSON_AddItemToObject(model, "vocab", vocab);
+		cJSON_AddItemToObject(model, "merges", cJSON_Parse("[\"h e\", \"\u2581 h\", \"l l\", \"\u2581h e\", "
+								   "\"\u2581 he\", \"ll o\", \"\u2581he llo\"]"));
+		cJSON_AddItemToObject(root, "model", model);
+		cJSON_AddItemToObject(root, "added_tokens", added);
+		cJSON *pt = cJSON_CreateObject();
+		cJSON_AddStringToObject(pt, "type", "Metaspace");
+		cJSON_AddStringToObject(pt, "prepend_scheme", schemes[k]);
+		cJSON_AddBoolToObject(pt, "split", 0);
+		cJSON_AddItemToObject(root, "pre_tokenizer", pt);
+		char jpath[600];
+		snprintf(jpath, sizeof jpath, "%s", tmp_path("tokenizer.json"));
+		char *js = cJSON_Print(root);
+		FILE *f = fopen(jpath, "w");
+		fputs(js, f);
+		fclose(f);
+		free(js);
+		cJSON_Delete(root);
+		struct tokenizer *h = tok_load_hf_json(jpath, err, sizeof err);
+		CHECK(h != NULL);
+		if (!h) {
+			fprintf(stderr, "%s\n", err);
+			continue;
+		}
+		CHECK_EQ_INT(tok_model_kind(h), TOK_MODEL_SPM);
+		check_ids(h, "hello hi", false, false, (const int32_t[]){SPM_HELLO, 264, 3 + 0x69}, 3);
+		check_ids(h, "\xc3\xa9", false, false, (const int32_t[]){259, 3 + 0xc3, 3 + 0xa9}, 3);
+		if (k == 0)
+			check_ids(h, "<s>hello", false, true, (const int32_t[]){1, SPM_HELLO}, 2);
+		else /* "first": no space prefix after a special token */
+			check_ids(h, "<s>hello", false, true, (const int32_t[]){1, 269, 267}, 3);
+		check_round_trip(h, "hello hi \xc3\xa9", false);
+		tok_destroy(h);
+	}
 	tok_destroy(t);
 }
 

@@ -11,6 +11,8 @@
  *        (ties: leftmost), unknown symbols -> <0xXX> byte tokens.
  * Both merge loops use a binary heap with lazy deletion: O(n log n) per piece.
  *
+ * For the llama3 split, a piece that is a token as a whole is taken whole (ignore_merges).
+ *
  * It does not: apply Unicode normalization (llama.cpp does not either), clean up
  * spaces on decode (so decode(encode(x)) == x), or support WordPiece/Unigram/RWKV
  * vocabularies. Workload: a vocabulary of up to ~250k tokens loaded once; encode runs
@@ -125,6 +127,7 @@ struct tokenizer {
 	bool add_bos, add_eos, add_space_prefix;
 	bool prefix_first_only;    /* SPM: space prefix only at the start of the text, not after specials */
 	bool rank_merges;          /* merges by rank (BPE; SentencePiece-style from tokenizer.json), else by score */
+	bool ignore_merges;        /* BPE: a piece that is a token as a whole is taken whole (llama3) */
 	size_t max_piece;
 };
 
@@ -519,8 +522,9 @@ static void split_gpt2(const struct cps *c, size_t lo, size_t hi, struct ends *o
 }
 
 /* qwen2:  (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
- * qwen35: the same with [\p{L}\p{M}]+ for the word and \p{M} excluded from the punctuation run. */
-static void split_qwen(const struct cps *c, size_t lo, size_t hi, bool marks, struct ends *out)
+ * qwen35: the same with [\p{L}\p{M}]+ for the word and \p{M} excluded from the punctuation run.
+ * llama3: qwen2's with \p{N}{1,3} (max_digits 3). */
+static void split_qwen(const struct cps *c, size_t lo, size_t hi, bool marks, size_t max_digits, struct ends *out)
 {
 	size_t pos = lo;
 	while (pos < hi) {
@@ -554,6 +558,8 @@ static void split_qwen(const struct cps *c, size_t lo, size_t hi, bool marks, st
 				p++;
 		} else if (is_n(c, pos, hi)) {
 			p = pos + 1;
+			while (p - pos < max_digits && is_n(c, p, hi))
+				p++;
 		} else {
 			/*  ?[^\s\p{L}(\p{M})\p{N}]+[\r\n]* */
 #define PUNCT(i) ((i) < hi && !is_s(c, (i), hi) && !is_l(c, (i), hi) && !is_n(c, (i), hi) && !(marks && is_m(c, (i), hi)))
@@ -659,7 +665,8 @@ static int pre_split(enum tok_pre pre, const struct cps *c, size_t lo, size_t hi
 		break;
 	case TOK_PRE_QWEN2:
 	case TOK_PRE_QWEN35:
-		split_qwen(c, lo, hi, pre == TOK_PRE_QWEN35, out);
+	case TOK_PRE_LLAMA3:
+		split_qwen(c, lo, hi, pre == TOK_PRE_QWEN35, pre == TOK_PRE_LLAMA3 ? 3 : 1, out);
 		break;
 	case TOK_PRE_DEFAULT: {
 		/* four successive regex splits, as llama.cpp's default BPE pre-tokenizer */
@@ -980,7 +987,8 @@ static int encode_bpe_fragment(const struct tokenizer *t, struct scratch *s, con
 		size_t wl = 0;
 		for (size_t j = b0; j < b1; j++)
 			wl += unicode_utf8_encode(byte_to_cp((unsigned char)text[j]), s->word + wl);
-		rc = merge_word(t, s, s->word, wl, out);
+		int32_t whole = t->ignore_merges ? strmap_get(&t->by_text, s->word, wl) : -1;
+		rc = whole >= 0 ? ids_push(out, whole) : merge_word(t, s, s->word, wl, out);
 	}
 	free(e.v);
 	cps_finish(&c);
@@ -1180,7 +1188,8 @@ static bool pre_from_name(const char *name, enum tok_pre *pre)
 		{"default", TOK_PRE_DEFAULT}, {"gpt-2", TOK_PRE_GPT2}, {"gpt2", TOK_PRE_GPT2},
 		{"phi-2", TOK_PRE_GPT2}, {"roberta-bpe", TOK_PRE_GPT2}, {"qwen2", TOK_PRE_QWEN2},
 		{"deepseek-r1-qwen", TOK_PRE_QWEN2}, {"stablelm2", TOK_PRE_QWEN2}, {"megrez", TOK_PRE_QWEN2},
-		{"qwen35", TOK_PRE_QWEN35},
+		{"qwen35", TOK_PRE_QWEN35}, {"llama3", TOK_PRE_LLAMA3}, {"llama-v3", TOK_PRE_LLAMA3},
+		{"llama-bpe", TOK_PRE_LLAMA3}, {"falcon3", TOK_PRE_LLAMA3}, {"pixtral", TOK_PRE_LLAMA3},
 	};
 	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
 		if (strcmp(name, map[i].name) == 0) {
@@ -1381,7 +1390,8 @@ struct tokenizer *tok_load_gguf(const struct gguf *g, char *err, size_t errlen)
 		src.merge_rl[i] = len - ll - 1;
 	}
 	bool spm = t->model == TOK_MODEL_SPM;
-	t->add_bos = spm;
+	t->ignore_merges = t->pre == TOK_PRE_LLAMA3;
+	t->add_bos = spm || t->pre == TOK_PRE_LLAMA3;
 	t->add_space_prefix = spm;
 	gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &t->add_bos);
 	gguf_get_bool(g, "tokenizer.ggml.add_eos_token", &t->add_eos);
@@ -1410,6 +1420,8 @@ static const char *const hf_qwen2_regex =
 	"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 static const char *const hf_qwen35_regex =
 	"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+static const char *const hf_llama3_regex =
+	"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 static const char *const hf_gpt2_regex =
 	"'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
@@ -1437,6 +1449,8 @@ static int hf_pre(const cJSON *pt, enum tok_pre *pre, bool *byte_level)
 			*pre = TOK_PRE_QWEN35;
 		else if (strcmp(re, hf_gpt2_regex) == 0)
 			*pre = TOK_PRE_GPT2;
+		else if (strcmp(re, hf_llama3_regex) == 0)
+			*pre = TOK_PRE_LLAMA3;
 		else
 			return -EINVAL;
 		return 0;
@@ -1612,9 +1626,10 @@ struct tokenizer *tok_load_hf_json(const char *path, char *err, size_t errlen)
 	t->model = spm ? TOK_MODEL_SPM : TOK_MODEL_BPE;
 	t->pre = pre;
 	t->rank_merges = true;
+	json_get_bool(model, "ignore_merges", &t->ignore_merges);
 	t->add_space_prefix = spm && prefix;
 	t->prefix_first_only = first_only;
-	t->add_bos = spm; /* tokenizer_config.json may say otherwise */
+	t->add_bos = spm || pre == TOK_PRE_LLAMA3; /* tokenizer_config.json may say otherwise */
 	cJSON_ArrayForEach(it, vocab) {
 		size_t id = (size_t)it->valuedouble;
 		unsigned byte;

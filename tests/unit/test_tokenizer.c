@@ -72,7 +72,8 @@ static int compare_splits(char *all)
 		const cJSON *pieces = cJSON_GetObjectItem(j, "pieces");
 		enum tok_pre pre = strcmp(pre_name, "gpt2") == 0 ? TOK_PRE_GPT2
 				   : strcmp(pre_name, "qwen2") == 0 ? TOK_PRE_QWEN2
-				   : strcmp(pre_name, "qwen35") == 0 ? TOK_PRE_QWEN35 : TOK_PRE_DEFAULT;
+				   : strcmp(pre_name, "qwen35") == 0 ? TOK_PRE_QWEN35
+				   : strcmp(pre_name, "llama3") == 0 ? TOK_PRE_LLAMA3 : TOK_PRE_DEFAULT;
 		size_t *ends = NULL, np = 0;
 		int rc = tok_pre_split(pre, text, strlen(text), &ends, &np);
 		CHECK_EQ_INT(rc, 0);
@@ -161,7 +162,7 @@ static void test_splits_shared(void)
 	if (all && status == 0) {
 		all[n] = 0;
 		int lines = compare_splits(all);
-		CHECK(lines >= 4 * 140);
+		CHECK(lines >= 5 * 140);
 		printf("splits of the shared vocabulary inputs: %d (pre-tokenizer, input) pairs compared\n", lines);
 	}
 	free(all);
@@ -658,6 +659,37 @@ static void test_bad_vocab(void)
 	CHECK_EQ_INT(gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", true), 0);
 	expect_load_error(w, "nobos.gguf", "add_bos_token: true but the vocabulary has no BOS");
 	CHECK_EQ_INT(gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", false), 0);
+
+	/* llama3 takes a piece whole when it is a token (ignore_merges); qwen2 merges it */
+	{
+		const char *tk[] = {"a", "b", "c", "ab", "abc"};
+		const char *mg[] = {"a b"};
+		char e2[512];
+		struct gguf_writer *w2 = gguf_writer_create();
+		int rc = gguf_writer_set_str(w2, "tokenizer.ggml.model", "gpt2");
+		rc |= gguf_writer_set_arr_str(w2, "tokenizer.ggml.tokens", tk, 5);
+		rc |= gguf_writer_set_arr_str(w2, "tokenizer.ggml.merges", mg, 1);
+		rc |= gguf_writer_set_u32(w2, "tokenizer.ggml.bos_token_id", 0);
+		for (int k = 0; k < 2; k++) {
+			rc |= gguf_writer_set_str(w2, "tokenizer.ggml.pre", k ? "llama3" : "qwen2");
+			const char *p2 = tmp_path("whole.gguf");
+			rc |= gguf_writer_write(w2, p2, e2, sizeof e2);
+			struct tokenizer *t2 = load_gguf_file(p2, e2, sizeof e2);
+			CHECK(t2 != NULL);
+			if (!t2)
+				continue;
+			if (k) {
+				CHECK(tok_add_bos(t2)); /* llama3's default */
+				check_ids(t2, "abc", false, false, (const int32_t[]){4}, 1);
+			} else {
+				CHECK(!tok_add_bos(t2));
+				check_ids(t2, "abc", false, false, (const int32_t[]){3, 2}, 2);
+			}
+			tok_destroy(t2);
+		}
+		CHECK_EQ_INT(rc, 0);
+		gguf_writer_destroy(w2);
+	}
 
 	/* a vocabulary lacking byte tokens: encoding text it cannot spell is an error, not a crash */
 	char err[512];

@@ -1589,7 +1589,7 @@ struct tokenizer *tok_load_hf_json(const char *path, char *err, size_t errlen)
 	spm = spm || byte_fallback;
 	if (!spm && (!pt || hf_pre(pt, &pre, &byte_level) || !byte_level || pre == TOK_PRE_NONE)) {
 		set_err(err, errlen, "%s: pre_tokenizer: not a byte-level split this tokenizer knows (supported: ByteLevel "
-			"with the GPT-2 regex, or Split with the Qwen2 or Qwen3.5 regex followed by ByteLevel; or "
+			"with the GPT-2 regex, or Split with the Qwen2, Qwen3.5 or Llama 3 regex followed by ByteLevel; or "
 			"SentencePiece-style BPE with byte_fallback)", path);
 		goto out;
 	}

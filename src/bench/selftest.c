@@ -52,7 +52,7 @@ int selftest_run(const struct bench_cfg *cfg_in, const struct selftest_params *p
 		emitter_stop(em);
 		return -EIO;
 	}
-	if (!cfg.json)
+	if (!cfg.json && !cfg.quiet)
 		fprintf(out, "client ceiling against %s (%lld events x %lld tokens per response, %d client threads)\n"
 			     "%8s %8s %6s %12s %12s %10s %14s\n",
 			p->url ? p->url : "the built-in emitter", (long long)p->events, (long long)p->tokens_per_event,
@@ -122,10 +122,10 @@ int selftest_run(const struct bench_cfg *cfg_in, const struct selftest_params *p
 		cJSON_AddNumberToObject(o, "wall_s", L.wall_s);
 		cJSON_AddNumberToObject(o, "kib_per_stream", kib);
 		cJSON_AddItemToArray(levels, o);
-		if (!cfg.json)
+		if (!cfg.json && !cfg.quiet)
 			fprintf(out, "%8lld %8lld %6lld %12.0f %12.0f %10.3f %14.1f\n", (long long)S, (long long)L.requests,
 				(long long)L.errors, L.events_per_s, tok_s, L.wall_s, kib);
-		if (L.errors && !cfg.json)
+		if (L.errors && !cfg.json && !cfg.quiet)
 			fprintf(out, "  errors at %lld streams: %s\n", (long long)S, L.error_classes);
 	}
 	cJSON *sum = cJSON_CreateObject();
@@ -146,7 +146,8 @@ int selftest_run(const struct bench_cfg *cfg_in, const struct selftest_params *p
 		free(js);
 	} else {
 		cJSON_Delete(levels);
-		fprintf(out, "ceiling: %.0f events/s, %.0f tokens/s; %lld streams without error; %.1f KiB per stream (run %lld)\n",
+		if (!cfg.quiet)
+			fprintf(out, "ceiling: %.0f events/s, %.0f tokens/s; %lld streams without error; %.1f KiB per stream (run %lld)\n",
 			best_ev, best_tok, (long long)max_streams_ok, kib_per_stream, (long long)bench_run_id(b));
 	}
 	cJSON_Delete(sum);

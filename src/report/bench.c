@@ -214,7 +214,7 @@ static int bench_run(sqlite3 *db, struct report_doc *d, const struct report_run 
 	snprintf(sql, sizeof sql,
 		 "SELECT id, level, stream, prompt_tokens, cached_tokens, completion_tokens, sse_events, t_send,"
 		 " t_first_token, t_done, error, coalesce(fingerprint_hash, ''), coalesce(tag, '')"
-		 " FROM bench_requests WHERE run = %lld AND phase NOT IN ('warmup', 'ready')"
+		 " FROM bench_requests WHERE run = %lld AND phase = 'measure'"
 		 " ORDER BY level, stream, seq",
 		 (long long)run->id);
 	snprintf(q, sizeof q, "bench_%lld", (long long)run->id);

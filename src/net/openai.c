@@ -115,24 +115,15 @@ struct span {
 
 struct scan {
 	const char *s, *end;
-	int depth;
 	const char *why;
 	struct span text, content, reasoning, reasoning2, finish, errmsg;
 	bool has_usage, is_error, tool_calls;
 	int64_t ct, pt, cached;
 };
 
-static void ws(struct scan *c)
+static bool bad_at(struct scan *c, const char *p, const char *why)
 {
-	/* locals: a char pointer may alias *c, so the compiler would reload c->s every byte */
-	const char *p = c->s, *end = c->end;
-	while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
-		p++;
 	c->s = p;
-}
-
-static bool bad(struct scan *c, const char *why)
-{
 	if (!c->why)
 		c->why = why;
 	return false;
@@ -151,99 +142,104 @@ static bool is_hex(char ch)
 	return (ch >= '0' && ch <= '9') || ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'f');
 }
 
-static bool scan_string(struct scan *c, struct span *out)
+/* Scans the string starting at *pp (on the opening quote); *pp ends past the closing one. */
+static bool scan_string(struct scan *c, const char **pp, struct span *out)
 {
-	const char *p = c->s, *end = c->end;
-	if (p >= end || *p != '"')
-		return bad(c, "expected a string");
-	const char *start = ++p;
+	const char *p = *pp + 1, *end = c->end;
+	const char *start = p;
 	bool esc = false;
 	for (;;) {
 		while (p < end && !str_stop[(unsigned char)*p])
 			p++;
-		if (p >= end) {
-			c->s = p;
-			return bad(c, "unterminated string");
-		}
+		if (p >= end)
+			return bad_at(c, p, "unterminated string");
 		unsigned char ch = (unsigned char)*p;
 		if (ch == '"')
 			break;
-		if (ch < 0x20) {
-			c->s = p;
-			return bad(c, "control character in a string");
-		}
-		/* backslash */
-		esc = true;
+		if (ch < 0x20)
+			return bad_at(c, p, "control character in a string");
+		esc = true; /* a backslash */
 		if (++p >= end)
-			continue;
+			return bad_at(c, p, "unterminated string");
 		if (*p == 'u') {
-			if (end - p < 5 || !is_hex(p[1]) || !is_hex(p[2]) || !is_hex(p[3]) || !is_hex(p[4])) {
-				c->s = p;
-				return bad(c, "bad \\u escape");
-			}
+			if (end - p < 5 || !is_hex(p[1]) || !is_hex(p[2]) || !is_hex(p[3]) || !is_hex(p[4]))
+				return bad_at(c, p, "bad \\u escape");
 			p += 5;
 		} else if (*p == '"' || *p == '\\' || *p == '/' || *p == 'b' || *p == 'f' || *p == 'n' || *p == 'r' ||
 			   *p == 't') {
 			p++;
 		} else {
-			c->s = p;
-			return bad(c, "bad escape in a string");
+			return bad_at(c, p, "bad escape in a string");
 		}
 	}
-	if (out) {
-		out->p = start;
-		out->n = (size_t)(p - start);
-		out->escaped = esc;
-	}
-	c->s = p + 1;
+	out->p = start;
+	out->n = (size_t)(p - start);
+	out->escaped = esc;
+	*pp = p + 1;
 	return true;
 }
 
-static bool scan_number(struct scan *c, int64_t *out)
+/* Scans a number at *pp; when want, stores it if it is an integer (else -1). */
+static bool scan_number(struct scan *c, const char **pp, bool want, int64_t *out)
 {
-	const char *st = c->s;
-	if (c->s < c->end && *c->s == '-')
-		c->s++;
-	if (c->s >= c->end)
-		return bad(c, "bad number");
-	if (*c->s == '0') {
-		c->s++;
-	} else if (*c->s >= '1' && *c->s <= '9') {
-		while (c->s < c->end && *c->s >= '0' && *c->s <= '9')
-			c->s++;
+	const char *p = *pp, *end = c->end, *st = p;
+	bool neg = false;
+	if (p < end && *p == '-') {
+		neg = true;
+		p++;
+	}
+	if (p >= end)
+		return bad_at(c, p, "bad number");
+	int64_t v = 0;
+	bool integral = true, overflow = false;
+	if (*p == '0') {
+		p++;
+	} else if (*p >= '1' && *p <= '9') {
+		while (p < end && *p >= '0' && *p <= '9') {
+			if (v > (INT64_MAX - 9) / 10)
+				overflow = true;
+			else
+				v = v * 10 + (*p - '0');
+			p++;
+		}
 	} else {
-		return bad(c, "unexpected character");
+		return bad_at(c, p, "unexpected character");
 	}
-	bool integral = true;
-	if (c->s < c->end && *c->s == '.') {
+	if (p < end && *p == '.') {
 		integral = false;
-		c->s++;
-		if (c->s >= c->end || *c->s < '0' || *c->s > '9')
-			return bad(c, "bad number");
-		while (c->s < c->end && *c->s >= '0' && *c->s <= '9')
-			c->s++;
+		p++;
+		if (p >= end || *p < '0' || *p > '9')
+			return bad_at(c, p, "bad number");
+		while (p < end && *p >= '0' && *p <= '9')
+			p++;
 	}
-	if (c->s < c->end && (*c->s == 'e' || *c->s == 'E')) {
+	if (p < end && (*p == 'e' || *p == 'E')) {
 		integral = false;
-		c->s++;
-		if (c->s < c->end && (*c->s == '+' || *c->s == '-'))
-			c->s++;
-		if (c->s >= c->end || *c->s < '0' || *c->s > '9')
-			return bad(c, "bad number");
-		while (c->s < c->end && *c->s >= '0' && *c->s <= '9')
-			c->s++;
+		p++;
+		if (p < end && (*p == '+' || *p == '-'))
+			p++;
+		if (p >= end || *p < '0' || *p > '9')
+			return bad_at(c, p, "bad number");
+		while (p < end && *p >= '0' && *p <= '9')
+			p++;
 	}
-	if (out) {
-		char tmp[32];
-		size_t n = (size_t)(c->s - st);
-		if (n >= sizeof tmp)
-			return true;
-		memcpy(tmp, st, n);
-		tmp[n] = 0;
-		double d = strtod(tmp, NULL);
-		if (integral || d == (double)(int64_t)d)
-			*out = (int64_t)d;
+	if (want) {
+		if (integral && !overflow) {
+			*out = neg ? -v : v;
+		} else {
+			/* 64.0 or 6.4e1: exact integers written as floats still count */
+			char tmp[40];
+			size_t n = (size_t)(p - st);
+			double d = -1;
+			if (n < sizeof tmp) {
+				memcpy(tmp, st, n);
+				tmp[n] = 0;
+				d = strtod(tmp, NULL);
+			}
+			*out = d >= 0 && d < 9.0e15 && d == (double)(int64_t)d ? (int64_t)d : -1;
+		}
 	}
+	*pp = p;
 	return true;
 }
 
@@ -256,11 +252,13 @@ static enum loc child(enum loc parent, const struct span *k)
 	case L_ERROR:
 		return KEY("message") ? L_ERRMSG : L_OTHER;
 	case L_CHOICE0:
-		return KEY("text")            ? L_TEXT
-		       : KEY("delta")         ? L_DELTA
-		       : KEY("message")       ? L_DELTA
-		       : KEY("finish_reason") ? L_FINISH
-					      : L_OTHER;
+		switch (k->n) {
+		case 4: return KEY("text") ? L_TEXT : L_OTHER;
+		case 5: return KEY("delta") ? L_DELTA : L_OTHER;
+		case 7: return KEY("message") ? L_DELTA : L_OTHER;
+		case 13: return KEY("finish_reason") ? L_FINISH : L_OTHER;
+		default: return L_OTHER;
+		}
 	case L_DELTA:
 		return KEY("content")             ? L_CONTENT
 		       : KEY("reasoning_content") ? L_REASONING
@@ -280,98 +278,60 @@ static enum loc child(enum loc parent, const struct span *k)
 #undef KEY
 }
 
-static bool scan_value(struct scan *c, enum loc at);
+#define SCAN_MAX_DEPTH 64
+#define SKIP_WS()                                                                          \
+	while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))           \
+		p++
 
-static bool scan_object(struct scan *c, enum loc at)
+/* The whole document, iteratively: an explicit stack of containers, and `at`, the
+ * schema location of the value about to be read. */
+static bool scan_doc(struct scan *c)
 {
-	c->s++; /* '{' */
-	ws(c);
-	if (c->s < c->end && *c->s == '}') {
-		c->s++;
-		return true;
-	}
-	for (;;) {
-		struct span k;
-		ws(c);
-		if (!scan_string(c, &k))
-			return false;
-		ws(c);
-		if (c->s >= c->end || *c->s != ':')
-			return bad(c, "expected ':'");
-		c->s++;
-		if (!scan_value(c, child(at, &k)))
-			return false;
-		ws(c);
-		if (c->s < c->end && *c->s == ',') {
-			c->s++;
-			continue;
-		}
-		if (c->s < c->end && *c->s == '}') {
-			c->s++;
-			return true;
-		}
-		return bad(c, "expected ',' or '}'");
-	}
-}
-
-static bool scan_array(struct scan *c, enum loc at)
-{
-	c->s++; /* '[' */
-	ws(c);
-	if (c->s < c->end && *c->s == ']') {
-		c->s++;
-		return true;
-	}
-	for (size_t i = 0;; i++) {
-		enum loc el = at == L_CHOICES && i == 0 ? L_CHOICE0 : L_OTHER;
-		if (at == L_TOOLCALLS)
-			c->tool_calls = true;
-		if (!scan_value(c, el))
-			return false;
-		ws(c);
-		if (c->s < c->end && *c->s == ',') {
-			c->s++;
-			continue;
-		}
-		if (c->s < c->end && *c->s == ']') {
-			c->s++;
-			return true;
-		}
-		return bad(c, "expected ',' or ']'");
-	}
-}
-
-static bool literal(struct scan *c, const char *lit)
-{
-	size_t n = strlen(lit);
-	if ((size_t)(c->end - c->s) < n || memcmp(c->s, lit, n) != 0)
-		return bad(c, "unexpected character");
-	c->s += n;
-	return true;
-}
-
-static bool scan_value(struct scan *c, enum loc at)
-{
-	ws(c);
-	if (c->s >= c->end)
-		return bad(c, "unexpected end");
-	if (++c->depth > 64)
-		return bad(c, "nested too deeply");
-	bool ok;
-	struct span sp = { 0 };
-	switch (*c->s) {
+	const char *p = c->s, *end = c->end;
+	bool is_obj[SCAN_MAX_DEPTH];
+	enum loc where[SCAN_MAX_DEPTH];
+	int d = -1;
+	enum loc at = L_ROOT;
+	struct span sp;
+value:
+	SKIP_WS();
+	if (p >= end)
+		return bad_at(c, p, "unexpected end");
+	switch (*p) {
 	case '{':
+		if (d + 1 >= SCAN_MAX_DEPTH)
+			return bad_at(c, p, "nested too deeply");
 		if (at == L_ERROR)
 			c->is_error = true;
-		ok = scan_object(c, at);
-		break;
+		is_obj[++d] = true;
+		where[d] = at;
+		p++;
+		SKIP_WS();
+		if (p < end && *p == '}') {
+			p++;
+			d--;
+			goto after;
+		}
+		goto key;
 	case '[':
-		ok = scan_array(c, at);
-		break;
+		if (d + 1 >= SCAN_MAX_DEPTH)
+			return bad_at(c, p, "nested too deeply");
+		is_obj[++d] = false;
+		where[d] = at;
+		p++;
+		SKIP_WS();
+		if (p < end && *p == ']') {
+			p++;
+			d--;
+			goto after;
+		}
+		if (at == L_TOOLCALLS)
+			c->tool_calls = true;
+		at = at == L_CHOICES ? L_CHOICE0 : L_OTHER;
+		goto value;
 	case '"':
-		ok = scan_string(c, &sp);
-		if (!ok)
-			break;
+		if (!scan_string(c, &p, &sp))
+			return false;
 		switch (at) {
 		case L_TEXT: c->text = sp; break;
 		case L_CONTENT: c->content = sp; break;
@@ -382,36 +342,73 @@ static bool scan_value(struct scan *c, enum loc at)
 		case L_ERROR: c->is_error = true; c->errmsg = sp; break;
 		default: break;
 		}
-		break;
+		goto after;
 	case 't':
-		ok = literal(c, "true");
-		if (ok && at == L_ERROR)
+		if (end - p < 4 || memcmp(p, "true", 4) != 0)
+			return bad_at(c, p, "unexpected character");
+		p += 4;
+		if (at == L_ERROR)
 			c->is_error = true;
-		break;
+		goto after;
 	case 'f':
-		ok = literal(c, "false");
-		break;
+		if (end - p < 5 || memcmp(p, "false", 5) != 0)
+			return bad_at(c, p, "unexpected character");
+		p += 5;
+		goto after;
 	case 'n':
-		ok = literal(c, "null");
-		break;
+		if (end - p < 4 || memcmp(p, "null", 4) != 0)
+			return bad_at(c, p, "unexpected character");
+		p += 4;
+		goto after;
 	default: {
 		int64_t v = -1;
 		bool want = at == L_CT || at == L_PT || at == L_CACHED;
-		ok = scan_number(c, want ? &v : NULL);
-		if (ok && at == L_CT) {
+		if (!scan_number(c, &p, want, &v))
+			return false;
+		if (at == L_CT) {
 			c->ct = v;
 			c->has_usage = v >= 0;
-		} else if (ok && at == L_PT) {
+		} else if (at == L_PT) {
 			c->pt = v;
-		} else if (ok && at == L_CACHED) {
+		} else if (at == L_CACHED) {
 			c->cached = v;
-		} else if (ok && at == L_ERROR) {
+		} else if (at == L_ERROR) {
 			c->is_error = true;
 		}
+		goto after;
 	}
 	}
-	c->depth--;
-	return ok;
+key:
+	SKIP_WS();
+	if (p >= end || *p != '"')
+		return bad_at(c, p, "expected a string");
+	if (!scan_string(c, &p, &sp))
+		return false;
+	SKIP_WS();
+	if (p >= end || *p != ':')
+		return bad_at(c, p, "expected ':'");
+	p++;
+	at = child(where[d], &sp);
+	goto value;
+after:
+	if (d < 0) {
+		c->s = p;
+		return true;
+	}
+	SKIP_WS();
+	if (p < end && *p == ',') {
+		p++;
+		if (is_obj[d])
+			goto key;
+		at = L_OTHER; /* only element 0 of choices is read */
+		goto value;
+	}
+	if (p < end && *p == (is_obj[d] ? '}' : ']')) {
+		p++;
+		d--;
+		goto after;
+	}
+	return bad_at(c, p, is_obj[d] ? "expected ',' or '}'" : "expected ',' or ']'");
 }
 
 static void put_utf8(char **o, uint32_t cp)
@@ -491,16 +488,19 @@ int openai_chunk_parse(struct openai_chunk *c, const char *json, size_t n)
 	memset(c, 0, sizeof *c);
 	c->prompt_tokens = c->completion_tokens = c->cached_tokens = -1;
 	struct scan sc = { .s = json, .end = json + n, .ct = -1, .pt = -1, .cached = -1 };
-	ws(&sc);
-	bool ok = sc.s < sc.end && *sc.s == '{' && scan_value(&sc, L_ROOT);
+	while (sc.s < sc.end && (*sc.s == ' ' || *sc.s == '\n' || *sc.s == '\r' || *sc.s == '\t'))
+		sc.s++;
+	bool ok = sc.s < sc.end && *sc.s == '{' && scan_doc(&sc);
 	if (ok) {
-		ws(&sc);
+		while (sc.s < sc.end && (*sc.s == ' ' || *sc.s == '\n' || *sc.s == '\r' || *sc.s == '\t'))
+			sc.s++;
 		if (sc.s != sc.end)
-			ok = bad(&sc, "text after the JSON object");
+			ok = false, sc.why = "text after the JSON object";
 	}
 	if (!ok) {
-		snprintf(c->error_message, sizeof c->error_message, "chunk is not a JSON object (%s at byte %zu): %.80s",
-			 sc.why ? sc.why : "not an object", (size_t)(sc.s - json), json);
+		/* the input is not NUL-terminated: print at most its first 80 bytes */
+		snprintf(c->error_message, sizeof c->error_message, "chunk is not a JSON object (%s at byte %zu): %.*s",
+			 sc.why ? sc.why : "not an object", (size_t)(sc.s - json), (int)(n < 80 ? n : 80), json);
 		return -EBADMSG;
 	}
 	/* text fields: the first present, non-empty one of each kind */

@@ -42,7 +42,9 @@
 /* ---- values ---- */
 
 enum vtype { T_UNDEF, T_NONE, T_BOOL, T_INT, T_FLOAT, T_STR, T_LIST, T_DICT, T_NS, T_MACRO, T_FUNC, T_LOOP };
-enum { F_MARKUP = 1, F_TUPLE = 2 };
+/* F_GEN: a one-pass iterator as select/map/items/unique/reverse return in jinja2:
+ * always true, no len(), not printable or serialisable, not subscriptable */
+enum { F_MARKUP = 1, F_TUPLE = 2, F_GEN = 4 };
 
 struct jstr {
 	size_t n; /* bytes, excluding the NUL */
@@ -1792,7 +1794,7 @@ static const char *type_name(struct jv v)
 	case T_INT: return "int";
 	case T_FLOAT: return "float";
 	case T_STR: return "str";
-	case T_LIST: return v.flags & F_TUPLE ? "tuple" : "list";
+	case T_LIST: return v.flags & F_GEN ? "generator" : v.flags & F_TUPLE ? "tuple" : "list";
 	case T_DICT: return "dict";
 	case T_NS: return "Namespace";
 	case T_MACRO: return "Macro";
@@ -1810,7 +1812,7 @@ static bool truthy(struct jv v)
 	case T_INT: return v.u.i != 0;
 	case T_FLOAT: return v.u.f != 0.0;
 	case T_STR: return v.u.s->n > 0;
-	case T_LIST: return v.u.l->n > 0;
+	case T_LIST: return (v.flags & F_GEN) || v.u.l->n > 0;
 	case T_DICT: return v.u.d->n > 0;
 	default: return true;
 	}
@@ -1845,6 +1847,8 @@ static bool py_eq(struct jv a, struct jv b)
 	case T_NONE: return true;
 	case T_STR: return a.u.s->n == b.u.s->n && memcmp(a.u.s->p, b.u.s->p, a.u.s->n) == 0;
 	case T_LIST:
+		if ((a.flags | b.flags) & F_GEN)
+			return a.u.l == b.u.l;
 		if ((a.flags & F_TUPLE) != (b.flags & F_TUPLE) || a.u.l->n != b.u.l->n)
 			return false;
 		for (size_t i = 0; i < a.u.l->n; i++)
@@ -2030,6 +2034,9 @@ static void put_repr(struct rctx *r, struct sb *b, struct jv v)
 	case T_STR: put_str_repr(r, b, v.u.s); return;
 	case T_UNDEF: return;
 	case T_LIST: {
+		if (v.flags & F_GEN)
+			rerr(r, NULL, "printing a generator (the result of select, map, items, unique or reverse) is not "
+				      "supported: its text has a memory address; apply |list first");
 		bool tup = v.flags & F_TUPLE;
 		sb_puts(r, b, tup ? "(" : "[");
 		for (size_t i = 0; i < v.u.l->n; i++) {
@@ -2165,6 +2172,8 @@ static void json_dump(struct rctx *r, const struct node *at, struct sb *b, struc
 		return;
 	case T_STR: json_str(r, b, v.u.s->p, v.u.s->n, o->ensure_ascii); return;
 	case T_LIST:
+		if (v.flags & F_GEN)
+			rerr(r, at, "Object of type generator is not JSON serializable");
 		if (!v.u.l->n) {
 			sb_puts(r, b, "[]");
 			return;
@@ -2447,6 +2456,8 @@ static struct jv get_item(struct rctx *r, const struct node *at, struct jv obj, 
 {
 	if (obj.t == T_UNDEF)
 		rerr(r, at, "%s", obj.u.hint);
+	if (obj.t == T_LIST && (obj.flags & F_GEN))
+		rerr(r, at, "'generator' object is not subscriptable");
 	if ((obj.t == T_LIST || obj.t == T_STR) && (key.t == T_INT || key.t == T_BOOL)) {
 		int64_t i = num_i(key);
 		if (obj.t == T_LIST) {
@@ -2500,6 +2511,8 @@ static struct jv slice(struct rctx *r, const struct node *at, struct jv obj, str
 	if (stp == 0)
 		rerr(r, at, "slice step cannot be zero");
 	struct jlist *items;
+	if (obj.t == T_LIST && (obj.flags & F_GEN))
+		rerr(r, at, "'generator' object is not subscriptable");
 	if (obj.t == T_LIST)
 		items = obj.u.l;
 	else if (obj.t == T_STR)
@@ -2690,7 +2703,7 @@ static struct jv binop(struct rctx *r, const struct node *at, int op, struct jv 
 	case B_ADD:
 		if (a.t == T_STR && b.t == T_STR)
 			return concat_str(r, a, b);
-		if (a.t == T_LIST && b.t == T_LIST) {
+		if (a.t == T_LIST && b.t == T_LIST && !((a.flags | b.flags) & F_GEN)) {
 			if ((a.flags & F_TUPLE) != (b.flags & F_TUPLE))
 				rerr(r, at, "can only concatenate %s (not \"%s\") to %s", type_name(a), type_name(b), type_name(a));
 			struct jv out = v_list(r, a.u.l->n + b.u.l->n);
@@ -3419,6 +3432,10 @@ static struct jv sorted(struct rctx *r, const struct node *at, struct jlist *ite
 static struct jv select_items(struct rctx *r, const struct node *at, struct jv in, const struct args *a, bool by_attr,
 			      bool keep, struct scope *s)
 {
+	struct jv out = v_list(r, 0);
+	out.flags = F_GEN;
+	if (!truthy(in)) /* jinja2 checks `if value:` before iterating */
+		return out;
 	struct jlist *items = iterate(r, at, in);
 	int first = by_attr ? 1 : 0;
 	struct jv attr = {0}, testname;
@@ -3432,7 +3449,6 @@ static struct jv select_items(struct rctx *r, const struct node *at, struct jv i
 		ta.v[ta.n] = a->v[i];
 		ta.kw[ta.n++] = a->kw[i];
 	}
-	struct jv out = v_list(r, 0);
 	for (size_t i = 0; i < items->n; i++) {
 		struct jv v = by_attr ? attr_path(r, at, items->v[i], attr) : items->v[i];
 		bool ok = has_test ? apply_test(r, at, testname.u.s->p, v, &ta, s) : truthy(v);
@@ -3543,7 +3559,10 @@ static struct jv apply_filter(struct rctx *r, const struct node *at, const char 
 	if (!strcmp(f, "length") || !strcmp(f, "count")) {
 		switch (in.t) {
 		case T_STR: return v_int((int64_t)utf8_len(in.u.s->p, in.u.s->n));
-		case T_LIST: return v_int((int64_t)in.u.l->n);
+		case T_LIST:
+			if (in.flags & F_GEN)
+				rerr(r, at, "object of type 'generator' has no len()");
+			return v_int((int64_t)in.u.l->n);
 		case T_DICT: return v_int((int64_t)in.u.d->n);
 		case T_UNDEF: return v_int(0);
 		default: rerr(r, at, "object of type '%s' has no len()", type_name(in));
@@ -3587,12 +3606,15 @@ static struct jv apply_filter(struct rctx *r, const struct node *at, const char 
 		return v_sb(r, &b);
 	}
 	if (!strcmp(f, "items")) {
-		if (in.t == T_UNDEF)
-			return v_list(r, 0);
-		if (in.t != T_DICT)
-			rerr(r, at, "can only get item pairs from a mapping");
-		struct func fn = {.name = "items", .self = in};
-		return call_method(r, at, &fn, a);
+		struct jv out = v_list(r, 0);
+		if (in.t != T_UNDEF) {
+			if (in.t != T_DICT)
+				rerr(r, at, "can only get item pairs from a mapping");
+			struct func fn = {.name = "items", .self = in};
+			out = call_method(r, at, &fn, a);
+		}
+		out.flags = F_GEN;
+		return out;
 	}
 	if (!strcmp(f, "list")) {
 		struct jlist *l = iterate(r, at, in);
@@ -3603,6 +3625,8 @@ static struct jv apply_filter(struct rctx *r, const struct node *at, const char 
 	}
 	if (!strcmp(f, "first") || !strcmp(f, "last")) {
 		struct jlist *l = iterate(r, at, in);
+		if (f[0] == 'l' && in.t == T_LIST && (in.flags & F_GEN))
+			rerr(r, at, "'generator' object is not reversible");
 		if (!l->n)
 			return v_undef(r, "No %s item, sequence was empty.", f);
 		return l->v[f[0] == 'f' ? 0 : l->n - 1];
@@ -3616,10 +3640,12 @@ static struct jv apply_filter(struct rctx *r, const struct node *at, const char 
 				sb_put(r, &b, l->v[i].u.s->p, l->v[i].u.s->n);
 			return v_sb(r, &b);
 		}
+		/* reversed() gives an iterator; a generator has none, so jinja2 makes a list */
 		struct jlist *l = iterate(r, at, in);
 		struct jv out = v_list(r, l->n);
 		for (size_t i = l->n; i-- > 0;)
 			list_push(r, out.u.l, l->v[i]);
+		out.flags = in.t == T_LIST && (in.flags & F_GEN) ? 0 : F_GEN;
 		return out;
 	}
 	if (!strcmp(f, "selectattr") || !strcmp(f, "rejectattr"))
@@ -3627,8 +3653,11 @@ static struct jv apply_filter(struct rctx *r, const struct node *at, const char 
 	if (!strcmp(f, "select") || !strcmp(f, "reject"))
 		return select_items(r, at, in, a, false, f[0] == 's', s);
 	if (!strcmp(f, "map")) {
+		struct jv out = v_list(r, 0), attr, fname;
+		out.flags = F_GEN;
+		if (!truthy(in))
+			return out;
 		struct jlist *l = iterate(r, at, in);
-		struct jv out = v_list(r, l->n), attr, fname;
 		if (arg(a, -1, "attribute", &attr)) {
 			struct jv dflt;
 			bool has_d = arg(a, -1, "default", &dflt);
@@ -3679,6 +3708,7 @@ static struct jv apply_filter(struct rctx *r, const struct node *at, const char 
 			return sorted(r, at, l, keys, rev);
 		if (f[0] == 'u') {
 			struct jv out = v_list(r, 0), seen = v_list(r, 0);
+			out.flags = F_GEN;
 			for (size_t i = 0; i < l->n; i++) {
 				if (contains(r, at, seen, keys[i]))
 					continue;
@@ -3728,9 +3758,19 @@ static struct jv apply_filter(struct rctx *r, const struct node *at, const char 
 		struct jv method = arg_or(a, 1, "method", v_str(r, "common", 6));
 		if (!is_num(in))
 			rerr(r, at, "round needs a number");
+		const char *mm = method.t == T_STR ? method.u.s->p : "common";
+		if (!strcmp(mm, "common")) {
+			/* Python's round(): correctly rounded, ties to even, as printf does it */
+			char tmp[400];
+			if (prec < 0 || prec > 300)
+				rerr(r, at, "round's precision must be between 0 and 300");
+			snprintf(tmp, sizeof tmp, "%.*f", (int)prec, num_f(in));
+			return v_float(strtod(tmp, NULL));
+		}
+		if (strcmp(mm, "ceil") && strcmp(mm, "floor"))
+			rerr(r, at, "method must be common, ceil or floor");
 		double m = pow(10, (double)prec), v = num_f(in) * m;
-		const char *mm = method.t == T_STR ? method.u.s->p : "";
-		v = !strcmp(mm, "ceil") ? ceil(v) : !strcmp(mm, "floor") ? floor(v) : round(v);
+		v = mm[0] == 'c' ? ceil(v) : floor(v);
 		return v_float(v / m);
 	}
 	if (!strcmp(f, "sum")) {
@@ -3791,7 +3831,7 @@ static bool apply_test(struct rctx *r, const struct node *at, const char *t, str
 	if (!strcmp(t, "iterable"))
 		return in.t == T_STR || in.t == T_LIST || in.t == T_DICT || in.t == T_UNDEF;
 	if (!strcmp(t, "sequence"))
-		return in.t == T_STR || in.t == T_LIST || in.t == T_DICT || in.t == T_UNDEF;
+		return in.t == T_STR || (in.t == T_LIST && !(in.flags & F_GEN)) || in.t == T_DICT || in.t == T_UNDEF;
 	if (!strcmp(t, "callable"))
 		return in.t == T_MACRO || in.t == T_FUNC;
 	if (!strcmp(t, "escaped"))

@@ -1573,11 +1573,16 @@ __attribute__((noreturn, format(printf, 3, 4))) static void rerr(struct rctx *r,
 static void *ralloc(struct rctx *r, size_t n)
 {
 	r->bytes += n;
-	void *m = r->bytes <= MAX_RENDER_BYTES ? arena_alloc(&r->a, n) : NULL;
+	if (r->bytes > MAX_RENDER_BYTES) {
+		if (r->err && r->errlen)
+			snprintf(r->err, r->errlen, "template error: the render needs more than %zu MiB; it is refused as a "
+				 "likely runaway", MAX_RENDER_BYTES >> 20);
+		longjmp(r->jb, 1);
+	}
+	void *m = arena_alloc(&r->a, n);
 	if (!m) {
 		if (r->err && r->errlen)
-			snprintf(r->err, r->errlen, "template error: out of memory (a render may use at most %zu MiB)",
-				 MAX_RENDER_BYTES >> 20);
+			snprintf(r->err, r->errlen, "template error: out of memory");
 		longjmp(r->jb, 2);
 	}
 	return m;
@@ -4090,8 +4095,11 @@ static void exec_for(struct rctx *r, struct node *x, struct scope *s)
 	L->depth = 1;
 	struct jv lv = {.t = T_LOOP};
 	lv.u.loop = L;
+	/* one scope reused for every iteration: each starts empty, as in jinja2 */
+	struct scope *it = scope_new(r, s);
 	for (size_t i = 0; i < items->n; i++) {
-		struct scope *it = scope_new(r, s);
+		step(r, x);
+		it->n = 0;
 		L->i = i;
 		assign(r, x->a, items->v[i], it);
 		scope_set(r, it, "loop", lv);
@@ -4244,7 +4252,7 @@ static struct jv from_json(struct rctx *r, const cJSON *j, char *path, size_t pl
 	if (cJSON_IsNumber(j)) {
 		double d = j->valuedouble;
 		/* JSON numbers without a fraction become int, as Python's json does */
-		if (d == floor(d) && fabs(d) < 9007199254740992.0)
+		if (d == floor(d) && fabs(d) < 9007199254740992.0 && !(d == 0 && signbit(d)))
 			return v_int((int64_t)d);
 		return v_float(d);
 	}

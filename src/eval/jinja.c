@@ -2462,7 +2462,7 @@ static struct jv get_item(struct rctx *r, const struct node *at, struct jv obj, 
 	if (obj.t == T_UNDEF)
 		rerr(r, at, "%s", obj.u.hint);
 	if (obj.t == T_LIST && (obj.flags & F_GEN))
-		rerr(r, at, "'generator' object is not subscriptable");
+		return v_undef(r, "'generator object' has no such item");
 	if ((obj.t == T_LIST || obj.t == T_STR) && (key.t == T_INT || key.t == T_BOOL)) {
 		int64_t i = num_i(key);
 		if (obj.t == T_LIST) {
@@ -2516,9 +2516,10 @@ static struct jv slice(struct rctx *r, const struct node *at, struct jv obj, str
 	if (stp == 0)
 		rerr(r, at, "slice step cannot be zero");
 	struct jlist *items;
-	if (obj.t == T_LIST && (obj.flags & F_GEN))
-		rerr(r, at, "'generator' object is not subscriptable");
-	if (obj.t == T_LIST)
+	/* jinja2 compiles slices to a plain Python subscript: no undefined fallback */
+	if (obj.t == T_DICT)
+		rerr(r, at, "unhashable type: 'slice'");
+	if (obj.t == T_LIST && !(obj.flags & F_GEN))
 		items = obj.u.l;
 	else if (obj.t == T_STR)
 		items = iterate(r, at, obj);
@@ -2696,10 +2697,103 @@ static bool contains(struct rctx *r, const struct node *at, struct jv container,
 			if (py_eq(container.u.l->v[i], x))
 				return true;
 		return false;
-	case T_DICT: return dict_find(container.u.d, x) != NULL;
+	case T_DICT:
+		if ((x.t == T_LIST && !(x.flags & F_TUPLE)) || x.t == T_DICT || x.t == T_NS)
+			rerr(r, at, "unhashable type: '%s'", type_name(x));
+		return dict_find(container.u.d, x) != NULL;
 	case T_UNDEF: return false;
 	default: rerr(r, at, "argument of type '%s' is not iterable", type_name(container));
 	}
+}
+
+/* printf-style str % args: %s %r %d %i %f %x %%, flags, width, precision, %(name)s */
+static struct jv str_mod(struct rctx *r, const struct node *at, struct jv fmt, struct jv arg)
+{
+	struct sb b = {0};
+	sb_put(r, &b, "", 0);
+	const char *p = fmt.u.s->p;
+	size_t n = fmt.u.s->n, used = 0;
+	bool tuple = arg.t == T_LIST && (arg.flags & F_TUPLE), mapping = arg.t == T_DICT;
+	size_t nargs = tuple ? arg.u.l->n : 1;
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] != '%') {
+			sb_put(r, &b, p + i, 1);
+			continue;
+		}
+		if (++i >= n)
+			rerr(r, at, "incomplete format");
+		struct jv v;
+		if (p[i] == '(') {
+			size_t j = i + 1;
+			while (j < n && p[j] != ')')
+				j++;
+			if (!mapping || j >= n)
+				rerr(r, at, "format requires a mapping");
+			struct jv *f = dict_find(arg.u.d, v_str(r, p + i + 1, j - i - 1));
+			if (!f)
+				rerr(r, at, "KeyError in %% formatting");
+			v = *f;
+			i = j + 1;
+			used = nargs; /* a mapping is used as a whole */
+		} else {
+			v.t = T_UNDEF;
+		}
+		char spec[32] = "%";
+		size_t sl = 1;
+		while (i < n && strchr("-+ #0123456789.", p[i]) && sl < sizeof spec - 3)
+			spec[sl++] = p[i++];
+		if (i >= n)
+			rerr(r, at, "incomplete format");
+		char conv = p[i];
+		if (conv == '%') {
+			sb_put(r, &b, "%", 1);
+			continue;
+		}
+		if (v.t == T_UNDEF && p[i - 1] != ')') {
+			if (mapping) {
+				v = arg;
+			} else {
+				if (used >= nargs)
+					rerr(r, at, "not enough arguments for format string");
+				v = tuple ? arg.u.l->v[used] : arg;
+				used++;
+			}
+		}
+		char tmp[512];
+		if (conv == 's' || conv == 'r') {
+			struct sb vs = {0};
+			sb_put(r, &vs, "", 0);
+			if (conv == 's')
+				put_str(r, &vs, v);
+			else
+				put_repr(r, &vs, v);
+			spec[sl++] = 's';
+			spec[sl] = 0;
+			if (sl == 2) {
+				sb_put(r, &b, vs.p, vs.n);
+				continue;
+			}
+			snprintf(tmp, sizeof tmp, spec, vs.p);
+		} else if (strchr("dixXo", conv)) {
+			if (!is_num(v))
+				rerr(r, at, "%%%c format: a real number is required, not %s", conv, type_name(v));
+			int64_t iv = v.t == T_FLOAT ? (int64_t)v.u.f : num_i(v);
+			memcpy(spec + sl, conv == 'i' ? "lld" : conv == 'd' ? "lld" : conv == 'x' ? "llx" : conv == 'X' ? "llX" : "llo", 4);
+			snprintf(tmp, sizeof tmp, spec, (long long)iv);
+		} else if (strchr("feEgG", conv)) {
+			if (!is_num(v))
+				rerr(r, at, "%%%c format: a real number is required, not %s", conv, type_name(v));
+			spec[sl++] = conv;
+			spec[sl] = 0;
+			snprintf(tmp, sizeof tmp, spec, num_f(v));
+		} else {
+			rerr(r, at, "unsupported format character '%c'", conv);
+		}
+		sb_puts(r, &b, tmp);
+	}
+	if (!mapping && used < nargs && !(tuple && nargs == 0 && used == 0))
+		rerr(r, at, "not all arguments converted during string formatting");
+	return v_sb(r, &b);
 }
 
 static struct jv binop(struct rctx *r, const struct node *at, int op, struct jv a, struct jv b)
@@ -2732,7 +2826,7 @@ static struct jv binop(struct rctx *r, const struct node *at, int op, struct jv 
 	case B_POW: return arith(r, at, op, a, b);
 	case B_MOD:
 		if (a.t == T_STR)
-			rerr(r, at, "printf-style '%%' formatting of strings is not supported");
+			return str_mod(r, at, a, b);
 		return arith(r, at, op, a, b);
 	case B_CAT: {
 		struct jv x = to_str(r, a), y = to_str(r, b);
@@ -2925,7 +3019,8 @@ static struct jv str_split(struct rctx *r, struct jv s, struct jv sep, int64_t m
 	return out;
 }
 
-static struct jv str_case(struct rctx *r, struct jv s, int mode) /* 0 lower, 1 upper, 2 title, 3 capitalize */
+/* 0 lower, 1 upper, 2 str.title, 3 capitalize, 4 the title filter */
+static struct jv str_case(struct rctx *r, struct jv s, int mode)
 {
 	struct jv o = v_str(r, s.u.s->p, s.u.s->n);
 	char *p = o.u.s->p;
@@ -2938,6 +3033,8 @@ static struct jv str_case(struct rctx *r, struct jv s, int mode) /* 0 lower, 1 u
 			p[i] = (char)toupper(c);
 		else if (mode == 2)
 			p[i] = (char)(prev_alpha ? tolower(c) : toupper(c));
+		else if (mode == 4) /* the title filter: words start after -, space, (, {, [ or < */
+			p[i] = (char)(i == 0 || strchr("-({[< \t\n\r\f\v", p[i - 1]) ? toupper(c) : tolower(c));
 		else
 			p[i] = (char)(i == 0 ? toupper(c) : tolower(c));
 		prev_alpha = isalpha(c) || c >= 0x80;
@@ -3472,7 +3569,9 @@ static struct jv f_indent(struct rctx *r, const struct node *at, struct jv in, c
 		ind = w;
 	else
 		ind = repeat(r, at, v_str(r, " ", 1), need_int(r, at, w, "indent's width"));
-	struct jv s = to_str(r, in);
+	if (in.t != T_STR)
+		rerr(r, at, "unsupported operand type(s) for +=: '%s' and 'str'", type_name(in));
+	struct jv s = in;
 	struct sb tmp = {0};
 	sb_put(r, &tmp, s.u.s->p, s.u.s->n);
 	sb_put(r, &tmp, "\n", 1);
@@ -3519,9 +3618,11 @@ static struct jv f_tojson(struct rctx *r, const struct node *at, struct jv in, c
 	return v_sb(r, &b);
 }
 
-static struct jv f_int(struct rctx *r, struct jv in, const struct args *a)
+static struct jv f_int(struct rctx *r, const struct node *at, struct jv in, const struct args *a)
 {
 	struct jv dflt = arg_or(a, 0, "default", v_int(0));
+	if (in.t == T_UNDEF) /* int(Undefined) raises */
+		rerr(r, at, "%s", in.u.hint);
 	if (in.t == T_INT || in.t == T_BOOL)
 		return v_int(num_i(in));
 	if (in.t == T_FLOAT)
@@ -3584,7 +3685,7 @@ static struct jv apply_filter(struct rctx *r, const struct node *at, const char 
 		return str_strip(r, to_str(r, in), x.t == T_STR ? x.u.s : NULL, true, true);
 	}
 	if (!strcmp(f, "upper") || !strcmp(f, "lower") || !strcmp(f, "title") || !strcmp(f, "capitalize")) {
-		int mode = f[0] == 'l' ? 0 : f[0] == 'u' ? 1 : f[0] == 't' ? 2 : 3;
+		int mode = f[0] == 'l' ? 0 : f[0] == 'u' ? 1 : f[0] == 't' ? 4 : 3;
 		return str_case(r, to_str(r, in), mode);
 	}
 	if (!strcmp(f, "replace")) {
@@ -3735,8 +3836,10 @@ static struct jv apply_filter(struct rctx *r, const struct node *at, const char 
 	if (!strcmp(f, "indent"))
 		return f_indent(r, at, in, a);
 	if (!strcmp(f, "int"))
-		return f_int(r, in, a);
+		return f_int(r, at, in, a);
 	if (!strcmp(f, "float")) {
+		if (in.t == T_UNDEF)
+			rerr(r, at, "%s", in.u.hint);
 		if (is_num(in))
 			return v_float(num_f(in));
 		if (in.t == T_STR) {
@@ -3764,6 +3867,8 @@ static struct jv apply_filter(struct rctx *r, const struct node *at, const char 
 		if (!is_num(in))
 			rerr(r, at, "round needs a number");
 		const char *mm = method.t == T_STR ? method.u.s->p : "common";
+		if (!strcmp(mm, "common") && in.t != T_FLOAT)
+			return v_int(num_i(in)); /* round() of an int is that int */
 		if (!strcmp(mm, "common")) {
 			/* Python's round(): correctly rounded, ties to even, as printf does it */
 			char tmp[400];
@@ -3794,9 +3899,17 @@ static struct jv apply_filter(struct rctx *r, const struct node *at, const char 
 		need_str(r, at, x, "attr's name");
 		return get_attr(r, at, in, x.u.s->p);
 	}
-	if (!strcmp(f, "wordcount")) {
-		struct jv parts = str_split(r, to_str(r, in), v_none(), -1, false);
-		return v_int((int64_t)parts.u.l->n);
+	if (!strcmp(f, "wordcount")) { /* runs of \w */
+		struct jv sv = to_str(r, in);
+		int64_t words = 0;
+		bool inword = false;
+		for (size_t i = 0; i < sv.u.s->n; i++) {
+			unsigned char c = (unsigned char)sv.u.s->p[i];
+			bool w = isalnum(c) || c == '_' || c >= 0x80;
+			words += w && !inword;
+			inword = w;
+		}
+		return v_int(words);
 	}
 	if (!strcmp(f, "format")) {
 		rerr(r, at, "the format filter (printf-style) is not supported");
@@ -3841,14 +3954,13 @@ static bool apply_test(struct rctx *r, const struct node *at, const char *t, str
 		return in.t == T_MACRO || in.t == T_FUNC;
 	if (!strcmp(t, "escaped"))
 		return in.t == T_STR && (in.flags & F_MARKUP);
-	if (!strcmp(t, "lower") || !strcmp(t, "upper")) {
-		struct jv sv = to_str(r, in);
-		return py_eq(sv, str_case(r, sv, t[0] == 'l' ? 0 : 1));
+	if (!strcmp(t, "lower") || !strcmp(t, "upper")) { /* str(value).islower() / .isupper() */
+		struct func fn = {.name = t[0] == 'l' ? "islower" : "isupper", .self = to_str(r, in)};
+		struct args none = {0};
+		return call_method(r, at, &fn, &none).u.b;
 	}
-	if (!strcmp(t, "odd") || !strcmp(t, "even")) {
-		int64_t v = need_int(r, at, in, "the tested value");
-		return (v % 2 != 0) == (t[0] == 'o');
-	}
+	if (!strcmp(t, "odd") || !strcmp(t, "even")) /* value % 2 == 1 (or 0), as Python computes it */
+		return py_eq(binop(r, at, B_MOD, in, v_int(2)), v_int(t[0] == 'o' ? 1 : 0));
 	if (!strcmp(t, "divisibleby")) {
 		if (!arg(a, 0, "num", &x))
 			rerr(r, at, "divisibleby needs a number");

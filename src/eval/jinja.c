@@ -1109,57 +1109,38 @@ static struct node *mkbin(struct parser *p, const struct tok *at, int op, struct
 	return x;
 }
 
-static struct node *parse_pow(struct parser *p)
-{
-	struct node *x = parse_unary(p, true);
-	while (is_op(cur(p), "**")) {
-		struct tok *at = cur(p);
-		p->pos++;
-		x = mkbin(p, at, B_POW, x, parse_unary(p, true));
-	}
-	return x;
-}
+/* binary operators from loosest to tightest: + -, then ~, then * / // %, then ** */
+static const struct {
+	const char *ops[4];
+	int codes[4];
+} arith_levels[] = {
+	{{"+", "-"}, {B_ADD, B_SUB}},
+	{{"~"}, {B_CAT}},
+	{{"*", "/", "//", "%"}, {B_MUL, B_DIV, B_FDIV, B_MOD}},
+	{{"**"}, {B_POW}},
+};
 
-static struct node *parse_math2(struct parser *p)
+static struct node *parse_arith(struct parser *p, size_t level)
 {
-	struct node *x = parse_pow(p);
+	if (level == sizeof arith_levels / sizeof arith_levels[0])
+		return parse_unary(p, true);
+	struct node *x = parse_arith(p, level + 1);
 	for (;;) {
 		struct tok *at = cur(p);
-		int op = is_op(at, "*") ? B_MUL : is_op(at, "/") ? B_DIV : is_op(at, "//") ? B_FDIV : is_op(at, "%") ? B_MOD : -1;
+		int op = -1;
+		for (int k = 0; k < 4 && arith_levels[level].ops[k]; k++)
+			if (is_op(at, arith_levels[level].ops[k]))
+				op = arith_levels[level].codes[k];
 		if (op < 0)
 			return x;
 		p->pos++;
-		x = mkbin(p, at, op, x, parse_pow(p));
-	}
-}
-
-static struct node *parse_concat(struct parser *p)
-{
-	struct node *x = parse_math2(p);
-	while (is_op(cur(p), "~")) {
-		struct tok *at = cur(p);
-		p->pos++;
-		x = mkbin(p, at, B_CAT, x, parse_math2(p));
-	}
-	return x;
-}
-
-static struct node *parse_math1(struct parser *p)
-{
-	struct node *x = parse_concat(p);
-	for (;;) {
-		struct tok *at = cur(p);
-		int op = is_op(at, "+") ? B_ADD : is_op(at, "-") ? B_SUB : -1;
-		if (op < 0)
-			return x;
-		p->pos++;
-		x = mkbin(p, at, op, x, parse_concat(p));
+		x = mkbin(p, at, op, x, parse_arith(p, level + 1));
 	}
 }
 
 static struct node *parse_compare(struct parser *p)
 {
-	struct node *x = parse_math1(p);
+	struct node *x = parse_arith(p, 0);
 	for (;;) {
 		struct tok *at = cur(p);
 		int op = is_op(at, "==") ? B_EQ : is_op(at, "!=") ? B_NE : is_op(at, "<") ? B_LT : is_op(at, "<=") ? B_LE
@@ -1172,7 +1153,7 @@ static struct node *parse_compare(struct parser *p)
 			return x;
 		p->pos++;
 		/* a < b < c chains are rare in templates; they evaluate left to right here */
-		x = mkbin(p, at, op, x, parse_math1(p));
+		x = mkbin(p, at, op, x, parse_arith(p, 0));
 	}
 }
 
@@ -1190,29 +1171,15 @@ static struct node *parse_not(struct parser *p)
 	return parse_compare(p);
 }
 
-static struct node *parse_and(struct parser *p)
+static struct node *parse_logic(struct parser *p, bool is_or)
 {
-	struct node *x = parse_not(p);
-	while (is_name(cur(p), "and")) {
+	struct node *x = is_or ? parse_logic(p, false) : parse_not(p);
+	while (is_name(cur(p), is_or ? "or" : "and")) {
 		struct tok *at = cur(p);
 		p->pos++;
-		struct node *y = mk(p, E_AND, at);
+		struct node *y = mk(p, is_or ? E_OR : E_AND, at);
 		y->a = x;
-		y->b = parse_not(p);
-		x = y;
-	}
-	return x;
-}
-
-static struct node *parse_or(struct parser *p)
-{
-	struct node *x = parse_and(p);
-	while (is_name(cur(p), "or")) {
-		struct tok *at = cur(p);
-		p->pos++;
-		struct node *y = mk(p, E_OR, at);
-		y->a = x;
-		y->b = parse_and(p);
+		y->b = is_or ? parse_logic(p, false) : parse_not(p);
 		x = y;
 	}
 	return x;
@@ -1221,12 +1188,12 @@ static struct node *parse_or(struct parser *p)
 static struct node *parse_expr(struct parser *p, bool condexpr)
 {
 	enter(p);
-	struct node *x = parse_or(p);
+	struct node *x = parse_logic(p, true);
 	while (condexpr && is_name(cur(p), "if")) {
 		struct tok *at = cur(p);
 		p->pos++;
 		struct node *y = mk(p, E_COND, at);
-		y->a = parse_or(p); /* condition */
+		y->a = parse_logic(p, true); /* condition */
 		y->b = x;           /* then */
 		if (is_name(cur(p), "else")) {
 			p->pos++;
@@ -2055,18 +2022,8 @@ static void put_repr(struct rctx *r, struct sb *b, struct jv v)
 		return;
 	}
 	case T_DICT:
-		sb_puts(r, b, "{");
-		for (size_t i = 0; i < v.u.d->n; i++) {
-			if (i)
-				sb_puts(r, b, ", ");
-			put_repr(r, b, v.u.d->k[i]);
-			sb_puts(r, b, ": ");
-			put_repr(r, b, v.u.d->v[i]);
-		}
-		sb_puts(r, b, "}");
-		return;
 	case T_NS:
-		sb_puts(r, b, "<Namespace {");
+		sb_puts(r, b, v.t == T_NS ? "<Namespace {" : "{");
 		for (size_t i = 0; i < v.u.d->n; i++) {
 			if (i)
 				sb_puts(r, b, ", ");
@@ -2074,7 +2031,7 @@ static void put_repr(struct rctx *r, struct sb *b, struct jv v)
 			sb_puts(r, b, ": ");
 			put_repr(r, b, v.u.d->v[i]);
 		}
-		sb_puts(r, b, "}>");
+		sb_puts(r, b, v.t == T_NS ? "}>" : "}");
 		return;
 	case T_MACRO: sb_puts(r, b, "<Macro>"); return;
 	case T_FUNC: sb_puts(r, b, "<built-in function>"); return;
@@ -2713,7 +2670,8 @@ static struct jv str_mod(struct rctx *r, const struct node *at, struct jv fmt, s
 	sb_put(r, &b, "", 0);
 	const char *p = fmt.u.s->p;
 	size_t n = fmt.u.s->n, used = 0;
-	bool tuple = arg.t == T_LIST && (arg.flags & F_TUPLE), mapping = arg.t == T_DICT;
+	bool tuple = arg.t == T_LIST && (arg.flags & F_TUPLE);
+	bool mapping = arg.t == T_DICT || (arg.t == T_LIST && !tuple); /* Python: anything with __getitem__ */
 	size_t nargs = tuple ? arg.u.l->n : 1;
 	for (size_t i = 0; i < n; i++) {
 		if (p[i] != '%') {
@@ -2727,7 +2685,7 @@ static struct jv str_mod(struct rctx *r, const struct node *at, struct jv fmt, s
 			size_t j = i + 1;
 			while (j < n && p[j] != ')')
 				j++;
-			if (!mapping || j >= n)
+			if (arg.t != T_DICT || j >= n)
 				rerr(r, at, "format requires a mapping");
 			struct jv *f = dict_find(arg.u.d, v_str(r, p + i + 1, j - i - 1));
 			if (!f)

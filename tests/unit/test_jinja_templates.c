@@ -55,7 +55,8 @@ static int check_template(const char *dir, const char *file, const cJSON *convs,
 	const char *want_hex = json_get_str(exp, "template_sha256");
 	int ok = 0;
 	if (!src || !want_hex || strcmp(hex, want_hex) != 0) {
-		printf("FAIL %s: template differs from the one the expected outputs were made from\n", file);
+		printf("FAIL %s: template differs from the one the expected outputs were made from; rerun "
+		       "tests/fixtures/templates/make_expected.py (command in its header)\n", file);
 		CHECK(0);
 		goto out;
 	}

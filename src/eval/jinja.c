@@ -113,7 +113,6 @@ struct node {
 struct macro {
 	struct node *def;     /* N_MACRO: name, kids = params (defaults in b...), body */
 	struct scope *closure;
-	struct node *caller_body; /* N_CALLBLOCK body when this is a caller() */
 };
 
 /* builtin callables and bound methods */
@@ -4512,13 +4511,15 @@ char *jinja_source_load(const char *path, size_t *n, cJSON **special, char *err,
 		if (!src) {
 			snprintf(err, errlen, "%s: %s", path, e2);
 		} else if (special) {
+			/* bos_token, eos_token, pad_token, ...: what apply_chat_template passes */
 			if (!*special)
 				*special = cJSON_CreateObject();
-			const char *keys[] = {"bos_token", "eos_token"};
-			for (int i = 0; i < 2 && *special; i++) {
-				const char *tok = special_token(cfg, keys[i]);
-				if (tok && !cJSON_GetObjectItemCaseSensitive(*special, keys[i]))
-					cJSON_AddStringToObject(*special, keys[i], tok);
+			for (const cJSON *c = cfg->child; c && *special; c = c->next) {
+				size_t kl = c->string ? strlen(c->string) : 0;
+				const char *tok = kl > 6 && !strcmp(c->string + kl - 6, "_token") ? special_token(cfg, c->string)
+												  : NULL;
+				if (tok && !cJSON_GetObjectItemCaseSensitive(*special, c->string))
+					cJSON_AddStringToObject(*special, c->string, tok);
 			}
 		}
 		cJSON_Delete(cfg);

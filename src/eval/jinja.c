@@ -224,10 +224,41 @@ static int utf8_put(char *o, uint32_t cp)
 	return 4;
 }
 
-/* Python's str.isspace for the ASCII range (the only whitespace templates meet). */
+/* Python's str.isspace for the ASCII range. */
 static bool is_pyspace(unsigned char c)
 {
 	return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
+}
+
+/* Bytes of the Python whitespace character starting at s[i], 0 if none:
+ * ASCII as above, U+0085, U+00A0, U+1680, U+2000..200A, U+2028, U+2029,
+ * U+202F, U+205F, U+3000 (str.isspace and the regex \s agree on these). */
+static size_t ws_at(const char *s, size_t n, size_t i)
+{
+	const unsigned char *p = (const unsigned char *)s + i;
+	size_t left = n - i;
+	if (p[0] < 0x80)
+		return is_pyspace(p[0]);
+	if (left >= 2 && p[0] == 0xC2 && (p[1] == 0x85 || p[1] == 0xA0))
+		return 2;
+	if (left < 3)
+		return 0;
+	if ((p[0] == 0xE1 && p[1] == 0x9A && p[2] == 0x80) || (p[0] == 0xE3 && p[1] == 0x80 && p[2] == 0x80) ||
+	    (p[0] == 0xE2 && p[1] == 0x81 && p[2] == 0x9F) ||
+	    (p[0] == 0xE2 && p[1] == 0x80 && (p[2] <= 0x8A || p[2] == 0xA8 || p[2] == 0xA9 || p[2] == 0xAF)))
+		return 3;
+	return 0;
+}
+
+/* Bytes of the whitespace character ending just before s[i], 0 if none. */
+static size_t ws_before(const char *s, size_t i)
+{
+	if (i >= 1 && (unsigned char)s[i - 1] < 0x80)
+		return is_pyspace((unsigned char)s[i - 1]);
+	for (size_t k = 2; k <= 3 && k <= i; k++)
+		if (ws_at(s, i, i - k) == k)
+			return k;
+	return 0;
 }
 
 /* ---- lexer ---- */
@@ -338,23 +369,25 @@ static size_t lstrip_text(const char *s, size_t n, bool line_starting)
 		return n;
 	if (l == n)
 		return n;
-	for (size_t i = l; i < n; i++)
-		if (!is_pyspace((unsigned char)s[i]))
+	for (size_t i = l, k; i < n; i += k)
+		if (!(k = ws_at(s, n, i)))
 			return n;
 	return l;
 }
 
 static size_t rstrip_len(const char *s, size_t n)
 {
-	while (n > 0 && is_pyspace((unsigned char)s[n - 1]))
-		n--;
+	size_t k;
+	while ((k = ws_before(s, n)))
+		n -= k;
 	return n;
 }
 
 static size_t skip_ws(const char *s, size_t n, size_t i)
 {
-	while (i < n && is_pyspace((unsigned char)s[i]))
-		i++;
+	size_t k;
+	while (i < n && (k = ws_at(s, n, i)))
+		i += k;
 	return i;
 }
 
@@ -582,8 +615,9 @@ static size_t lex_tag(struct parser *p, size_t i, bool block)
 			}
 		}
 		unsigned char c = (unsigned char)s[i];
-		if (is_pyspace(c)) {
-			i++;
+		size_t wl = ws_at(s, n, i);
+		if (wl) {
+			i += wl;
 		} else if (isdigit(c)) {
 			lex_number(p, &i);
 		} else if (isalpha(c) || c == '_') {
@@ -1963,6 +1997,17 @@ static void put_str(struct rctx *r, struct sb *b, struct jv v)
 	}
 }
 
+/* Code points Python's repr() escapes beyond ASCII: C1 controls, NBSP and the
+ * other separators, format characters and private use (unassigned ones are
+ * not known here and print as they are). */
+static bool py_unprintable(uint32_t cp)
+{
+	return cp <= 0xA0 || cp == 0xAD || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200F) ||
+	       (cp >= 0x2028 && cp <= 0x202F) || (cp >= 0x205F && cp <= 0x206F) || cp == 0x3000 || cp == 0xFEFF ||
+	       (cp >= 0xFFF9 && cp <= 0xFFFB) || (cp >= 0xE000 && cp <= 0xF8FF) || cp >= 0xF0000 || cp == 0x061C ||
+	       cp == 0x180E || (cp >= 0xD800 && cp <= 0xDFFF);
+}
+
 static void put_str_repr(struct rctx *r, struct sb *b, const struct jstr *s)
 {
 	bool has_sq = memchr(s->p, '\'', s->n) != NULL, has_dq = memchr(s->p, '"', s->n) != NULL;
@@ -1984,14 +2029,18 @@ static void put_str_repr(struct rctx *r, struct sb *b, const struct jstr *s)
 		} else if (c < 0x20 || c == 0x7f) {
 			snprintf(tmp, sizeof tmp, "\\x%02x", c);
 			sb_puts(r, b, tmp);
-		} else if (c == 0xC2 && i + 1 < s->n && (unsigned char)s->p[i + 1] <= 0xA0) {
-			/* C1 controls and NBSP are not printable: \x80..\xa0 */
-			snprintf(tmp, sizeof tmp, "\\x%02x", (unsigned char)s->p[i + 1]);
-			sb_puts(r, b, tmp);
-			i++;
-		} else if (c == 0xC2 && i + 1 < s->n && (unsigned char)s->p[i + 1] == 0xAD) {
-			sb_puts(r, b, "\\xad");
-			i++;
+		} else if (c >= 0x80) {
+			size_t k = utf8_off(s->p + i, s->n - i, 1);
+			uint32_t cp = c & (0x3F >> (k - 1));
+			for (size_t j = 1; j < k; j++)
+				cp = cp << 6 | ((unsigned char)s->p[i + j] & 0x3F);
+			if (py_unprintable(cp)) {
+				snprintf(tmp, sizeof tmp, cp < 0x100 ? "\\x%02x" : cp < 0x10000 ? "\\u%04x" : "\\U%08x", cp);
+				sb_puts(r, b, tmp);
+			} else {
+				sb_put(r, b, s->p + i, k);
+			}
+			i += k - 1;
 		} else {
 			sb_put(r, b, (const char *)&s->p[i], 1);
 		}
@@ -2809,12 +2858,13 @@ static struct jv str_strip(struct rctx *r, struct jv s, const struct jstr *chars
 	const char *p = s.u.s->p;
 	size_t lo = 0, hi = s.u.s->n;
 	if (!chars) {
+		size_t k;
 		if (left)
-			while (lo < hi && is_pyspace((unsigned char)p[lo]))
-				lo++;
+			while (lo < hi && (k = ws_at(p, hi, lo)))
+				lo += k;
 		if (right)
-			while (hi > lo && is_pyspace((unsigned char)p[hi - 1]))
-				hi--;
+			while (hi > lo && (k = ws_before(p + lo, hi - lo)))
+				hi -= k;
 	} else {
 		if (left)
 			while (lo < hi) {
@@ -2876,64 +2926,34 @@ static struct jv str_split(struct rctx *r, struct jv s, struct jv sep, int64_t m
 	const char *p = s.u.s->p;
 	size_t n = s.u.s->n;
 	struct jv out = v_list(r, 0);
-	if (sep.t != T_STR) { /* whitespace runs, no empty strings */
-		struct jlist *parts = v_list(r, 0).u.l;
-		size_t i = 0;
+	if (sep.t != T_STR) {
+		/* whitespace runs, no empty strings; past maxsplit the rest of the
+		 * string stays whole, its outer whitespace kept, as CPython does */
+		size_t *st = ralloc(r, (n / 2 + 2) * sizeof *st), *en = ralloc(r, (n / 2 + 2) * sizeof *en);
+		size_t nw = 0, i = 0, k;
 		while (i < n) {
-			while (i < n && is_pyspace((unsigned char)p[i]))
-				i++;
+			while (i < n && (k = ws_at(p, n, i)))
+				i += k;
 			if (i >= n)
 				break;
-			size_t j = i;
-			while (j < n && !is_pyspace((unsigned char)p[j]))
-				j++;
-			list_push(r, parts, v_str(r, p + i, j - i));
-			i = j;
-		}
-		if (maxsplit < 0 || (int64_t)parts->n <= maxsplit + 1) {
-			out.u.l = parts;
-			return out;
-		}
-		/* keep the remainder of the string joined, as Python does */
-		if (!from_right) {
-			size_t k = 0;
-			i = 0;
-			for (; k < (size_t)maxsplit; k++) {
-				while (is_pyspace((unsigned char)p[i]))
-					i++;
-				size_t j = i;
-				while (j < n && !is_pyspace((unsigned char)p[j]))
-					j++;
-				list_push(r, out.u.l, v_str(r, p + i, j - i));
-				i = j;
-			}
-			while (i < n && is_pyspace((unsigned char)p[i]))
+			st[nw] = i;
+			while (i < n && !ws_at(p, n, i))
 				i++;
-			size_t e = n;
-			while (e > i && is_pyspace((unsigned char)p[e - 1]))
-				e--;
-			list_push(r, out.u.l, v_str(r, p + i, e - i));
-			return out;
+			en[nw++] = i;
 		}
-		size_t e = n;
-		struct jlist *rev = v_list(r, 0).u.l;
-		for (int64_t k = 0; k < maxsplit; k++) {
-			while (e > 0 && is_pyspace((unsigned char)p[e - 1]))
-				e--;
-			size_t b = e;
-			while (b > 0 && !is_pyspace((unsigned char)p[b - 1]))
-				b--;
-			list_push(r, rev, v_str(r, p + b, e - b));
-			e = b;
+		size_t keep = maxsplit < 0 || (uint64_t)maxsplit + 1 >= nw ? nw : (size_t)maxsplit;
+		if (keep == nw) {
+			for (size_t w = 0; w < nw; w++)
+				list_push(r, out.u.l, v_str(r, p + st[w], en[w] - st[w]));
+		} else if (!from_right) {
+			for (size_t w = 0; w < keep; w++)
+				list_push(r, out.u.l, v_str(r, p + st[w], en[w] - st[w]));
+			list_push(r, out.u.l, v_str(r, p + st[keep], n - st[keep]));
+		} else {
+			list_push(r, out.u.l, v_str(r, p, en[nw - keep - 1]));
+			for (size_t w = nw - keep; w < nw; w++)
+				list_push(r, out.u.l, v_str(r, p + st[w], en[w] - st[w]));
 		}
-		size_t b = 0;
-		while (b < e && is_pyspace((unsigned char)p[b]))
-			b++;
-		while (e > b && is_pyspace((unsigned char)p[e - 1]))
-			e--;
-		list_push(r, out.u.l, v_str(r, p + b, e - b));
-		for (size_t k = rev->n; k-- > 0;)
-			list_push(r, out.u.l, rev->v[k]);
 		return out;
 	}
 	const char *sp = sep.u.s->p;
@@ -3193,6 +3213,12 @@ static struct jv str_method(struct rctx *r, const struct node *at, struct jv s, 
 		}
 		return v_sb(r, &b);
 	}
+	if (!strcmp(m, "isspace")) {
+		bool ok = n > 0;
+		for (size_t i = 0, k; i < n && ok; i += k)
+			ok = (k = ws_at(p, n, i)) != 0;
+		return v_bool(ok);
+	}
 	if (!strncmp(m, "is", 2)) {
 		bool ok = n > 0, any_cased = false;
 		for (size_t i = 0; i < n; i++) {
@@ -3203,8 +3229,6 @@ static struct jv str_method(struct rctx *r, const struct node *at, struct jv s, 
 				ok = ok && (isalpha(c) || c >= 0x80);
 			else if (!strcmp(m, "isalnum"))
 				ok = ok && (isalnum(c) || c >= 0x80);
-			else if (!strcmp(m, "isspace"))
-				ok = ok && is_pyspace(c);
 			else if (!strcmp(m, "isupper"))
 				ok = ok && !islower(c), any_cased = any_cased || isupper(c);
 			else if (!strcmp(m, "islower"))
@@ -3860,9 +3884,11 @@ static struct jv apply_filter(struct rctx *r, const struct node *at, const char 
 		struct jv sv = to_str(r, in);
 		int64_t words = 0;
 		bool inword = false;
-		for (size_t i = 0; i < sv.u.s->n; i++) {
+		for (size_t i = 0, k; i < sv.u.s->n; i += k) {
 			unsigned char c = (unsigned char)sv.u.s->p[i];
-			bool w = isalnum(c) || c == '_' || c >= 0x80;
+			k = ws_at(sv.u.s->p, sv.u.s->n, i);
+			bool w = !k && (isalnum(c) || c == '_' || c >= 0x80);
+			k = k ? k : 1;
 			words += w && !inword;
 			inword = w;
 		}

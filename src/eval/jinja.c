@@ -502,7 +502,7 @@ static void lex_number(struct parser *p, size_t *ip)
 {
 	const char *s = p->src;
 	size_t i = *ip, start = i, n = p->n;
-	char buf[128];
+	char buf[512];
 	size_t bn = 0;
 	bool isf = false;
 	if (s[i] == '0' && i + 1 < n && strchr("xXoObB", s[i + 1])) {
@@ -535,7 +535,9 @@ static void lex_number(struct parser *p, size_t *ip)
 	bool float_ok = !(start > 0 && s[start - 1] == '.');
 	if (float_ok && i + 1 < n && s[i] == '.' && isdigit((unsigned char)s[i + 1])) {
 		isf = true;
-		buf[bn++] = s[i++];
+		if (bn < sizeof buf - 1)
+			buf[bn++] = s[i];
+		i++;
 		while (i < n && (isdigit((unsigned char)s[i]) || (s[i] == '_' && i + 1 < n && isdigit((unsigned char)s[i + 1])))) {
 			if (s[i] != '_' && bn < sizeof buf - 1)
 				buf[bn++] = s[i];
@@ -560,6 +562,11 @@ static void lex_number(struct parser *p, size_t *ip)
 		}
 	}
 	buf[bn] = 0;
+	if (bn >= sizeof buf - 1) {
+		int line, col;
+		linecol(p, start, &line, &col);
+		perr(p, line, col, "numeric literal longer than %zu digits", sizeof buf - 2);
+	}
 	struct tok *k = tok_push(p, isf ? TK_FLOAT : TK_INT, start, s + start, i - start);
 	if (isf) {
 		k->f = strtod(buf, NULL);
@@ -2048,11 +2055,11 @@ static void put_str_repr(struct rctx *r, struct sb *b, const struct jstr *s)
 	sb_put(r, b, &q, 1);
 }
 
-static void put_repr(struct rctx *r, struct sb *b, struct jv v)
+static void put_repr(struct rctx *r, struct sb *b, struct jv v);
+
+static void put_repr_container(struct rctx *r, struct sb *b, struct jv v)
 {
 	switch (v.t) {
-	case T_STR: put_str_repr(r, b, v.u.s); return;
-	case T_UNDEF: return;
 	case T_LIST: {
 		if (v.flags & F_GEN)
 			rerr(r, NULL, "printing a generator (the result of select, map, items, unique or reverse) is not "
@@ -2081,6 +2088,23 @@ static void put_repr(struct rctx *r, struct sb *b, struct jv v)
 		}
 		sb_puts(r, b, v.t == T_NS ? "}>" : "}");
 		return;
+	default: break;
+	}
+}
+
+static void put_repr(struct rctx *r, struct sb *b, struct jv v)
+{
+	if (v.t == T_LIST || v.t == T_DICT || v.t == T_NS) {
+		/* a namespace can hold itself; Python would print {...} there */
+		if (++r->depth > MAX_DEPTH)
+			rerr(r, NULL, "value nested too deeply to print");
+		put_repr_container(r, b, v);
+		r->depth--;
+		return;
+	}
+	switch (v.t) {
+	case T_STR: put_str_repr(r, b, v.u.s); return;
+	case T_UNDEF: return;
 	case T_MACRO: sb_puts(r, b, "<Macro>"); return;
 	case T_FUNC: sb_puts(r, b, "<built-in function>"); return;
 	case T_LOOP: sb_puts(r, b, "<LoopContext>"); return;

@@ -86,7 +86,7 @@ struct jdict {
 
 enum nkind {
 	/* statements */
-	N_DATA, N_OUTPUT, N_IF, N_FOR, N_SET, N_SETBLOCK, N_MACRO, N_CALLBLOCK, N_FILTERBLOCK, N_BREAK, N_CONTINUE,
+	N_DATA, N_OUTPUT, N_IF, N_FOR, N_SET, N_SETBLOCK, N_MACRO, N_CALLBLOCK, N_FILTERBLOCK, N_WITH, N_BREAK, N_CONTINUE,
 	/* expressions */
 	E_LIT, E_NAME, E_LIST, E_TUPLE, E_DICT, E_ATTR, E_ITEM, E_SLICE, E_CALL, E_FILTER, E_TEST, E_NOT, E_NEG, E_POS,
 	E_BIN, E_AND, E_OR, E_COND, E_BODYVAL
@@ -1391,6 +1391,7 @@ static const char *const endcall_only[] = {"endcall", NULL};
 static const char *const endset_only[] = {"endset", NULL};
 static const char *const endfilter_only[] = {"endfilter", NULL};
 static const char *const endgen_only[] = {"endgeneration", NULL};
+static const char *const endwith_only[] = {"endwith", NULL};
 
 static void parse_statement(struct parser *p, struct nvec *body)
 {
@@ -1483,8 +1484,30 @@ static void parse_statement(struct parser *p, struct nvec *body)
 			perr(p, at->line, at->col, "'%s' outside of a loop", w);
 		x = mk(p, w[0] == 'b' ? N_BREAK : N_CONTINUE, at);
 		end_block(p);
+	} else if (!strcmp(w, "with")) {
+		/* {% with a = 1, b = x %}: values from the outer scope, names local to the body */
+		x = mk(p, N_WITH, at);
+		const char *names[MAX_ARGS];
+		while (cur(p)->t != TK_BEND) {
+			if (x->kids.n)
+				expect_op(p, ",");
+			if (x->kids.n == MAX_ARGS)
+				perr(p, cur(p)->line, cur(p)->col, "more than %d assignments", MAX_ARGS);
+			if (cur(p)->t != TK_NAME)
+				unexpected(p, "a name to assign to");
+			names[x->kids.n] = cur(p)->s;
+			p->pos++;
+			expect_op(p, "=");
+			nvec_push(p, &x->kids, parse_expr(p, true));
+		}
+		x->kwnames = palloc(p, (x->kids.n + 1) * sizeof *x->kwnames);
+		memcpy(x->kwnames, names, x->kids.n * sizeof *names);
+		end_block(p);
+		parse_body(p, &x->body, endwith_only, "with", at->line, at->col);
+		p->pos++;
+		end_block(p);
 	} else if (!strcmp(w, "include") || !strcmp(w, "extends") || !strcmp(w, "import") || !strcmp(w, "from") ||
-		   !strcmp(w, "block") || !strcmp(w, "do") || !strcmp(w, "with") || !strcmp(w, "autoescape")) {
+		   !strcmp(w, "block") || !strcmp(w, "do") || !strcmp(w, "autoescape")) {
 		perr(p, at->line, at->col, "the '%s' statement is not supported", w);
 	} else {
 		perr(p, at->line, at->col, "encountered unknown tag '%s'", w);
@@ -3918,8 +3941,49 @@ static struct jv apply_filter(struct rctx *r, const struct node *at, const char 
 		}
 		return v_int(words);
 	}
-	if (!strcmp(f, "format")) {
-		rerr(r, at, "the format filter (printf-style) is not supported");
+	if (!strcmp(f, "format")) { /* value % args, or % kwargs */
+		int np = npos(a);
+		if (np && np < a->n)
+			rerr(r, at, "format can't handle positional and keyword arguments at the same time");
+		struct jv fa = np < a->n ? v_dict(r, T_DICT) : v_list(r, (size_t)np);
+		if (np < a->n)
+			for (int i = 0; i < a->n; i++)
+				dict_set_s(r, fa.u.d, a->kw[i], a->v[i]);
+		else
+			for (int i = 0; i < np; i++)
+				list_push(r, fa.u.l, a->v[i]);
+		fa.flags = fa.t == T_LIST ? F_TUPLE : 0;
+		return str_mod(r, at, to_str(r, in), fa);
+	}
+	if (!strcmp(f, "center")) {
+		struct jv sv = to_str(r, in);
+		int64_t width = need_int(r, at, arg_or(a, 0, "width", v_int(80)), "center's width");
+		int64_t len = (int64_t)utf8_len(sv.u.s->p, sv.u.s->n), marg = width - len;
+		if (marg <= 0)
+			return sv;
+		int64_t left = marg / 2 + (marg & width & 1); /* CPython's split of the padding */
+		struct jv out = concat_str(r, repeat(r, at, v_str(r, " ", 1), left), sv);
+		return concat_str(r, out, repeat(r, at, v_str(r, " ", 1), marg - left));
+	}
+	if (!strcmp(f, "truncate")) {
+		struct jv sv = to_str(r, in);
+		int64_t length = need_int(r, at, arg_or(a, 0, "length", v_int(255)), "truncate's length");
+		bool killwords = truthy(arg_or(a, 1, "killwords", v_bool(false)));
+		struct jv end = to_str(r, arg_or(a, 2, "end", v_str(r, "...", 3)));
+		struct jv lw = arg_or(a, 3, "leeway", v_none());
+		int64_t leeway = lw.t == T_NONE ? 5 : need_int(r, at, lw, "leeway");
+		int64_t len = (int64_t)utf8_len(sv.u.s->p, sv.u.s->n), endlen = (int64_t)utf8_len(end.u.s->p, end.u.s->n);
+		if (length < endlen || leeway < 0)
+			rerr(r, at, "truncate: expected length >= len(end) and leeway >= 0");
+		if (len <= length + leeway)
+			return sv;
+		size_t cut = utf8_off(sv.u.s->p, sv.u.s->n, (size_t)(length - endlen));
+		struct jv head = v_str(r, sv.u.s->p, cut);
+		if (!killwords) {
+			struct jv parts = str_split(r, head, v_str(r, " ", 1), 1, true);
+			head = parts.u.l->v[0];
+		}
+		return concat_str(r, head, end);
 	}
 	rerr(r, at, "no filter named '%s'", f);
 }
@@ -4275,6 +4339,13 @@ static void exec_node(struct rctx *r, struct node *x, struct scope *s)
 		struct args a;
 		eval_args(r, x->a, s, &a);
 		put_str(r, r->out, call_value(r, x, fn, &a, caller));
+		break;
+	}
+	case N_WITH: {
+		struct scope *ws = scope_new(r, s);
+		for (size_t i = 0; i < x->kids.n; i++)
+			scope_set(r, ws, x->kwnames[i], eval(r, x->kids.v[i], s));
+		exec_body(r, &x->body, ws);
 		break;
 	}
 	case N_BREAK: r->ctl = 1; break;

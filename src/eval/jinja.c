@@ -2128,9 +2128,21 @@ static void put_repr(struct rctx *r, struct sb *b, struct jv v)
 	switch (v.t) {
 	case T_STR: put_str_repr(r, b, v.u.s); return;
 	case T_UNDEF: return;
-	case T_MACRO: sb_puts(r, b, "<Macro>"); return;
-	case T_FUNC: sb_puts(r, b, "<built-in function>"); return;
-	case T_LOOP: sb_puts(r, b, "<LoopContext>"); return;
+	case T_MACRO: {
+		char tmp[300];
+		snprintf(tmp, sizeof tmp, "<Macro '%s'>", v.u.m->def->name);
+		sb_puts(r, b, tmp);
+		return;
+	}
+	case T_LOOP: {
+		char tmp[64];
+		snprintf(tmp, sizeof tmp, "<LoopContext %zu/%zu>", v.u.loop->i + 1, v.u.loop->items->n);
+		sb_puts(r, b, tmp);
+		return;
+	}
+	case T_FUNC:
+		rerr(r, NULL, "printing a function or method ('%s') is not supported: Python prints a memory address",
+		     v.u.fn->name);
 	default: put_str(r, b, v);
 	}
 }

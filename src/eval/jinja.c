@@ -493,8 +493,7 @@ static void lex_string(struct parser *p, size_t *ip)
 			}
 		}
 	}
-	struct tok *k = tok_push(p, TK_STR, start, o, on);
-	(void)k;
+	tok_push(p, TK_STR, start, o, on);
 	*ip = end + 1;
 }
 
@@ -3163,9 +3162,8 @@ static struct jlist *split_lines(struct rctx *r, const char *p, size_t n)
 static struct jv call_macro(struct rctx *r, const struct node *at, struct macro *m, const struct args *a,
 			    struct macro *caller);
 static struct jv apply_filter(struct rctx *r, const struct node *at, const char *name, struct jv in,
-			      const struct args *a, struct scope *s);
-static bool apply_test(struct rctx *r, const struct node *at, const char *name, struct jv in, const struct args *a,
-		       struct scope *s);
+			      const struct args *a);
+static bool apply_test(struct rctx *r, const struct node *at, const char *name, struct jv in, const struct args *a);
 
 static bool starts_or_ends(struct rctx *r, const struct node *at, struct jv s, struct jv x, bool end)
 {
@@ -3572,7 +3570,7 @@ static struct jv sorted(struct rctx *r, const struct node *at, struct jlist *ite
 }
 
 static struct jv select_items(struct rctx *r, const struct node *at, struct jv in, const struct args *a, bool by_attr,
-			      bool keep, struct scope *s)
+			      bool keep)
 {
 	struct jv out = v_list(r, 0);
 	out.flags = F_GEN;
@@ -3593,7 +3591,7 @@ static struct jv select_items(struct rctx *r, const struct node *at, struct jv i
 	}
 	for (size_t i = 0; i < items->n; i++) {
 		struct jv v = by_attr ? attr_path(r, at, items->v[i], attr) : items->v[i];
-		bool ok = has_test ? apply_test(r, at, testname.u.s->p, v, &ta, s) : truthy(v);
+		bool ok = has_test ? apply_test(r, at, testname.u.s->p, v, &ta) : truthy(v);
 		if (ok == keep)
 			list_push(r, out.u.l, items->v[i]);
 	}
@@ -3687,8 +3685,7 @@ static struct jv f_int(struct rctx *r, const struct node *at, struct jv in, cons
 	return dflt;
 }
 
-static struct jv apply_filter(struct rctx *r, const struct node *at, const char *f, struct jv in, const struct args *a,
-			      struct scope *s)
+static struct jv apply_filter(struct rctx *r, const struct node *at, const char *f, struct jv in, const struct args *a)
 {
 	struct jv x;
 	if (!strcmp(f, "safe")) {
@@ -3795,9 +3792,9 @@ static struct jv apply_filter(struct rctx *r, const struct node *at, const char 
 		return out;
 	}
 	if (!strcmp(f, "selectattr") || !strcmp(f, "rejectattr"))
-		return select_items(r, at, in, a, true, f[0] == 's', s);
+		return select_items(r, at, in, a, true, f[0] == 's');
 	if (!strcmp(f, "select") || !strcmp(f, "reject"))
-		return select_items(r, at, in, a, false, f[0] == 's', s);
+		return select_items(r, at, in, a, false, f[0] == 's');
 	if (!strcmp(f, "map")) {
 		struct jv out = v_list(r, 0), attr, fname;
 		out.flags = F_GEN;
@@ -3822,7 +3819,7 @@ static struct jv apply_filter(struct rctx *r, const struct node *at, const char 
 			fa.kw[fa.n++] = a->kw[i];
 		}
 		for (size_t i = 0; i < l->n; i++)
-			list_push(r, out.u.l, apply_filter(r, at, fname.u.s->p, l->v[i], &fa, s));
+			list_push(r, out.u.l, apply_filter(r, at, fname.u.s->p, l->v[i], &fa));
 		return out;
 	}
 	if (!strcmp(f, "dictsort")) {
@@ -4002,11 +3999,9 @@ static struct jv apply_filter(struct rctx *r, const struct node *at, const char 
 
 /* ---- tests ---- */
 
-static bool apply_test(struct rctx *r, const struct node *at, const char *t, struct jv in, const struct args *a,
-		       struct scope *s)
+static bool apply_test(struct rctx *r, const struct node *at, const char *t, struct jv in, const struct args *a)
 {
 	struct jv x;
-	(void)s;
 	if (!strcmp(t, "defined"))
 		return in.t != T_UNDEF;
 	if (!strcmp(t, "undefined"))
@@ -4150,12 +4145,12 @@ static struct jv eval(struct rctx *r, struct node *x, struct scope *s)
 	case E_FILTER:
 		a = eval(r, x->a, s);
 		eval_args(r, x, s, &args);
-		out = apply_filter(r, x, x->name, a, &args, s);
+		out = apply_filter(r, x, x->name, a, &args);
 		break;
 	case E_TEST:
 		a = eval(r, x->a, s);
 		eval_args(r, x, s, &args);
-		out = v_bool(apply_test(r, x, x->name, a, &args, s) != (bool)x->op);
+		out = v_bool(apply_test(r, x, x->name, a, &args) != (bool)x->op);
 		break;
 	case E_NOT: out = v_bool(!truthy(eval(r, x->a, s))); break;
 	case E_NEG:

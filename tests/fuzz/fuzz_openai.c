@@ -34,6 +34,20 @@ static int64_t num(const cJSON *o, const char *k)
 	return (int64_t)v->valuedouble;
 }
 
+/* Duplicate keys anywhere: cJSON reads the first, the scanner the last. */
+static bool has_dup(const cJSON *o)
+{
+	for (const cJSON *it = o ? o->child : NULL; it; it = it->next) {
+		if (has_dup(it))
+			return true;
+		if (cJSON_IsObject(o))
+			for (const cJSON *jt = it->next; jt; jt = jt->next)
+				if (it->string && jt->string && strcmp(it->string, jt->string) == 0)
+					return true;
+	}
+	return false;
+}
+
 static int nonempty_str(const cJSON *v)
 {
 	return cJSON_IsString(v) && v->valuestring[0];
@@ -65,11 +79,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const cJSON *fr = get(c0, "finish_reason");
 		const cJSON *usage = get(j, "usage");
 		int64_t ct = num(usage, "completion_tokens");
-		int dup = 0;
-		for (const cJSON *it = j->child; it && !dup; it = it->next)
-			for (const cJSON *jt = it->next; jt; jt = jt->next)
-				if (it->string && jt->string && strcmp(it->string, jt->string) == 0)
-					dup = 1;
+		bool dup = has_dup(j);
 		if (!dup && cJSON_IsObject(usage) && !(cJSON_IsObject(delta) && get(c0, "delta") && get(c0, "message"))) {
 			/* beyond 2^53 cJSON's double cannot hold the integer the scanner keeps exactly */
 			const cJSON *ctv = get(usage, "completion_tokens");

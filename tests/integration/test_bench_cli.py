@@ -145,7 +145,7 @@ def case_fault(mode, cls):
 
 def case_faults():
     for mode, cls in (("reset", "reset"), ("500", "http"), ("malformed", "parse"), ("stall", "stall"),
-                      ("error-event", "server"), ("huge-event", "size")):
+                      ("error-event", "server"), ("huge-event", "size"), ("non-json", "parse")):
         global DB
         DB = os.path.join(TMP, "sixi-%s.db" % mode)
         case_fault(mode, cls)
@@ -210,7 +210,19 @@ def case_workloads():
         srv.stop()
 
 
+def case_bad_utf8():
+    # invalid UTF-8 inside a chunk is the server's text, not a protocol error: counted, stored, no crash
+    srv = Server("--fail", "bad-utf8", "--fail-every", "2")
+    try:
+        j = sweep_json(srv, "--concurrency", "2", "--max-tokens", "8", "--warmup", "0")
+    finally:
+        srv.stop()
+    lv = j["levels"][0] if j["levels"] else {}
+    check(lv.get("errors") == 0 and lv.get("ok") == 4, "bad UTF-8 does not break the stream (%r)" % lv)
+
+
 CASES = {
+    "bad_utf8": case_bad_utf8,
     "tokens_per_event": case_tokens_per_event, "missing_usage": case_missing_usage,
     "cached_tokens": case_cached_tokens, "readiness": case_readiness, "faults": case_faults,
     "bad_input": case_bad_input, "selftest_1000": case_selftest_1000, "workloads": case_workloads,

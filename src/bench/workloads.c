@@ -36,6 +36,28 @@ static void plan_free(struct plan *p)
 	free(p->streams);
 }
 
+/* Runs a level's plan (and frees it), summarises the level and stores the summary.
+ * A fingerprint that changed since the run's first makes the level invalid. */
+static int run_level(struct bench *b, struct plan *pl, int64_t level, bool fingerprint_changed,
+		     struct bench_level *out)
+{
+	struct bench_sample *samples = NULL;
+	size_t n = 0;
+	int rc = bench_run_streams(b, pl->streams, pl->n_streams, &samples, &n);
+	plan_free(pl);
+	if (!rc) {
+		bench_level_summarise(b, samples, n, level, out);
+		if (fingerprint_changed) {
+			out->valid = false;
+			snprintf(out->invalid_reason, sizeof out->invalid_reason,
+				 "the server's fingerprint changed since the run's first level: not comparable");
+		}
+		bench_level_store(b, out);
+	}
+	bench_samples_free(samples, n);
+	return rc;
+}
+
 static const char *yes_no(bool v) { return v ? "yes" : "NO"; }
 
 static void print_fixed(FILE *out, double v, int width, int prec)
@@ -173,23 +195,12 @@ int workload_sweep(struct bench *b, const struct sweep_params *p, FILE *out, cha
 						&rq->body_len);
 			}
 		}
-		struct bench_sample *samples = NULL;
-		size_t n = 0;
-		if (!rc)
-			rc = bench_run_streams(b, pl.streams, pl.n_streams, &samples, &n);
-		plan_free(&pl);
 		if (rc) {
-			bench_samples_free(samples, n);
+			plan_free(&pl);
 			break;
 		}
-		bench_level_summarise(b, samples, n, conc, &levels[li]);
-		if (changed) {
-			levels[li].valid = false;
-			snprintf(levels[li].invalid_reason, sizeof levels[li].invalid_reason,
-				 "the server's fingerprint changed since the first level: not comparable");
-		}
-		bench_level_store(b, &levels[li]);
-		bench_samples_free(samples, n);
+		if ((rc = run_level(b, &pl, conc, changed, &levels[li])) != 0)
+			break;
 		if (!c->json && !c->quiet)
 			fprintf(out, "  concurrency %lld: %.1f tok/s aggregate, %lld/%lld ok\n", (long long)conc,
 				levels[li].agg_tok_s, (long long)levels[li].ok, (long long)levels[li].requests);
@@ -236,21 +247,10 @@ int workload_prefill(struct bench *b, const struct prefill_params *p, FILE *out,
 			rq->phase = "measure";
 			rc = bench_body(b, 900000 + (int64_t)li, r, len, 1, &rq->body, &rq->body_len);
 		}
-		struct bench_sample *samples = NULL;
-		size_t n = 0;
-		if (!rc)
-			rc = bench_run_streams(b, pl.streams, 1, &samples, &n);
-		plan_free(&pl);
-		if (!rc) {
-			bench_level_summarise(b, samples, n, len, &levels[li]);
-			if (changed) {
-				levels[li].valid = false;
-				snprintf(levels[li].invalid_reason, sizeof levels[li].invalid_reason,
-					 "the server's fingerprint changed since the first length: not comparable");
-			}
-			bench_level_store(b, &levels[li]);
-		}
-		bench_samples_free(samples, n);
+		if (rc)
+			plan_free(&pl);
+		else
+			rc = run_level(b, &pl, len, changed, &levels[li]);
 	}
 	if (!rc) {
 		if (c->json) {

@@ -50,13 +50,13 @@ static const struct canary canaries[] = {
 	 "        os.fork()\n"
 	 "    except OSError:\n"
 	 "        pass\n",
-	 1},
+	 0.5},
 	{"allocate-10GB",
 	 "b = bytearray(10 * 1024 ** 3)\nESCAPED = True\n",
 	 10},
 	{"sleep-forever",
 	 "import time\ntime.sleep(10 ** 9)\nESCAPED = True\n",
-	 1},
+	 0.5},
 };
 
 int preflight_canary_count(void) { return (int)(sizeof canaries / sizeof canaries[0]); }

@@ -128,7 +128,7 @@ def test_faults(tmp, sandbox_ok):
     db = os.path.join(tmp, "faults.db")
     try:
         r = sixi_eval("run", "--url", srv.url, "--model", "fake", "--dataset", DEMO, "--repeats", "1",
-                      "--concurrency", "2", "--timeout", "4", "--stall", "1.5", "--max-tokens", "400", "--db", db)
+                      "--concurrency", "2", "--timeout", "2", "--stall", "1", "--max-tokens", "400", "--db", db)
         check(r.returncode == 0, "faults run exit %d: %s" % (r.returncode, r.stderr[-2000:]))
         rs = rows(db)
         api = [(t, e) for _, t, _, c, e, *_ in rs if c == "api_error"]
@@ -229,7 +229,7 @@ def kill_when(args, rows_more, extra_s, db):
 
 
 def test_kill_resume(tmp):
-    srv = Server(tmp, rules({"is_palindrome": ("500", 1)}), delay_ms=15)
+    srv = Server(tmp, rules({"is_palindrome": ("500", 1)}), delay_ms=8)
     db = os.path.join(tmp, "kill.db")
     try:
         args = ["run", "--url", srv.url, "--model", "fake", "--dataset", DEMO, "--repeats", "3",
@@ -269,7 +269,7 @@ def test_frozen(tmp):
     with open(p2, "w") as f:
         json.dump(proto, f)
     try:
-        r = sixi_eval("run", p1, "--db", db)
+        r = sixi_eval("run", p1, "--no-preflight", "--db", db)
         check(r.returncode == 0, "protocol run: %s" % r.stderr[-2000:])
         r = sixi_eval("resume", "1", "--protocol", p2, "--db", db)
         check(r.returncode != 0 and "frozen" in r.stderr, "a different protocol is refused: %s" % r.stderr)

@@ -369,6 +369,28 @@ def test_offline(tmp, sandbox_ok):
     check(r.returncode != 0 and "completions.jsonl:4: unknown task_id" in r.stderr, "bad line named: %s" % r.stderr)
 
 
+def test_import(tmp):
+    he = os.path.join(tmp, "he.jsonl")
+    with open(he, "w") as f:
+        f.write(json.dumps({"task_id": "HumanEval/0", "entry_point": "inc",
+                            "prompt": "def inc(x: int) -> int:\n    \"\"\"x plus one\"\"\"\n",
+                            "canonical_solution": "    return x + 1\n",
+                            "test": "def check(candidate):\n    assert candidate(1) == 2\n"}) + "\n")
+    gsm = os.path.join(tmp, "gsm.jsonl")
+    with open(gsm, "w") as f:
+        f.write(json.dumps({"question": "Tom has 1,000 coins and spends 250. How many are left?",
+                            "answer": "1000 - 250 = 750\n#### 750"}) + "\n")
+        f.write(json.dumps({"question": "no answer here", "answer": "none"}) + "\n")
+    r = subprocess.run([EVAL, "import", "--format", "humaneval", he], cwd=tmp, capture_output=True, text=True)
+    check(r.returncode == 0 and os.path.exists(os.path.join(tmp, "datasets", "he", "tasks.jsonl")),
+          "humaneval import: %s" % r.stderr)
+    pf = sixi_eval("preflight", os.path.join(tmp, "datasets", "he"), "--no-canaries")
+    check(pf.stdout.strip().endswith("passed, 0 failed"), "imported task passes preflight: %s" % pf.stdout)
+    r = subprocess.run([EVAL, "import", "--format", "gsm8k", gsm], cwd=tmp, capture_output=True, text=True)
+    check(r.returncode != 0 and "gsm.jsonl:2:" in r.stderr, "bad gsm8k line named: %s" % r.stderr)
+    check(not os.path.exists(os.path.join(tmp, "datasets", "gsm", "tasks.jsonl")), "nothing half-written")
+
+
 def main():
     if not os.access(EVAL, os.X_OK):
         print("SKIP: %s is not built" % EVAL)
@@ -383,7 +405,7 @@ def main():
         for name, fn in (("bad input", lambda: test_bad_input(tmp)), ("faults", lambda: test_faults(tmp, sandbox_ok)),
                          ("loop guard", lambda: test_loop_guard(tmp)), ("kill/resume", lambda: test_kill_resume(tmp)),
                          ("frozen", lambda: test_frozen(tmp)), ("probe", lambda: test_probe(tmp)),
-                         ("offline", lambda: test_offline(tmp, sandbox_ok))):
+                         ("offline", lambda: test_offline(tmp, sandbox_ok)), ("import", lambda: test_import(tmp))):
             t0 = time.monotonic()
             fn()
             print("%-12s %.1f s" % (name, time.monotonic() - t0))

@@ -17,9 +17,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#ifdef SIXI_HAVE_PLAN
-#include "plan/plan.h"
-#endif
+#include "plan/plan_cmd.h"
 
 static const char usage_text[] =
 	"usage: sixi-bench COMMAND [options]\n"
@@ -336,12 +334,7 @@ int main(int argc, char **argv)
 	}
 	const char *cmd = argv[1];
 	if (strcmp(cmd, "plan") == 0) {
-#ifdef SIXI_HAVE_PLAN
 		return plan_cmd_main(argc - 1, argv + 1);
-#else
-		fprintf(stderr, "sixi-bench: plan is not built in this version\n");
-		return 2;
-#endif
 	}
 	static const char *known[] = { "sweep", "prefill", "agents", "rate", "selftest", "emitter" };
 	bool ok = false;

@@ -12,6 +12,8 @@ Listens on 127.0.0.1 only. Python standard library only.
 MODE: reset | 500 | malformed | stall | error-event | huge-event
 """
 import argparse
+import io
+import os
 import json
 import math
 import socket
@@ -121,8 +123,11 @@ class Handler(BaseHTTPRequestHandler):
             i += 1
             if fail and i == 3:
                 if fail == "reset":
+                    # linger 0 then close the descriptor itself: the peer sees a TCP reset
                     self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                    self.connection.close()
+                    os.close(self.connection.detach())
+                    self.close_connection = True
+                    self.wfile = io.BytesIO()
                     return
                 if fail == "malformed":
                     self.chunk(b"data: {\"choices\": [\r\n\r\n")
@@ -181,7 +186,6 @@ def main():
     if ARGS.port_file:
         with open(ARGS.port_file + ".tmp", "w") as f:
             f.write(str(port))
-        import os
         os.replace(ARGS.port_file + ".tmp", ARGS.port_file)
     print(f"listening on 127.0.0.1:{port}", file=sys.stderr, flush=True)
     threading.Timer(ARGS.lifetime, srv.shutdown).start()

@@ -8,6 +8,7 @@
 #include "eval/protocol.h"
 #include "eval/run.h"
 #include "eval/task.h"
+#include "eval/template_cmd.h"
 #include "core/args.h"
 #include "net/http.h"
 #include <gsl/gsl_errno.h>
@@ -19,16 +20,17 @@
 
 static const char usage[] =
 	"usage: sixi-eval COMMAND ...\n"
+	"  template render ...                    render a chat template (sixi-eval template --help)\n"
 	"  preflight DATASET [--no-canaries]      reference passes, empty fails, sandbox canaries contained\n"
 	"  import --format humaneval|mbpp|gsm8k FILE [--name NAME] [--force]\n"
 	"                                         write datasets/NAME/tasks.jsonl from a public benchmark file\n"
 	"  grade DATASET --completions FILE.jsonl [--loop-threshold PCT] [--json]\n"
 	"                                         grade given completions offline\n"
 	"  run PROTOCOL.json [--condition NAME]   a run per condition of the protocol (protocols/schema.json)\n"
-	"  run --url URL --model NAME --dataset DATASET [--chat|--raw] [--repeats N] [--concurrency N]\n"
-	"      [--attempts N] [--max-tokens N] [--reasoning-max-tokens N] [--temperature T] [--top-p P]\n"
-	"      [--top-k K] [--timeout S] [--stall S] [--seed N] [--loop-stop PCT] [--name NAME]\n"
-	"                                         a quick run without a protocol file (same checks)\n"
+	"  run --url URL --model NAME --dataset DATASET [--chat|--raw|--template FILE]\n"
+	"      [--repeats N] [--concurrency N] [--attempts N] [--max-tokens N] [--reasoning-max-tokens N]\n"
+	"      [--temperature T] [--top-p P] [--top-k K] [--timeout S] [--stall S] [--seed N]\n"
+	"      [--loop-stop PCT] [--name NAME]    a quick run without a protocol file (same checks)\n"
 	"  resume RUN [--protocol FILE]           complete the missing rows of a run (configuration frozen)\n"
 	"  summary RUN [--json]                   pass rate, classes, tokens, pass@k, majority vote\n"
 	"  export RUN --csv|--jsonl               one line per attempt with the raw text\n"
@@ -102,7 +104,7 @@ static int cmd_run(int argc, char **argv)
 {
 	struct common c = {0};
 	const char *proto_path = NULL, *cond_name = NULL, *url = NULL, *model = NULL, *dataset = NULL;
-	const char *source = "chat", *name = "quick";
+	const char *source = "chat", *name = "quick", *template_path = NULL;
 	cJSON *q = cJSON_CreateObject(), *samp = cJSON_CreateObject();
 	int rc = 2;
 	for (int i = 1; i < argc; i++) {
@@ -142,6 +144,8 @@ static int cmd_run(int argc, char **argv)
 			source = "chat";
 		} else if (strcmp(argv[i], "--raw") == 0) {
 			source = "raw";
+		} else if (strcmp(argv[i], "--template") == 0 && i + 1 < argc) {
+			template_path = argv[++i];
 		} else if (argv[i][0] != '-' && !proto_path) {
 			proto_path = argv[i];
 		} else {
@@ -168,7 +172,16 @@ static int cmd_run(int argc, char **argv)
 		cJSON_AddStringToObject(cd, "name", model);
 		cJSON_AddStringToObject(cd, "endpoint", url);
 		cJSON_AddStringToObject(cd, "model", model);
-		cJSON_AddStringToObject(cJSON_AddObjectToObject(cd, "template"), "source", source);
+		cJSON *tp = cJSON_AddObjectToObject(cd, "template");
+		if (template_path) {
+			/* the file decides the source: a GGUF, a tokenizer_config.json, or a .jinja file */
+			size_t tl = strlen(template_path);
+			source = tl > 5 && strcmp(template_path + tl - 5, ".gguf") == 0   ? "gguf"
+				 : tl > 5 && strcmp(template_path + tl - 5, ".json") == 0 ? "tokenizer_config"
+											 : "jinja";
+			cJSON_AddStringToObject(tp, "path", template_path);
+		}
+		cJSON_AddStringToObject(tp, "source", source);
 		cJSON_AddItemToArray(conds, cd);
 		cJSON_AddItemToArray(cJSON_AddArrayToObject(q, "datasets"), cJSON_CreateString(dataset));
 		if (samp->child) {
@@ -411,6 +424,8 @@ int main(int argc, char **argv)
 		return argc < 2 ? 2 : 0;
 	}
 	const char *cmd = argv[1];
+	if (strcmp(cmd, "template") == 0)
+		return template_cmd_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "preflight") == 0)
 		return cmd_preflight(argc - 1, argv + 1);
 	if (strcmp(cmd, "grade") == 0)

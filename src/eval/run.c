@@ -15,9 +15,11 @@
 #include "core/log.h"
 #include "core/progress.h"
 #include "eval/grade.h"
+#include "eval/jinja.h"
 #include "eval/preflight.h"
 #include "eval/score.h"
 #include "eval/task.h"
+#include "model/gguf.h"
 #include "net/http.h"
 #include "net/openai.h"
 #include "net/stream.h"
@@ -56,6 +58,9 @@ struct runner {
 	size_t n_jobs, next_job;
 	pthread_mutex_t q_lock;
 	struct progress prog;
+	struct jinja_template *tmpl; /* the model's chat template, or NULL (chat, raw) */
+	cJSON *special;          /* bos_token / eos_token for the template */
+	char tmpl_sha[65];       /* sha256 of the template source, "" when none */
 	int fatal;               /* a store error: stop taking jobs */
 	char fatal_msg[512];
 };
@@ -150,6 +155,40 @@ static int attempt_token(struct oai_stream *s, const struct openai_chunk *c, voi
 	return 0;
 }
 
+/* The text sent for a user message: the model's own template rendered here
+ * (add_generation_prompt true), or the message itself. Caller frees. */
+static char *render_prompt(const struct runner *R, const char *user, char *err, size_t errlen)
+{
+	if (!R->tmpl)
+		return strdup(user);
+	cJSON *ctx = R->special ? cJSON_Duplicate(R->special, 1) : cJSON_CreateObject();
+	cJSON *msgs = ctx ? cJSON_AddArrayToObject(ctx, "messages") : NULL;
+	cJSON *m = cJSON_CreateObject();
+	if (!msgs || !m) {
+		cJSON_Delete(ctx);
+		cJSON_Delete(m);
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	cJSON_AddStringToObject(m, "role", "user");
+	cJSON_AddStringToObject(m, "content", user);
+	cJSON_AddItemToArray(msgs, m);
+	cJSON_AddBoolToObject(ctx, "add_generation_prompt", 1);
+	struct buf out;
+	buf_init(&out);
+	int rc = jinja_render_chat(R->tmpl, ctx, &out, err, errlen);
+	cJSON_Delete(ctx);
+	if (rc) {
+		buf_finish(&out);
+		return NULL;
+	}
+	if (!out.data && buf_reserve(&out, 1)) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	return buf_steal(&out);
+}
+
 /* Sends one generation and waits for it. prompt: the rendered text (completions)
  * or the user message (chat). Returns 0 (the outcome is in a), or -errno when it
  * could not even be started. */
@@ -166,10 +205,16 @@ static int request_run(struct runner *R, struct http_client *c, const char *prom
 	for (int i = 0; i < R->p->n_stop; i++)
 		stops[i] = R->p->stop[i];
 	stops[R->p->n_stop] = NULL;
+	char rerr[256];
+	char *text = render_prompt(R, prompt, rerr, sizeof rerr);
+	if (!text) {
+		log_error("rendering the chat template failed: %s", rerr);
+		return -EINVAL;
+	}
 	struct openai_request rq = {
 		.api = R->api,
 		.model = R->cond->model,
-		.prompt = prompt,
+		.prompt = text,
 		.max_tokens = max_tokens,
 		.temperature = R->p->temperature,
 		.top_p = R->p->top_p,
@@ -182,6 +227,7 @@ static int request_run(struct runner *R, struct http_client *c, const char *prom
 	struct buf body;
 	buf_init(&body);
 	int rc = openai_request_body(&rq, &body);
+	free(text);
 	if (rc) {
 		buf_finish(&body);
 		return rc;
@@ -610,6 +656,59 @@ static int open_datasets(struct runner *R, char *err, size_t errlen)
 	return 0;
 }
 
+/* The model's own chat template from a .jinja file, a tokenizer_config.json or
+ * a GGUF's metadata; its sha256 goes into the frozen configuration. */
+static int template_load(struct runner *R, char *err, size_t errlen)
+{
+	const char *path = R->cond->template_path, *src = R->cond->template_source;
+	char *text = NULL;
+	size_t n = 0;
+	char lerr[512] = "";
+	if (strcmp(src, "gguf") == 0) {
+		struct gguf *g = gguf_open(path, lerr, sizeof lerr);
+		const char *t = g ? gguf_get_str(g, "tokenizer.chat_template") : NULL;
+		if (t) {
+			text = strdup(t);
+			n = strlen(t);
+			R->special = cJSON_CreateObject();
+			long toks = gguf_find_key(g, "tokenizer.ggml.tokens");
+			static const char *const ids[][2] = {{"tokenizer.ggml.bos_token_id", "bos_token"},
+							     {"tokenizer.ggml.eos_token_id", "eos_token"}};
+			for (int i = 0; i < 2 && toks >= 0 && R->special; i++) {
+				int64_t id;
+				const char *tok = gguf_get_i64(g, ids[i][0], &id) && id >= 0
+							  ? gguf_get_arr_str(g, (size_t)toks, (size_t)id) : NULL;
+				if (tok)
+					cJSON_AddStringToObject(R->special, ids[i][1], tok);
+			}
+		} else if (g) {
+			snprintf(lerr, sizeof lerr, "%s has no tokenizer.chat_template", path);
+		}
+		gguf_close(g);
+	} else {
+		text = jinja_source_load(path, &n, strcmp(src, "tokenizer_config") == 0 ? &R->special : NULL, lerr,
+					 sizeof lerr);
+	}
+	if (!text)
+		return fail(err, errlen, "condition \"%s\": cannot read its chat template: %s", R->cond->name, lerr);
+	sha256_hex(text, n, R->tmpl_sha);
+	R->tmpl = jinja_parse(text, n, lerr, sizeof lerr);
+	free(text);
+	if (!R->tmpl)
+		return fail(err, errlen, "condition \"%s\": %s: %s", R->cond->name, path, lerr);
+	/* render once now: a template that fails on a plain user message is refused before any request */
+	char *probe = render_prompt(R, "hello", lerr, sizeof lerr);
+	if (!probe)
+		return fail(err, errlen, "condition \"%s\": %s does not render a user message: %s", R->cond->name, path,
+			    lerr);
+	const char *bos = R->special ? json_get_str(R->special, "bos_token") : NULL;
+	if (bos && *bos && strncmp(probe, bos, strlen(bos)) == 0)
+		log_warn("the rendered prompt starts with the BOS token %s; a server that adds BOS itself doubles it "
+			 "(compare prompt_tokens with the template's token count)", bos);
+	free(probe);
+	return 0;
+}
+
 static int runner_init(struct runner *R, const struct eval_protocol *p, int cond, const struct eval_run_opts *o,
 		       char *err, size_t errlen)
 {
@@ -625,10 +724,10 @@ static int runner_init(struct runner *R, const struct eval_protocol *p, int cond
 	} else if (strcmp(src, "raw") == 0) {
 		R->api = OPENAI_COMPLETIONS;
 	} else {
-		return fail(err, errlen,
-			    "condition \"%s\": template source \"%s\" needs the chat-template module, which this build "
-			    "of sixi-eval does not have yet; use \"chat\" or \"raw\"",
-			    R->cond->name, src);
+		R->api = OPENAI_COMPLETIONS;
+		int rc = template_load(R, err, errlen);
+		if (rc)
+			return rc;
 	}
 	snprintf(R->url_base, sizeof R->url_base, "%s", R->cond->endpoint);
 	snprintf(R->url_api, sizeof R->url_api, "%s%s", R->cond->endpoint, openai_api_path(R->api));
@@ -649,6 +748,8 @@ static int runner_init(struct runner *R, const struct eval_protocol *p, int cond
 static void runner_finish(struct runner *R)
 {
 	sqlite3_finalize(R->ins_row);
+	jinja_destroy(R->tmpl);
+	cJSON_Delete(R->special);
 	store_close(R->store);
 	grader_destroy(R->grader);
 	for (int i = 0; i < R->n_ds; i++)
@@ -665,9 +766,12 @@ static void print_audit(struct runner *R, FILE *out)
 	const struct eval_protocol *p = R->p;
 	fprintf(out, "run %lld: condition %s, model %s at %s\n", (long long)R->run_id, R->cond->name, R->cond->model,
 		R->url_api);
-	fprintf(out, "  template: %s%s%s (%s)\n", R->cond->template_source, R->cond->template_path ? " " : "",
+	fprintf(out, "  template: %s%s%s (%s%s%s)\n", R->cond->template_source, R->cond->template_path ? " " : "",
 		R->cond->template_path ? R->cond->template_path : "",
-		R->api == OPENAI_CHAT ? "the server applies its own chat template" : "prompt sent as is");
+		R->api == OPENAI_CHAT ? "the server applies its own chat template"
+		: R->tmpl	      ? "rendered here, sent raw to /v1/completions, sha256 "
+				      : "prompt sent as is",
+		R->tmpl ? R->tmpl_sha : "", "");
 	fprintf(out, "  sampling: temperature %g, top_p %g, top_k %lld; max_tokens %lld (reasoning tasks %lld)\n",
 		p->temperature, p->top_p, (long long)p->top_k, (long long)p->max_tokens,
 		(long long)p->reasoning_max_tokens);
@@ -820,6 +924,10 @@ static cJSON *frozen_config(struct runner *R, int cond, const char *fingerprint,
 	cJSON *fp = cJSON_Parse(fingerprint);
 	cJSON_AddItemToObject(o, "server_fingerprint", fp ? fp : cJSON_CreateNull());
 	cJSON_AddStringToObject(o, "api", openai_api_path(R->api));
+	if (R->tmpl_sha[0])
+		cJSON_AddStringToObject(o, "template_sha256", R->tmpl_sha);
+	else
+		cJSON_AddNullToObject(o, "template_sha256");
 	cJSON_AddStringToObject(o, "order", "tasks sorted by id, Fisher-Yates with splitmix64 from shuffle_seed and repeat");
 	return o;
 }
@@ -970,6 +1078,13 @@ int eval_run_resume(int64_t run_id, const char *protocol_path, const struct eval
 			}
 			i++;
 		}
+	}
+	if (rc == 0) {
+		/* the same template */
+		const char *sha = json_get_str(frozen, "template_sha256");
+		if ((sha || R.tmpl_sha[0]) && (!sha || strcmp(sha, R.tmpl_sha) != 0))
+			rc = fail(err, errlen, "the chat template %s changed since run %lld started; a run's configuration is frozen",
+				  R.cond->template_path ? R.cond->template_path : "", (long long)run_id);
 	}
 	if (rc == 0) {
 		/* the same server */

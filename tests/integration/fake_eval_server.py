@@ -18,7 +18,8 @@ the first N requests that match (all of them when "times" is absent), then the
 reply is sent normally. "loop" streams the reply's first sentence forever
 (until the client closes). chat_empty_content puts all chat output in
 reasoning_content and leaves content empty, as a broken reasoning parser does.
-GET /stats returns how many requests each rule saw.
+GET /stats returns how many requests each rule saw, GET /prompts the path and
+prompt of the last 50 requests.
 """
 import argparse
 import json
@@ -33,6 +34,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 SCRIPT = {}
 ARGS = None
 SEEN = {}
+PROMPTS = []  # (path, prompt) of the last 50 requests
 LOCK = threading.Lock()
 
 
@@ -87,6 +89,9 @@ class Handler(BaseHTTPRequestHandler):
         elif self.path == "/stats":
             with LOCK:
                 self.send_json(200, {str(k): v for k, v in SEEN.items()})
+        elif self.path == "/prompts":
+            with LOCK:
+                self.send_json(200, PROMPTS)
         else:
             self.send_json(404, {"error": {"message": "not found"}})
 
@@ -108,6 +113,9 @@ class Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(length) or b"{}")
         chat = self.path.startswith("/v1/chat/")
         prompt = prompt_of(body)
+        with LOCK:
+            PROMPTS.append([self.path, prompt])
+            del PROMPTS[:-50]
         rule, fault = pick_rule(prompt)
         if fault == "500":
             self.send_json(500, {"error": {"message": "scripted internal error"}})

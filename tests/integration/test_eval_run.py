@@ -369,6 +369,34 @@ def test_offline(tmp, sandbox_ok):
     check(r.returncode != 0 and "completions.jsonl:4: unknown task_id" in r.stderr, "bad line named: %s" % r.stderr)
 
 
+def test_template(tmp, sandbox_ok):
+    srv = Server(tmp, rules({}))
+    db = os.path.join(tmp, "tmpl.db")
+    tmpl = os.path.join(SRC, "tests", "fixtures", "templates", "sixi-plain.jinja")
+    try:
+        r = sixi_eval("run", "--url", srv.url, "--model", "fake", "--dataset", DEMO, "--repeats", "1",
+                      "--template", tmpl, "--timeout", "10", "--stall", "5", "--no-preflight", "--db", db)
+        check(r.returncode == 0, "template run: %s" % r.stderr[-1000:])
+        with urllib.request.urlopen(srv.url + "/prompts", timeout=5) as resp:
+            prompts = json.load(resp)
+        task_prompts = [p for path, p in prompts if "apples" in p]
+        check(all(path == "/v1/completions" for path, _ in prompts), "template runs use raw /v1/completions")
+        check(len(task_prompts) == 1 and task_prompts[0].startswith("### User:\nMia has 5 apples")
+              and task_prompts[0].endswith("### Assistant:\n"), "prompt rendered by the model's template: %r" % task_prompts)
+        con = sqlite3.connect(db)
+        frozen = json.loads(con.execute("SELECT protocol_json FROM runs WHERE id = 1").fetchone()[0])
+        con.close()
+        import hashlib
+        with open(tmpl, "rb") as f:
+            want = hashlib.sha256(f.read()).hexdigest()
+        check(frozen.get("template_sha256") == want, "template hash frozen with the run")
+        if sandbox_ok:
+            s = json.loads(sixi_eval("summary", "1", "--json", "--db", db).stdout)
+            check(s["passed"] == 6, "template run passes: %s" % s["classes"])
+    finally:
+        srv.stop()
+
+
 def test_import(tmp):
     he = os.path.join(tmp, "he.jsonl")
     with open(he, "w") as f:
@@ -405,7 +433,8 @@ def main():
         for name, fn in (("bad input", lambda: test_bad_input(tmp)), ("faults", lambda: test_faults(tmp, sandbox_ok)),
                          ("loop guard", lambda: test_loop_guard(tmp)), ("kill/resume", lambda: test_kill_resume(tmp)),
                          ("frozen", lambda: test_frozen(tmp)), ("probe", lambda: test_probe(tmp)),
-                         ("offline", lambda: test_offline(tmp, sandbox_ok)), ("import", lambda: test_import(tmp))):
+                         ("offline", lambda: test_offline(tmp, sandbox_ok)), ("import", lambda: test_import(tmp)),
+                         ("template", lambda: test_template(tmp, sandbox_ok))):
             t0 = time.monotonic()
             fn()
             print("%-12s %.1f s" % (name, time.monotonic() - t0))

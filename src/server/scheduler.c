@@ -6,8 +6,10 @@
  * - Prompt chunks (interleave on): the chunk budget goes to the sequences with
  *   the fewest prompt rows left first, so a short follow-up is not stuck
  *   behind a long document; every ready decoding sequence rides along.
- *   Interleave off reproduces the old behaviour for comparison: the earliest
- *   prompt is prefilled to its end, alone, before anything else runs.
+ *   Interleave off reproduces the old behaviour for comparison: prompts are
+ *   prefilled one at a time in arrival order, so a new request waits for every
+ *   prompt ahead of it; each chunk is a pass of its own, alternating with
+ *   decode passes.
  * - Slots are released only by the executor (engines are single-threaded).
  * - Prefix cache (off by default): a finished sequence's slot is kept with the
  *   ids it has consumed; a new prompt that starts with all of them takes the
@@ -104,6 +106,7 @@ struct sched {
 	int n_sampling;           /* sequences in S_SAMPLING */
 	struct batch *q_head, *q_tail; /* sampler queue */
 	int64_t last_pass_ns;
+	bool last_was_prompt_pass; /* interleave off: alternate prompt chunks and decode passes */
 	struct retained *ret;     /* (n_slots) */
 	/* executor scratch */
 	struct engine_row *rows;  /* (cap_rows) */
@@ -301,14 +304,20 @@ static size_t build_pass(struct sched *s, size_t *n_rows_out)
 	for (size_t i = 0; i < s->n_seqs; i++)
 		if (s->seqs[i]->state == S_PREFILL && !first_prefill)
 			first_prefill = s->seqs[i];
-	if (!s->cfg.interleave && first_prefill) {
-		/* The old way: one prompt at a time, to its end, nothing else in the pass. */
+	bool any_ready = false;
+	for (size_t i = 0; i < s->n_seqs; i++)
+		any_ready |= s->seqs[i]->state == S_READY;
+	if (!s->cfg.interleave && first_prefill && (s->last_was_prompt_pass == false || !any_ready)) {
+		/* The old way: prompts one at a time in arrival order, each chunk in a
+		 * pass of its own; decode passes alternate with the chunks. */
 		add_chunk(s, first_prefill, (size_t)s->cfg.prefill_chunk, &n_rows);
 		s->members[n_members++] = first_prefill;
 		metrics_add(s->m, prefill_chunks, 1);
+		s->last_was_prompt_pass = true;
 		*n_rows_out = n_rows;
 		return n_members;
 	}
+	s->last_was_prompt_pass = false;
 	for (size_t i = 0; i < s->n_seqs; i++) {
 		struct sched_seq *q = s->seqs[i];
 		if (q->state != S_READY)
@@ -318,6 +327,10 @@ static size_t build_pass(struct sched *s, size_t *n_rows_out)
 		q->n_chunk = 0;
 		q->state = S_RUNNING;
 		s->members[n_members++] = q;
+	}
+	if (!s->cfg.interleave) {
+		*n_rows_out = n_rows;
+		return n_members; /* the old way: decode passes carry no prompt rows */
 	}
 	size_t first_prefill_member = n_members;
 	for (size_t i = 0; i < s->n_seqs; i++)
@@ -571,12 +584,14 @@ static void *samp_main(void *arg)
 			s->q_tail = NULL;
 		pthread_mutex_unlock(&s->lock);
 		int64_t host_ns = s->e->ops->host_row_ns ? s->e->ops->host_row_ns(s->e) : 0;
+		int64_t t0 = clock_now_ns();
 		for (size_t i = 0; i < b->n_items; i++) {
-			int64_t t0 = clock_now_ns();
+			/* The simulated host work per row, against one deadline per row from
+			 * the batch start so that sleep overshoot does not accumulate. */
+			int64_t left = t0 + (int64_t)(i + 1) * host_ns - clock_now_ns();
+			if (host_ns > 0 && left > 0)
+				clock_sleep_ns(left);
 			sample_row(s, b->items[i].seq, b->items[i].logits, &sc);
-			int64_t left = host_ns - (clock_now_ns() - t0);
-			if (left > 0)
-				clock_sleep_ns(left); /* the simulated device's host work per row */
 		}
 		free(b->items);
 		free(b->logits);

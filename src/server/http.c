@@ -51,6 +51,7 @@ struct http_conn {
 	bool dead;                /* close at the next sweep */
 	bool in_process;
 	bool want_out;            /* EPOLLOUT registered */
+	bool lingering;           /* response sent, write side shut, discarding input until EOF */
 	char method[16];
 	char path[1024];
 	void *user;
@@ -134,8 +135,14 @@ static void conn_flush(struct http_conn *c)
 		log_warn("dropping a client %zu bytes behind on reading", c->out.len);
 		c->dead = true;
 	}
-	if (!c->dead && c->state == CS_CLOSING && c->out.len == 0)
-		c->dead = true;
+	if (!c->dead && c->state == CS_CLOSING && c->out.len == 0 && !c->lingering) {
+		/* Lingering close: stop sending, but read and discard what the client
+		 * still sends (say the rest of a rejected 10 MB body) until it closes, so
+		 * that our close does not reset the connection before it reads the answer. */
+		shutdown(c->fd, SHUT_WR);
+		c->lingering = true;
+		c->deadline_ns = clock_now_ns() + 2000000000LL;
+	}
 	conn_update_events(c);
 }
 
@@ -426,6 +433,8 @@ static void conn_read(struct http_conn *c)
 	struct http_server *s = c->srv;
 	size_t cap = s->cfg.max_header_bytes + s->cfg.max_body_bytes + 65536;
 	for (;;) {
+		if (c->lingering)
+			c->in.len = 0; /* discard */
 		if (c->in.len >= cap) {
 			if (c->state == CS_BUSY || c->state == CS_CLOSING) {
 				c->dead = true; /* pipelining megabytes while we answer: drop it */
@@ -451,7 +460,8 @@ static void conn_read(struct http_conn *c)
 		c->dead = true; /* EOF or error: the client is gone */
 		return;
 	}
-	process_input(c);
+	if (!c->lingering)
+		process_input(c);
 }
 
 static void do_accept(struct http_server *s)

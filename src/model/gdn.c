@@ -1,0 +1,160 @@
+/* gdn — see gdn.h. Written for clarity; the inner loops are contiguous over d_k so the
+ * compiler vectorises them. */
+#include "model/gdn.h"
+
+#include <math.h>
+#include <string.h>
+
+static float dot(const float *a, const float *b, int n)
+{
+	float s = 0;
+	for (int i = 0; i < n; i++)
+		s += a[i] * b[i];
+	return s;
+}
+
+void gdn_rule_rows(float *st, int d_k, int d_v, float scale, const struct gdn_rows *r)
+{
+	for (int t = 0; t < r->n; t++) {
+		const float *q = r->q + (size_t)t * r->q_stride, *k = r->k + (size_t)t * r->k_stride;
+		const float *v = r->v + (size_t)t * r->v_stride;
+		float alpha = expf(r->g[(size_t)t * r->gb_stride]), beta = r->beta[(size_t)t * r->gb_stride];
+		float *o = r->o + (size_t)t * r->o_stride;
+		for (int j = 0; j < d_v; j++) {
+			float *s = st + (size_t)j * d_k;
+			for (int i = 0; i < d_k; i++)
+				s[i] *= alpha;
+			float u = beta * (v[j] - dot(s, k, d_k));
+			for (int i = 0; i < d_k; i++)
+				s[i] += k[i] * u;
+			o[j] = scale * dot(s, q, d_k);
+		}
+	}
+}
+
+size_t gdn_chunk_scratch_floats(int chunk, int d_k, int d_v)
+{
+	/* G[L], A[L][L], U[L][d_v], W[L][d_k] */
+	return (size_t)chunk + (size_t)chunk * chunk + (size_t)chunk * d_v + (size_t)chunk * d_k;
+}
+
+/* One chunk of L rows (L <= chunk size). Notation of gdn.h; G is the running sum of g
+ * inside the chunk. With A[i][j] = β_i e^{G_i−G_j} (k_i·k_j) for j < i, the row updates
+ * u_i satisfy u_i + Σ_{j<i} A_ij u_j = β_i v_i − β_i e^{G_i} S0ᵀ k_i, so
+ *   u = U − (S0ᵀ applied to each row of W), with (I+A)U = βv and (I+A)W = β e^G k;
+ *   o_i = scale (e^{G_i} S0ᵀ q_i + Σ_{j≤i} e^{G_i−G_j} (q_i·k_j) u_j);
+ *   S_L = e^{G_L} S0 + Σ_j e^{G_L−G_j} k_j u_jᵀ.
+ * Every exponent is ≤ 0 because g ≤ 0, so nothing overflows. */
+static void chunk_step(float *st, int d_k, int d_v, float scale, const struct gdn_rows *r, int t0, int L,
+		       float *scratch, int chunk)
+{
+	float *G = scratch, *A = G + chunk, *U = A + (size_t)chunk * chunk, *W = U + (size_t)chunk * d_v;
+#define Q(i) (r->q + (size_t)(t0 + (i)) * r->q_stride)
+#define K(i) (r->k + (size_t)(t0 + (i)) * r->k_stride)
+#define V(i) (r->v + (size_t)(t0 + (i)) * r->v_stride)
+#define B(i) (r->beta[(size_t)(t0 + (i)) * r->gb_stride])
+	float acc = 0;
+	for (int i = 0; i < L; i++) {
+		acc += r->g[(size_t)(t0 + i) * r->gb_stride];
+		G[i] = acc;
+	}
+	for (int i = 0; i < L; i++)
+		for (int j = 0; j < i; j++)
+			A[(size_t)i * chunk + j] = B(i) * expf(G[i] - G[j]) * dot(K(i), K(j), d_k);
+	/* Forward substitution for U and W. */
+	for (int i = 0; i < L; i++) {
+		float *ui = U + (size_t)i * d_v, *wi = W + (size_t)i * d_k;
+		float bi = B(i), eg = bi * expf(G[i]);
+		for (int c = 0; c < d_v; c++)
+			ui[c] = bi * V(i)[c];
+		for (int c = 0; c < d_k; c++)
+			wi[c] = eg * K(i)[c];
+		for (int j = 0; j < i; j++) {
+			float a = A[(size_t)i * chunk + j];
+			const float *uj = U + (size_t)j * d_v, *wj = W + (size_t)j * d_k;
+			for (int c = 0; c < d_v; c++)
+				ui[c] -= a * uj[c];
+			for (int c = 0; c < d_k; c++)
+				wi[c] -= a * wj[c];
+		}
+	}
+	/* u_i = U_i − S0ᵀ W_i, in place in U (S0 is still the chunk's initial state). */
+	for (int i = 0; i < L; i++) {
+		float *ui = U + (size_t)i * d_v;
+		const float *wi = W + (size_t)i * d_k;
+		for (int c = 0; c < d_v; c++)
+			ui[c] -= dot(st + (size_t)c * d_k, wi, d_k);
+	}
+	/* Outputs: A's strict lower triangle is no longer needed, reuse it for e^{G_i−G_j} q_i·k_j. */
+	for (int i = 0; i < L; i++) {
+		float *o = r->o + (size_t)(t0 + i) * r->o_stride;
+		float egi = expf(G[i]);
+		for (int c = 0; c < d_v; c++)
+			o[c] = egi * dot(st + (size_t)c * d_k, Q(i), d_k);
+		for (int j = 0; j <= i; j++) {
+			float a = expf(G[i] - G[j]) * dot(Q(i), K(j), d_k);
+			const float *uj = U + (size_t)j * d_v;
+			for (int c = 0; c < d_v; c++)
+				o[c] += a * uj[c];
+		}
+		for (int c = 0; c < d_v; c++)
+			o[c] *= scale;
+	}
+	/* State at the end of the chunk. */
+	float egl = expf(G[L - 1]);
+	for (int c = 0; c < d_v; c++) {
+		float *s = st + (size_t)c * d_k;
+		for (int x = 0; x < d_k; x++)
+			s[x] *= egl;
+		for (int j = 0; j < L; j++) {
+			float a = expf(G[L - 1] - G[j]) * U[(size_t)j * d_v + c];
+			const float *kj = K(j);
+			for (int x = 0; x < d_k; x++)
+				s[x] += a * kj[x];
+		}
+	}
+#undef Q
+#undef K
+#undef V
+#undef B
+}
+
+void gdn_rule_chunked(float *st, int d_k, int d_v, float scale, const struct gdn_rows *r, int chunk,
+		      float *scratch)
+{
+	for (int t0 = 0; t0 < r->n; t0 += chunk) {
+		int L = r->n - t0 < chunk ? r->n - t0 : chunk;
+		chunk_step(st, d_k, d_v, scale, r, t0, L, scratch, chunk);
+	}
+}
+
+void gdn_conv_rows(float *win, const float *w, int kw, int channels, const float *x, int x_stride, int n,
+		   float *out, int out_stride)
+{
+	int hist = kw - 1;
+	for (int t = 0; t < n; t++) {
+		float *o = out + (size_t)t * out_stride;
+		for (int c = 0; c < channels; c++) {
+			const float *wc = w + (size_t)c * kw;
+			float s = 0;
+			/* Tap i reads input row t − hist + i; negative rows come from the window. */
+			for (int i = 0; i < kw; i++) {
+				int src = t - hist + i;
+				float m = src >= 0 ? x[(size_t)src * x_stride + c] : win[(size_t)(hist + src) * channels + c];
+				s += wc[i] * m;
+			}
+			o[c] = s / (1.0f + expf(-s));
+		}
+	}
+	/* Slide the window: keep the last hist rows of [window | x]. */
+	if (hist <= 0)
+		return;
+	if (n >= hist) {
+		for (int i = 0; i < hist; i++)
+			memcpy(win + (size_t)i * channels, x + (size_t)(n - hist + i) * x_stride, sizeof(float) * channels);
+	} else {
+		memmove(win, win + (size_t)n * channels, sizeof(float) * channels * (size_t)(hist - n));
+		for (int i = 0; i < n; i++)
+			memcpy(win + (size_t)(hist - n + i) * channels, x + (size_t)i * x_stride, sizeof(float) * channels);
+	}
+}

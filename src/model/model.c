@@ -322,6 +322,11 @@ static const struct model_tensor *get_tensor(struct loader *ld, const char *name
 			set_err(ld->err, ld->errlen, "%s: missing tensor '%s'", ld->source, name);
 		return NULL;
 	}
+	if (!kern_type_supported(t->type)) {
+		set_err(ld->err, ld->errlen, "%s: tensor '%s' has type %s (%u); supported: F32, F16, BF16, Q8_0",
+			ld->source, name, type_name(t->type), t->type);
+		return NULL;
+	}
 	uint64_t ne[4] = { 1, 1, 1, 1 };
 	for (uint32_t i = 0; i < t->n_dims && i < 4; i++)
 		ne[i] = t->ne[i];
@@ -330,11 +335,6 @@ static const struct model_tensor *get_tensor(struct loader *ld, const char *name
 			ld->source, name, (unsigned long long)ne[0], (unsigned long long)ne[1],
 			(unsigned long long)ne[2], (unsigned long long)ne[3], (unsigned long long)ne0,
 			(unsigned long long)ne1);
-		return NULL;
-	}
-	if (!kern_type_supported(t->type)) {
-		set_err(ld->err, ld->errlen, "%s: tensor '%s' has type %s (%u); supported: F32, F16, BF16, Q8_0",
-			ld->source, name, type_name(t->type), t->type);
 		return NULL;
 	}
 	uint64_t rb = row_bytes(t->type, ne0);

@@ -467,7 +467,8 @@ static int convert(struct conv_ctx *cc, const char *hname, const char *gname, ui
 		free(v);
 		v = o;
 	}
-	if (add_tensor(cc->h, gname, v, cols, rows)) {
+	/* ggml order: ne0 is the contiguous dimension; a vector is (rows) alone. */
+	if (cols == 1 ? add_tensor(cc->h, gname, v, rows, 1) : add_tensor(cc->h, gname, v, cols, rows)) {
 		free(v);
 		set_err(cc->err, cc->errlen, "%s: out of memory", cc->path);
 		return -ENOMEM;

@@ -245,7 +245,39 @@ __attribute__((target("avx2,fma,f16c"))) static void tile_avx2(const float *w, i
 {
 	const int n8 = n_in & ~7;
 	const float *w0 = w, *w1 = w + n_in, *w2 = w + 2 * (size_t)n_in, *w3 = w + 3 * (size_t)n_in;
-	for (int r = 0; r < n_rows; r++) {
+	int r = 0;
+	/* 4 weight rows x 3 x rows: 12 accumulators, 7 loads per 12 FMAs. */
+	if (n_w == ROWS_PER_TILE && n8 == n_in) {
+		for (; r + 3 <= n_rows; r += 3) {
+			const float *xa = x + (size_t)r * x_stride, *xb = xa + x_stride, *xc = xb + x_stride;
+			__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0,
+			       c0 = a0, c1 = a0, c2 = a0, c3 = a0;
+			for (int i = 0; i < n8; i += 8) {
+				__m256 v0 = _mm256_loadu_ps(w0 + i), v1 = _mm256_loadu_ps(w1 + i), v2 = _mm256_loadu_ps(w2 + i),
+				       v3 = _mm256_loadu_ps(w3 + i);
+				__m256 xv = _mm256_loadu_ps(xa + i);
+				a0 = _mm256_fmadd_ps(v0, xv, a0);
+				a1 = _mm256_fmadd_ps(v1, xv, a1);
+				a2 = _mm256_fmadd_ps(v2, xv, a2);
+				a3 = _mm256_fmadd_ps(v3, xv, a3);
+				xv = _mm256_loadu_ps(xb + i);
+				b0 = _mm256_fmadd_ps(v0, xv, b0);
+				b1 = _mm256_fmadd_ps(v1, xv, b1);
+				b2 = _mm256_fmadd_ps(v2, xv, b2);
+				b3 = _mm256_fmadd_ps(v3, xv, b3);
+				xv = _mm256_loadu_ps(xc + i);
+				c0 = _mm256_fmadd_ps(v0, xv, c0);
+				c1 = _mm256_fmadd_ps(v1, xv, c1);
+				c2 = _mm256_fmadd_ps(v2, xv, c2);
+				c3 = _mm256_fmadd_ps(v3, xv, c3);
+			}
+			float *ya = y + (size_t)r * y_stride + o0, *yb = ya + y_stride, *yc = yb + y_stride;
+			ya[0] = hsum256(a0), ya[1] = hsum256(a1), ya[2] = hsum256(a2), ya[3] = hsum256(a3);
+			yb[0] = hsum256(b0), yb[1] = hsum256(b1), yb[2] = hsum256(b2), yb[3] = hsum256(b3);
+			yc[0] = hsum256(c0), yc[1] = hsum256(c1), yc[2] = hsum256(c2), yc[3] = hsum256(c3);
+		}
+	}
+	for (; r < n_rows; r++) {
 		const float *xr = x + (size_t)r * x_stride;
 		float *yr = y + (size_t)r * y_stride + o0;
 		if (n_w == ROWS_PER_TILE) {

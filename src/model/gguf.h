@@ -41,6 +41,8 @@ struct gguf_tensor {
 };
 
 struct gguf *gguf_open(const char *path, char *err, size_t errlen);
+/* Parses a GGUF image already in memory (borrowed: it must outlive the gguf); name is used in messages. */
+struct gguf *gguf_open_memory(const void *data, size_t size, const char *name, char *err, size_t errlen);
 void gguf_close(struct gguf *g);
 
 uint32_t gguf_version(const struct gguf *g);
@@ -63,6 +65,8 @@ const char *gguf_get_str(const struct gguf *g, const char *key);
 const char *gguf_get_arr_str(const struct gguf *g, size_t i, size_t j);
 bool gguf_get_arr_i64(const struct gguf *g, size_t i, size_t j, int64_t *out);
 bool gguf_get_arr_f64(const struct gguf *g, size_t i, size_t j, double *out);
+/* Byte length of string element j (strings may hold NUL bytes); 0 when absent. */
+size_t gguf_get_arr_str_len(const struct gguf *g, size_t i, size_t j);
 /* Raw pointer to a numeric array's elements (little-endian, as on disk), or NULL. */
 const void *gguf_get_arr_data(const struct gguf *g, size_t i);
 
@@ -72,6 +76,9 @@ const struct gguf_tensor *gguf_tensor_find(const struct gguf *g, const char *nam
 /* Bytes of one row of ne0 elements of a tensor type; 0 for unknown types / bad ne0. */
 uint64_t gguf_type_row_bytes(uint32_t type, uint64_t ne0);
 const char *gguf_type_name(uint32_t type);
+/* Alignment of tensor data (general.alignment or 32) and the data section's offset in the file. */
+uint64_t gguf_alignment(const struct gguf *g);
+uint64_t gguf_data_offset(const struct gguf *g);
 
 /* Writer: build in memory, then write once. Keys and tensors keep insertion order. */
 struct gguf_writer;
@@ -82,6 +89,8 @@ int gguf_writer_set_i32(struct gguf_writer *w, const char *key, int32_t v);
 int gguf_writer_set_u64(struct gguf_writer *w, const char *key, uint64_t v);
 int gguf_writer_set_f32(struct gguf_writer *w, const char *key, float v);
 int gguf_writer_set_bool(struct gguf_writer *w, const char *key, bool v);
+/* Any numeric scalar type (UINT8..FLOAT64, BOOL as one byte); v points to a value of that type. */
+int gguf_writer_set_num(struct gguf_writer *w, const char *key, enum gguf_type type, const void *v);
 int gguf_writer_set_str(struct gguf_writer *w, const char *key, const char *v);
 /* Arrays: elements copied. */
 int gguf_writer_set_arr_str(struct gguf_writer *w, const char *key, const char *const *v, size_t n);

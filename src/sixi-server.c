@@ -1,11 +1,16 @@
 /* sixi-server — the bundled OpenAI-compatible server. main() parses arguments,
- * sizes the configuration, builds an engine (the simulated device for now) and
- * runs the server until SIGINT or SIGTERM. */
+ * sizes the configuration before anything is allocated (src/plan for a model,
+ * the simulator's own memory model for --simulate), builds an engine (the real
+ * model or the simulated device) and runs the server until SIGINT or SIGTERM. */
 #include "core/args.h"
 #include "core/log.h"
 #include "server/engine.h"
 #include "server/server.h"
+#include "server/real.h"
 #include "server/sim.h"
+#include "model/tok_cmd.h"
+#include "plan/plan.h"
+#include "plan/plan_gguf.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -21,6 +26,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: sixi-server --simulate PRESET|FILE.json [options]\n"
 		"       sixi-server --model FILE.gguf [options]\n"
+		"       sixi-server --tokenize FILE TEXT | --detokenize FILE ID...\n"
 		"\n"
 		"Engine:\n"
 		"  --simulate PRESET|FILE  simulated device: presets %s, or a JSON file of fields\n"
@@ -29,9 +35,11 @@ static void usage(FILE *f)
 		"                          state_mib_per_seq, activation_gb)\n"
 		"  --time-scale X          run simulated time X times faster (default 1)\n"
 		"  --model FILE.gguf       the real model\n"
-		"  --parallel N            sequences resident at once (default: the engine's)\n"
-		"  --context N             positions per sequence (default: the engine's)\n"
-		"  --mem-limit BYTES       refuse configurations needing more (default: device memory - 5%%)\n"
+		"  --parallel N            sequences resident at once (default: 32 simulated, 8 real)\n"
+		"  --context N             positions per sequence (default: 32768 simulated; real: the\n"
+		"                          model's, at most 4096)\n"
+		"  --mem-limit BYTES       refuse configurations needing more (default: simulated device\n"
+		"                          memory - 5%%; real: available memory - 10%%)\n"
 		"  --threads N             CPU threads for the real model\n"
 		"Scheduler:\n"
 		"  --straggler-wait on|off wait for sequences still being sampled before a pass (default on)\n"
@@ -81,9 +89,109 @@ static void raise_fd_limit(void)
 	}
 }
 
+/* ---- sizing, before anything is allocated ---- */
+
+/* Reads a preset or file into sim_cfg, applies the flags, prints the breakdown;
+ * -ENOMEM (refused, with what fits) or -EINVAL. */
+static int open_sim(const char *what, double time_scale, int64_t parallel, int64_t context, uint64_t mem_limit,
+		    struct sim_config *out)
+{
+	struct sim_config sim_cfg;
+	char err[1024];
+	if (sim_config_preset(what, &sim_cfg) != 0) {
+		if (access(what, R_OK) != 0) {
+			fprintf(stderr, "sixi-server: --simulate %s: neither a preset (%s) nor a readable file\n", what,
+				sim_preset_names());
+			return -EINVAL;
+		}
+		if (sim_config_load(what, &sim_cfg, err, sizeof err) != 0) {
+			fprintf(stderr, "sixi-server: --simulate: %s\n", err);
+			return -EINVAL;
+		}
+	}
+	sim_cfg.time_scale = time_scale;
+	if (parallel)
+		sim_cfg.n_slots = (int32_t)parallel;
+	if (context)
+		sim_cfg.n_ctx = (int32_t)context;
+	double limit = mem_limit ? (double)mem_limit : sim_cfg.mem_bytes * 0.95;
+	struct sim_size sz = sim_size_of(&sim_cfg, sim_cfg.n_slots, sim_cfg.n_ctx);
+	fprintf(stderr,
+		"sixi-server: %s: %d sequences x %d context: weights %.2f GB + KV %.2f GB + state %.2f GB + "
+		"activations %.2f GB = %.2f GB of %.2f GB allowed\n",
+		sim_cfg.name, sim_cfg.n_slots, sim_cfg.n_ctx, sz.weights / 1e9, sz.kv / 1e9, sz.state / 1e9,
+		sz.activations / 1e9, sz.total / 1e9, limit / 1e9);
+	if (sim_fit_check(&sim_cfg, limit, err, sizeof err) != 0) {
+		fprintf(stderr, "sixi-server: refusing to start: %s\n", err);
+		return -ENOMEM;
+	}
+	*out = sim_cfg;
+	return 0;
+}
+
+/* MemAvailable from /proc/meminfo in bytes, 0 if unknown. */
+static uint64_t mem_available(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[256];
+	unsigned long long kb = 0;
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return (uint64_t)kb * 1024;
+}
+
+/* Sizes a model configuration with src/plan; fills defaults for parallel and context. */
+static int size_model(const char *path, int64_t *parallel, int64_t *context, uint64_t mem_limit, int32_t chunk)
+{
+	char err[1024];
+	struct plan_model pm;
+	plan_model_init(&pm);
+	if (plan_model_from_gguf_file(path, &pm, err, sizeof err) != 0) {
+		fprintf(stderr, "sixi-server: --model %s: %s\n", path, err);
+		return -EINVAL;
+	}
+	if (!*parallel)
+		*parallel = 8;
+	if (!*context)
+		*context = pm.max_context_tokens && pm.max_context_tokens < 4096 ? (int64_t)pm.max_context_tokens : 4096;
+	uint64_t limit = mem_limit ? mem_limit : mem_available() / 10 * 9;
+	struct plan_breakdown b;
+	uint32_t rows = (uint32_t)chunk + (uint32_t)*parallel;
+	if (plan_server_breakdown(&pm, *context, *parallel, 0, rows, &b, err, sizeof err) != 0) {
+		fprintf(stderr, "sixi-server: sizing %s: %s\n", path, err);
+		return -EINVAL;
+	}
+	char t[6][32];
+	fprintf(stderr,
+		"sixi-server: %s: %lld sequences x %lld context: weights %s + KV %s + state %s + conv %s + "
+		"activations %s = %s of %s allowed\n",
+		path, (long long)*parallel, (long long)*context, plan_format_bytes(b.weights_bytes, t[0], 32),
+		plan_format_bytes(b.kv_bytes, t[1], 32), plan_format_bytes(b.ssm_bytes, t[2], 32),
+		plan_format_bytes(b.conv_bytes, t[3], 32), plan_format_bytes(b.activation_bytes, t[4], 32),
+		plan_format_bytes(b.total_bytes, t[5], 32), limit ? plan_format_bytes(limit, t[0], 32) : "(unknown)");
+	if (limit && b.total_bytes > limit) {
+		struct plan_workload w;
+		plan_workload_server(&w, *context, *parallel, 0, rows);
+		int64_t ctx_fit = plan_fit_context(&pm, &w, limit, *context);
+		int64_t seq_fit = plan_fit_sequences(&pm, &w, limit, *parallel);
+		fprintf(stderr,
+			"sixi-server: refusing to start: %lld sequences x %lld context need %s but the limit is %s; "
+			"configurations that fit: --parallel %lld --context %lld, or --parallel %lld --context %lld\n",
+			(long long)*parallel, (long long)*context, t[5], plan_format_bytes(limit, t[1], 32),
+			(long long)*parallel, (long long)ctx_fit, (long long)seq_fit, (long long)*context);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	log_set_program("sixi-server");
+	if (argc > 1 && (strcmp(argv[1], "--tokenize") == 0 || strcmp(argv[1], "--detokenize") == 0))
+		return tok_cmd_main(argc, argv);
 	struct server_config cfg;
 	server_config_default(&cfg);
 	const char *simulate = NULL, *model = NULL, *port_file = NULL, *pid_file = NULL;
@@ -210,42 +318,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sixi-server: --simulate and --model exclude each other; pick one\n");
 		return 2;
 	}
-	if (model) {
-		fprintf(stderr, "sixi-server: --model %s: this build has no real-model engine yet; use --simulate thor\n",
-			model);
-		return 2;
-	}
-	(void)threads;
-
-	/* ---- the simulated device, sized before anything is allocated ---- */
-	struct sim_config sc;
-	if (sim_config_preset(simulate, &sc) != 0) {
-		if (access(simulate, R_OK) != 0) {
-			fprintf(stderr, "sixi-server: --simulate %s: neither a preset (%s) nor a readable file\n", simulate,
-				sim_preset_names());
-			return 2;
-		}
-		if (sim_config_load(simulate, &sc, err, sizeof err) != 0) {
-			fprintf(stderr, "sixi-server: --simulate: %s\n", err);
-			return 2;
-		}
-	}
-	sc.time_scale = time_scale;
-	if (parallel)
-		sc.n_slots = (int32_t)parallel;
-	if (context)
-		sc.n_ctx = (int32_t)context;
-	double limit = mem_limit ? (double)mem_limit : sc.mem_bytes * 0.95;
-	struct sim_size sz = sim_size_of(&sc, sc.n_slots, sc.n_ctx);
-	fprintf(stderr,
-		"sixi-server: %s: %d sequences x %d context: weights %.2f GB + KV %.2f GB + state %.2f GB + "
-		"activations %.2f GB = %.2f GB of %.2f GB allowed\n",
-		sc.name, sc.n_slots, sc.n_ctx, sz.weights / 1e9, sz.kv / 1e9, sz.state / 1e9, sz.activations / 1e9,
-		sz.total / 1e9, limit / 1e9);
-	if (sim_fit_check(&sc, limit, err, sizeof err) != 0) {
-		fprintf(stderr, "sixi-server: refusing to start: %s\n", err);
-		return 3;
-	}
+	struct engine *e = NULL;
+	struct server *srv = NULL;
+	bool wrote_pid = false;
+	int sfd = -1;
+	struct sim_config sim_cfg;
+	int sized = model ? size_model(model, &parallel, &context, mem_limit, cfg.sched.prefill_chunk)
+			  : open_sim(simulate, time_scale, parallel, context, mem_limit, &sim_cfg);
+	if (sized != 0)
+		return sized == -ENOMEM ? 3 : 2;
 
 	/* Signals become events on the loop: block them in every thread first. */
 	sigset_t set;
@@ -254,19 +335,25 @@ int main(int argc, char **argv)
 	sigaddset(&set, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	int sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (sfd < 0) {
 		fprintf(stderr, "sixi-server: signalfd: %s\n", strerror(errno));
 		return 1;
 	}
 	raise_fd_limit();
 
-	struct engine *e = sim_engine_create(&sc);
-	struct server *srv = NULL;
-	bool wrote_pid = false;
-	if (!e) {
-		fprintf(stderr, "sixi-server: cannot create the simulated engine: %s\n", strerror(errno));
-		goto out;
+	if (model) {
+		e = real_engine_open(model, (int)parallel, (int)context, (int)threads, err, sizeof err);
+		if (!e) {
+			fprintf(stderr, "sixi-server: %s\n", err);
+			goto out;
+		}
+	} else {
+		e = sim_engine_create(&sim_cfg);
+		if (!e) {
+			fprintf(stderr, "sixi-server: cannot create the simulated engine: %s\n", strerror(errno));
+			goto out;
+		}
 	}
 	srv = server_create(e, &cfg, err, sizeof err);
 	if (!srv) {
@@ -302,6 +389,7 @@ out:
 	engine_destroy(e);
 	if (wrote_pid)
 		unlink(pid_file);
-	close(sfd);
+	if (sfd >= 0)
+		close(sfd);
 	return rc;
 }

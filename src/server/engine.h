@@ -31,6 +31,8 @@ struct engine_ops {
 	int (*tokenize)(struct engine *e, const char *text, size_t len, int32_t *ids, size_t cap, size_t *n);
 	/* Appends the bytes of one token to out. 0 or -errno. */
 	int (*detokenize)(struct engine *e, int32_t id, struct buf *out);
+	/* End of generation (EOS, EOT, a turn end)? NULL: only id == eos. */
+	bool (*is_eog)(struct engine *e, int32_t id);
 	/* Runs rows[0..n) as one pass. logits gets one row of n_logits floats per
 	 * row with want_logits, in row order: (n_want, n_logits). 0 or -errno. */
 	int (*forward)(struct engine *e, const struct engine_row *rows, size_t n, float *logits);

@@ -538,7 +538,7 @@ static void sample_row(struct sched *s, struct sched_seq *q, const float *logits
 	if (fin == SCHED_RUNNING) {
 		q->toks[q->n_prompt + (size_t)q->n_gen] = tok;
 		q->n_gen++;
-		bool eos = tok == s->e->eos && !q->ignore_eos;
+		bool eos = !q->ignore_eos && (s->e->ops->is_eog ? s->e->ops->is_eog(s->e, tok) : tok == s->e->eos);
 		if (!eos && s->e->ops->detokenize(s->e, tok, &q->gen) != 0)
 			fin = SCHED_ERROR;
 		bool at_limit = q->n_gen >= q->max_tokens || q->n_prompt + (size_t)q->n_gen >= (size_t)s->e->n_ctx;

@@ -3,6 +3,7 @@
  * counts and returns the exit code meson expects (0 pass, 1 fail, 77 skip). */
 #ifndef SIXI_TEST_H
 #define SIXI_TEST_H
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,0 +1,681 @@
+/* bench — see bench.h. */
+#include "bench/bench.h"
+#include "bench/prompt.h"
+#include "core/buf.h"
+#include "core/clock.h"
+#include "core/hash.h"
+#include "core/json.h"
+#include "core/log.h"
+#include "net/http.h"
+#include "store/store.h"
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct bench {
+	struct bench_cfg cfg;
+	struct store *store;
+	int64_t run_id;
+	double tokens_per_word;
+	char first_fp[65];
+	char fp[65];
+	char url_api[1024];
+};
+
+void bench_cfg_defaults(struct bench_cfg *c)
+{
+	memset(c, 0, sizeof *c);
+	c->api = OPENAI_COMPLETIONS;
+	c->max_tokens = 128;
+	c->prompt_tokens = 32;
+	c->temperature = 0.7;
+	c->ignore_eos = true;
+	c->stream = true;
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	c->threads = cores > 0 ? (int)cores : 1;
+	c->rounds = 2;
+	c->warmup = 2;
+	c->ready_timeout_ms = 120000;
+	c->connect_timeout_ms = 10000;
+	c->first_byte_timeout_ms = 600000;
+	c->stall_timeout_ms = 60000;
+	c->run_timeout_ms = 3600000;
+	c->seed = 0x5157;
+	c->db_path = STORE_DEFAULT_PATH;
+	c->unique_prompts = true;
+}
+
+static char *host_facts(void)
+{
+	char host[256] = "";
+	gethostname(host, sizeof host - 1);
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "hostname", host);
+	cJSON_AddNumberToObject(o, "cores", (double)sysconf(_SC_NPROCESSORS_ONLN));
+	cJSON_AddNumberToObject(o, "memory_bytes",
+				(double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE));
+	char *s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	return s;
+}
+
+struct bench *bench_create(const struct bench_cfg *cfg, const char *workload, const char *protocol_json, char *err,
+			   size_t errlen)
+{
+	struct bench *b = calloc(1, sizeof *b);
+	if (!b) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	b->cfg = *cfg;
+	b->tokens_per_word = 1.0;
+	snprintf(b->url_api, sizeof b->url_api, "%s%s", cfg->url ? cfg->url : "", openai_api_path(cfg->api));
+	b->store = store_open(cfg->db_path, err, errlen);
+	if (!b->store) {
+		free(b);
+		return NULL;
+	}
+	char *facts = host_facts();
+	struct store_run r = { .kind = "bench", .workload = workload, .protocol_json = protocol_json,
+			       .endpoint = cfg->url, .model = cfg->model, .host_facts = facts };
+	int rc = store_run_begin(b->store, &r, &b->run_id);
+	free(facts);
+	if (rc) {
+		snprintf(err, errlen, "%s: cannot record the run: %s", cfg->db_path, store_errmsg(b->store));
+		store_close(b->store);
+		free(b);
+		return NULL;
+	}
+	return b;
+}
+
+void bench_destroy(struct bench *b, const char *status)
+{
+	if (!b)
+		return;
+	if (store_run_finish(b->store, b->run_id, status) != 0)
+		log_warn("could not mark run %lld as %s", (long long)b->run_id, status);
+	store_close(b->store);
+	free(b);
+}
+
+int64_t bench_run_id(const struct bench *b) { return b->run_id; }
+const struct bench_cfg *bench_config(const struct bench *b) { return &b->cfg; }
+struct store *bench_store(struct bench *b) { return b->store; }
+double bench_tokens_per_word(const struct bench *b) { return b->tokens_per_word; }
+const char *bench_fingerprint_hash(const struct bench *b) { return b->fp; }
+
+/* ---- request bodies ---- */
+
+static int body_for(struct bench *b, const char *prompt, int64_t max_tokens, char **body, size_t *len)
+{
+	struct openai_request rq = {
+		.api = b->cfg.api, .model = b->cfg.model, .prompt = prompt, .max_tokens = max_tokens,
+		.temperature = b->cfg.temperature, .top_p = -1, .top_k = -1, .seed = -1,
+		.stream = b->cfg.stream, .include_usage = b->cfg.stream, .ignore_eos = b->cfg.ignore_eos,
+		.extra_json = b->cfg.extra_json,
+	};
+	struct buf out;
+	buf_init(&out);
+	int rc = openai_request_body(&rq, &out);
+	if (rc) {
+		buf_finish(&out);
+		return rc;
+	}
+	*len = out.len;
+	*body = buf_steal(&out);
+	return *body ? 0 : -ENOMEM;
+}
+
+int bench_body(struct bench *b, int64_t stream, int64_t seq, int64_t prompt_tokens, int64_t max_tokens, char **body,
+	       size_t *len)
+{
+	char *p = prompt_make(b->cfg.seed ^ (uint64_t)b->run_id << 20, stream, seq,
+			      prompt_words_for(prompt_tokens, b->tokens_per_word));
+	if (!p)
+		return -ENOMEM;
+	int rc = body_for(b, p, max_tokens, body, len);
+	free(p);
+	return rc;
+}
+
+/* ---- one blocking request through the same streaming path as the load ---- */
+
+struct one {
+	struct oai_stream res;
+	bool done;
+	char content_head[128];
+};
+
+static void one_done(struct oai_stream *s, void *ud)
+{
+	struct one *o = ud;
+	o->res = *s;
+	/* the buffers are freed by the caller through o->res */
+	memset(&s->content, 0, sizeof s->content);
+	memset(&s->reasoning, 0, sizeof s->reasoning);
+	memset(&s->raw, 0, sizeof s->raw);
+	s->event_t = NULL;
+	memset(&s->sse, 0, sizeof s->sse);
+	o->done = true;
+}
+
+static void store_one(struct bench *b, const char *phase, int64_t level, int64_t seq, int64_t requested,
+		      const struct oai_stream *s);
+
+static int one_request(struct bench *b, const char *body, size_t len, int64_t timeout_ms, struct one *o)
+{
+	memset(o, 0, sizeof *o);
+	struct http_client *c = http_client_create();
+	if (!c)
+		return -ENOMEM;
+	struct oai_stream s;
+	struct oai_stream_opts so = { .url = b->url_api, .body = body, .body_len = len, .stream = b->cfg.stream,
+				      .keep_text = true, .connect_timeout_ms = b->cfg.connect_timeout_ms,
+				      .first_byte_timeout_ms = timeout_ms, .stall_timeout_ms = b->cfg.stall_timeout_ms,
+				      .total_timeout_ms = timeout_ms, .on_done = one_done, .ud = o };
+	int rc = oai_stream_start(c, &s, &so);
+	if (rc) {
+		http_client_destroy(c);
+		return rc;
+	}
+	while (!o->done)
+		http_client_run(c, 50000000LL);
+	http_client_destroy(c);
+	return 0;
+}
+
+static void one_free(struct one *o)
+{
+	buf_finish(&o->res.content);
+	buf_finish(&o->res.reasoning);
+	buf_finish(&o->res.raw);
+	free(o->res.event_t);
+	sse_parser_finish(&o->res.sse);
+}
+
+int bench_wait_ready(struct bench *b, char *err, size_t errlen)
+{
+	int64_t deadline = clock_now_ns() + b->cfg.ready_timeout_ms * 1000000LL;
+	char last[300] = "no answer yet";
+	int64_t attempt = 0;
+	for (;;) {
+		char *body;
+		size_t len;
+		char *p = prompt_make(b->cfg.seed ^ 0x5eadULL, -1, attempt, 8);
+		int rc = p ? body_for(b, p, 4, &body, &len) : -ENOMEM;
+		free(p);
+		if (rc) {
+			snprintf(err, errlen, "cannot build the readiness request (bad --extra JSON?)");
+			return rc;
+		}
+		int64_t left_ms = (deadline - clock_now_ns()) / 1000000LL;
+		struct one o;
+		rc = one_request(b, body, len, left_ms > 1000 ? left_ms : 1000, &o);
+		free(body);
+		if (rc) {
+			snprintf(err, errlen, "out of memory");
+			return rc;
+		}
+		store_one(b, "ready", 0, attempt, 4, &o.res);
+		bool got = !o.res.error && (o.res.completion_tokens > 0 || o.res.token_events > 0);
+		if (o.res.error)
+			snprintf(last, sizeof last, "%s: %.200s", o.res.error, o.res.error_detail);
+		else if (!got)
+			snprintf(last, sizeof last, "a generation returned no tokens");
+		one_free(&o);
+		if (got)
+			return 0;
+		attempt++;
+		if (clock_now_ns() >= deadline) {
+			snprintf(err, errlen,
+				 "server at %s is not ready: no generation returned tokens within %lld ms (last: %s); "
+				 "check the URL and model, or raise --ready-timeout",
+				 b->cfg.url, (long long)b->cfg.ready_timeout_ms, last);
+			return -ETIMEDOUT;
+		}
+		log_info("waiting for %s to generate (%s)", b->cfg.url, last);
+		clock_sleep_ns(500000000LL);
+	}
+}
+
+bool bench_fingerprint(struct bench *b)
+{
+	static const char *paths[] = { "/v1/models", "/props", "/get_server_info" };
+	cJSON *fp = cJSON_CreateObject();
+	for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+		char url[1100], err[256];
+		snprintf(url, sizeof url, "%s%s", b->cfg.url, paths[i]);
+		struct buf out;
+		buf_init(&out);
+		int status = 0;
+		if (http_fetch(url, NULL, 5000, &out, &status, err, sizeof err) == 0 && status == 200 && out.len) {
+			cJSON *j = cJSON_ParseWithLength(out.data, out.len);
+			if (j) {
+				/* volatile fields would make every fingerprint unique */
+				cJSON_DeleteItemFromObject(j, "created");
+				cJSON *data = cJSON_GetObjectItem(j, "data");
+				cJSON *it;
+				cJSON_ArrayForEach(it, data) cJSON_DeleteItemFromObject(it, "created");
+				cJSON_AddItemToObject(fp, paths[i], j);
+			}
+		}
+		buf_finish(&out);
+	}
+	char *s = cJSON_PrintUnformatted(fp);
+	cJSON_Delete(fp);
+	sha256_hex(s, strlen(s), b->fp);
+	bool changed = false;
+	if (!b->first_fp[0]) {
+		memcpy(b->first_fp, b->fp, sizeof b->fp);
+		sqlite3_stmt *st;
+		if (sqlite3_prepare_v2(store_db(b->store), "UPDATE runs SET fingerprint = ? WHERE id = ?", -1, &st, NULL) ==
+		    SQLITE_OK) {
+			sqlite3_bind_text(st, 1, s, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_int64(st, 2, b->run_id);
+			sqlite3_step(st);
+			sqlite3_finalize(st);
+		}
+	} else {
+		changed = strcmp(b->first_fp, b->fp) != 0;
+	}
+	free(s);
+	return changed;
+}
+
+int bench_calibrate(struct bench *b, char *err, size_t errlen)
+{
+	const int64_t words = 200;
+	char *p = prompt_make(b->cfg.seed ^ 0xca11b, -2, 0, words);
+	char *body;
+	size_t len;
+	int rc = p ? body_for(b, p, 1, &body, &len) : -ENOMEM;
+	free(p);
+	if (rc)
+		return rc;
+	struct one o;
+	rc = one_request(b, body, len, b->cfg.ready_timeout_ms, &o);
+	free(body);
+	if (rc)
+		return rc;
+	store_one(b, "calibrate", 0, 0, 1, &o.res);
+	if (o.res.error || o.res.prompt_tokens <= 0) {
+		snprintf(err, errlen, "cannot calibrate prompt length: %s",
+			 o.res.error ? o.res.error_detail : "the server reported no usage.prompt_tokens");
+		one_free(&o);
+		return -EPROTO;
+	}
+	b->tokens_per_word = (double)o.res.prompt_tokens / (double)words;
+	one_free(&o);
+	return 0;
+}
+
+int bench_warmup(struct bench *b, char *err, size_t errlen)
+{
+	for (int64_t i = 0; i < b->cfg.warmup; i++) {
+		char *body;
+		size_t len;
+		int rc = bench_body(b, -3, i, b->cfg.prompt_tokens, b->cfg.max_tokens < 32 ? b->cfg.max_tokens : 32, &body,
+				    &len);
+		if (rc)
+			return rc;
+		struct one o;
+		rc = one_request(b, body, len, b->cfg.first_byte_timeout_ms, &o);
+		free(body);
+		if (rc)
+			return rc;
+		store_one(b, "warmup", 0, i, 32, &o.res);
+		if (o.res.error)
+			log_warn("warm-up request %lld failed: %s: %s", (long long)i, o.res.error, o.res.error_detail);
+		one_free(&o);
+	}
+	(void)err;
+	(void)errlen;
+	return 0;
+}
+
+/* ---- recording ---- */
+
+static void fill_row(struct bench *b, struct store_bench_row *row, const char *phase, int64_t level, int64_t stream,
+		     int64_t seq, int64_t requested, const struct oai_stream *s)
+{
+	memset(row, 0, sizeof *row);
+	row->run_id = b->run_id;
+	row->phase = phase;
+	row->level = level;
+	row->stream = stream;
+	row->seq = seq;
+	row->prompt_tokens = s->prompt_tokens;
+	row->cached_tokens = s->cached_tokens;
+	row->completion_tokens = s->completion_tokens;
+	row->requested_tokens = requested;
+	row->sse_events = s->sse_events;
+	row->content_events = s->token_events;
+	row->t_send = s->t_send;
+	row->t_first_byte = s->t_first_byte;
+	row->t_first_token = s->t_first_token;
+	row->t_last = s->t_last_token;
+	row->t_done = s->t_done;
+	row->error = s->error;
+	row->error_detail = s->error ? s->error_detail : NULL;
+	row->http_status = s->http_status;
+	row->finish_reason = s->finish_reason[0] ? s->finish_reason : NULL;
+	row->fingerprint_hash = b->fp[0] ? b->fp : NULL;
+}
+
+static void store_one(struct bench *b, const char *phase, int64_t level, int64_t seq, int64_t requested,
+		      const struct oai_stream *s)
+{
+	struct store_bench_row row;
+	fill_row(b, &row, phase, level, -1, seq, requested, s);
+	if (store_bench_insert(b->store, &row) != 0)
+		log_error("%s: could not store a row: %s", b->cfg.db_path, store_errmsg(b->store));
+}
+
+struct collect {
+	struct bench *b;
+	struct bench_sample *v;
+	size_t n, cap;
+	int store_errors;
+};
+
+static void sink(void *ud, const struct runner_req *rq, const struct oai_stream *s)
+{
+	struct collect *c = ud;
+	struct bench *b = c->b;
+	struct store_bench_row row;
+	fill_row(b, &row, rq->phase ? rq->phase : "measure", rq->level, rq->stream, rq->seq, rq->requested_tokens, s);
+	row.t_intended = rq->t_intended_ns;
+	row.tag = rq->tag;
+	if (store_bench_insert(b->store, &row) != 0 && c->store_errors++ == 0)
+		log_error("%s: could not store a row: %s", b->cfg.db_path, store_errmsg(b->store));
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 256;
+		struct bench_sample *p = realloc(c->v, cap * sizeof *p);
+		if (!p)
+			return;
+		c->v = p;
+		c->cap = cap;
+	}
+	struct bench_sample *x = &c->v[c->n++];
+	memset(x, 0, sizeof *x);
+	x->level = rq->level;
+	x->stream = rq->stream;
+	x->seq = rq->seq;
+	x->phase = rq->phase ? rq->phase : "measure";
+	x->tag = rq->tag;
+	x->prompt_tokens = s->prompt_tokens;
+	x->cached_tokens = s->cached_tokens;
+	x->completion_tokens = s->completion_tokens;
+	x->requested_tokens = rq->requested_tokens;
+	x->sse_events = s->sse_events;
+	x->token_events = s->token_events;
+	x->t_intended = rq->t_intended_ns;
+	x->t_send = s->t_send;
+	x->t_first_token = s->t_first_token;
+	x->t_last = s->t_last_token;
+	x->t_done = s->t_done;
+	x->error = s->error;
+	x->http_status = s->http_status;
+	if (s->n_event_t > 1) {
+		x->gaps_ms = malloc((s->n_event_t - 1) * sizeof *x->gaps_ms);
+		if (x->gaps_ms) {
+			for (size_t i = 1; i < s->n_event_t; i++)
+				x->gaps_ms[i - 1] = (double)(s->event_t[i] - s->event_t[i - 1]) / 1e6;
+			x->n_gaps = s->n_event_t - 1;
+		}
+	}
+}
+
+int bench_run_streams(struct bench *b, struct runner_stream *streams, size_t n_streams, struct bench_sample **samples,
+		      size_t *n)
+{
+	struct collect c = { .b = b, .v = *samples, .n = *n, .cap = *n };
+	struct runner_opts o = {
+		.url = b->url_api,
+		.stream = b->cfg.stream,
+		.threads = b->cfg.threads,
+		.deadline_ns = clock_now_ns() + b->cfg.run_timeout_ms * 1000000LL,
+		.connect_timeout_ms = b->cfg.connect_timeout_ms,
+		.first_byte_timeout_ms = b->cfg.first_byte_timeout_ms,
+		.stall_timeout_ms = b->cfg.stall_timeout_ms,
+		.total_timeout_ms = b->cfg.total_timeout_ms,
+		.keep_event_times = true,
+		.sink = sink,
+		.ud = &c,
+	};
+	int rc = runner_run(&o, streams, n_streams);
+	*samples = c.v;
+	*n = c.n;
+	return rc;
+}
+
+void bench_samples_free(struct bench_sample *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(s[i].gaps_ms);
+	free(s);
+}
+
+/* ---- summaries ---- */
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+double bench_percentile(double *v, size_t n, double pct)
+{
+	if (n == 0)
+		return NAN;
+	qsort(v, n, sizeof *v, cmp_double);
+	double pos = pct / 100.0 * (double)(n - 1);
+	size_t lo = (size_t)floor(pos);
+	size_t hi = lo + 1 < n ? lo + 1 : lo;
+	double f = pos - (double)lo;
+	return v[lo] + (v[hi] - v[lo]) * f;
+}
+
+double bench_client_ceiling(struct bench *b)
+{
+	sqlite3_stmt *st;
+	double v = 0;
+	if (sqlite3_prepare_v2(store_db(b->store),
+			       "SELECT json_extract(summary_json, '$.events_per_s') FROM runs WHERE workload = 'selftest'"
+			       " AND status = 'done' AND summary_json IS NOT NULL ORDER BY id DESC LIMIT 1",
+			       -1, &st, NULL) == SQLITE_OK) {
+		if (sqlite3_step(st) == SQLITE_ROW)
+			v = sqlite3_column_double(st, 0);
+		sqlite3_finalize(st);
+	}
+	return v;
+}
+
+void bench_level_summarise(const struct bench *b, const struct bench_sample *s, size_t n, int64_t level,
+			   struct bench_level *L)
+{
+	memset(L, 0, sizeof *L);
+	L->level = level;
+	L->valid = true;
+	snprintf(L->fingerprint, sizeof L->fingerprint, "%s", b->fp);
+	size_t cap = n ? n : 1;
+	double *ttft = malloc(cap * sizeof *ttft), *rate = malloc(cap * sizeof *rate),
+	       *prefill = malloc(cap * sizeof *prefill);
+	size_t n_ttft = 0, n_rate = 0, n_prefill = 0, n_gaps = 0;
+	for (size_t i = 0; i < n; i++)
+		if (s[i].level == level && strcmp(s[i].phase, "measure") == 0)
+			n_gaps += s[i].n_gaps;
+	double *gaps = malloc((n_gaps ? n_gaps : 1) * sizeof *gaps), *itl = malloc((n_gaps ? n_gaps : 1) * sizeof *itl);
+	n_gaps = 0;
+	int64_t t0 = INT64_MAX, t1 = 0, tokens = 0, events = 0, tok_events = 0, tpot_n = 0, prompt_sum = 0;
+	double tpot_sum = 0;
+	struct error_count { const char *cls; int n; } classes[12];
+	int n_classes = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct bench_sample *x = &s[i];
+		if (x->level != level || strcmp(x->phase, "measure") != 0)
+			continue;
+		L->requests++;
+		if (x->error) {
+			L->errors++;
+			int k;
+			for (k = 0; k < n_classes; k++)
+				if (strcmp(classes[k].cls, x->error) == 0)
+					break;
+			if (k == n_classes && n_classes < 12)
+				classes[n_classes++] = (struct error_count){ x->error, 0 };
+			if (k < 12)
+				classes[k].n++;
+			continue;
+		}
+		L->ok++;
+		int64_t start = x->t_intended ? x->t_intended : x->t_send;
+		if (start < t0)
+			t0 = start;
+		if (x->t_done > t1)
+			t1 = x->t_done;
+		events += x->sse_events;
+		tok_events += x->token_events;
+		if (x->completion_tokens < 0) {
+			L->missing_usage++;
+			continue;
+		}
+		tokens += x->completion_tokens;
+		prompt_sum += x->prompt_tokens > 0 ? x->prompt_tokens : 0;
+		if (x->cached_tokens > 0)
+			L->cached_hits++;
+		if (x->requested_tokens > 0 && b->cfg.ignore_eos && x->completion_tokens < x->requested_tokens)
+			L->short_streams++;
+		if (x->t_first_token) {
+			ttft[n_ttft++] = (double)(x->t_first_token - start) / 1e6;
+			int64_t fresh = x->prompt_tokens - (x->cached_tokens > 0 ? x->cached_tokens : 0);
+			if (fresh > 0 && x->t_first_token > start)
+				prefill[n_prefill++] = (double)fresh / ((double)(x->t_first_token - start) / 1e9);
+		}
+		if (x->completion_tokens > 1 && x->t_last > x->t_first_token) {
+			double dt = (double)(x->t_last - x->t_first_token);
+			rate[n_rate++] = (double)(x->completion_tokens - 1) / (dt / 1e9);
+			tpot_sum += dt / 1e6 / (double)(x->completion_tokens - 1);
+			tpot_n++;
+		}
+		double tpe = x->token_events > 0 ? (double)x->completion_tokens / (double)x->token_events : 1.0;
+		for (size_t g = 0; g < x->n_gaps; g++) {
+			gaps[n_gaps] = x->gaps_ms[g];
+			itl[n_gaps] = x->gaps_ms[g] / (tpe > 0 ? tpe : 1.0);
+			n_gaps++;
+		}
+	}
+	for (int k = 0; k < n_classes; k++) {
+		size_t len = strlen(L->error_classes);
+		snprintf(L->error_classes + len, sizeof L->error_classes - len, "%s%s:%d", len ? " " : "", classes[k].cls,
+			 classes[k].n);
+	}
+	L->wall_s = t1 > t0 && t0 != INT64_MAX ? (double)(t1 - t0) / 1e9 : 0;
+	L->agg_tok_s = L->wall_s > 0 ? (double)tokens / L->wall_s : 0;
+	L->events_per_s = L->wall_s > 0 ? (double)events / L->wall_s : 0;
+	L->tokens_per_event = tok_events > 0 ? (double)tokens / (double)tok_events : 0;
+	L->ttft_p50_ms = bench_percentile(ttft, n_ttft, 50);
+	L->ttft_p90_ms = bench_percentile(ttft, n_ttft, 90);
+	L->ttft_p99_ms = bench_percentile(ttft, n_ttft, 99);
+	double sum = 0;
+	for (size_t i = 0; i < n_rate; i++)
+		sum += rate[i];
+	L->stream_tok_s_mean = n_rate ? sum / (double)n_rate : NAN;
+	L->stream_tok_s_p50 = bench_percentile(rate, n_rate, 50);
+	L->tpot_ms_mean = tpot_n ? tpot_sum / (double)tpot_n : NAN;
+	L->gap_p50_ms = bench_percentile(gaps, n_gaps, 50);
+	L->gap_p99_ms = bench_percentile(gaps, n_gaps, 99);
+	L->itl_p50_ms = bench_percentile(itl, n_gaps, 50);
+	L->itl_p99_ms = bench_percentile(itl, n_gaps, 99);
+	L->prefill_tok_s = bench_percentile(prefill, n_prefill, 50);
+	L->prompt_tokens_mean = L->ok - L->missing_usage > 0 ? prompt_sum / (L->ok - L->missing_usage) : 0;
+	double ceiling = bench_client_ceiling((struct bench *)b);
+	L->headroom = ceiling > 0 && L->events_per_s > 0 ? ceiling / L->events_per_s : 0;
+	if (L->missing_usage) {
+		L->valid = false;
+		snprintf(L->invalid_reason, sizeof L->invalid_reason,
+			 "%lld responses carried no usage: tokens cannot be counted (the server must honour "
+			 "stream_options.include_usage)", (long long)L->missing_usage);
+	} else if (b->cfg.unique_prompts && L->cached_hits) {
+		L->valid = false;
+		snprintf(L->invalid_reason, sizeof L->invalid_reason,
+			 "%lld unique prompts reported cached_tokens > 0: a prefix cache served part of the prefill",
+			 (long long)L->cached_hits);
+	} else if (L->ok == 0) {
+		L->valid = false;
+		snprintf(L->invalid_reason, sizeof L->invalid_reason, "no request succeeded");
+	}
+	free(ttft);
+	free(rate);
+	free(prefill);
+	free(gaps);
+	free(itl);
+}
+
+static void add_num(cJSON *o, const char *k, double v)
+{
+	if (isfinite(v))
+		cJSON_AddNumberToObject(o, k, v);
+	else
+		cJSON_AddNullToObject(o, k);
+}
+
+cJSON *bench_level_json(const struct bench_level *L)
+{
+	cJSON *o = cJSON_CreateObject();
+	add_num(o, "level", (double)L->level);
+	add_num(o, "requests", (double)L->requests);
+	add_num(o, "ok", (double)L->ok);
+	add_num(o, "errors", (double)L->errors);
+	cJSON_AddStringToObject(o, "error_classes", L->error_classes);
+	add_num(o, "wall_s", L->wall_s);
+	add_num(o, "aggregate_tok_s", L->agg_tok_s);
+	add_num(o, "stream_tok_s_mean", L->stream_tok_s_mean);
+	add_num(o, "stream_tok_s_p50", L->stream_tok_s_p50);
+	add_num(o, "ttft_p50_ms", L->ttft_p50_ms);
+	add_num(o, "ttft_p90_ms", L->ttft_p90_ms);
+	add_num(o, "ttft_p99_ms", L->ttft_p99_ms);
+	add_num(o, "tpot_ms_mean", L->tpot_ms_mean);
+	add_num(o, "itl_p50_ms", L->itl_p50_ms);
+	add_num(o, "itl_p99_ms", L->itl_p99_ms);
+	add_num(o, "event_gap_p50_ms", L->gap_p50_ms);
+	add_num(o, "event_gap_p99_ms", L->gap_p99_ms);
+	add_num(o, "tokens_per_event", L->tokens_per_event);
+	add_num(o, "prefill_tok_s_p50", L->prefill_tok_s);
+	add_num(o, "prompt_tokens_mean", (double)L->prompt_tokens_mean);
+	add_num(o, "short_streams", (double)L->short_streams);
+	add_num(o, "missing_usage", (double)L->missing_usage);
+	add_num(o, "cached_hits", (double)L->cached_hits);
+	add_num(o, "events_per_s", L->events_per_s);
+	add_num(o, "client_headroom", L->headroom);
+	cJSON_AddBoolToObject(o, "valid", L->valid);
+	cJSON_AddStringToObject(o, "invalid_reason", L->invalid_reason);
+	cJSON_AddStringToObject(o, "fingerprint", L->fingerprint);
+	return o;
+}
+
+void bench_level_store(struct bench *b, const struct bench_level *L)
+{
+	/* summary_json.levels is an array; append through SQLite's JSON functions */
+	cJSON *o = bench_level_json(L);
+	char *s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(store_db(b->store),
+			       "UPDATE runs SET summary_json = json_set(coalesce(summary_json, '{}'), '$.levels',"
+			       " json_insert(coalesce(json_extract(summary_json, '$.levels'), json('[]')), '$[#]', json(?)))"
+			       " WHERE id = ?",
+			       -1, &st, NULL) == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, s, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, 2, b->run_id);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			log_warn("could not store the level summary: %s", store_errmsg(b->store));
+		sqlite3_finalize(st);
+	}
+	free(s);
+}

@@ -1,0 +1,95 @@
+/* Unit tests for src/net/openai: request bodies and chunk interpretation
+ * (first token = content, reasoning or tool call, never the role prelude). */
+#include "test.h"
+#include "net/openai.h"
+#include <cjson/cJSON.h>
+
+static struct openai_chunk parse(const char *s)
+{
+	struct openai_chunk c;
+	int rc = openai_chunk_parse(&c, s, strlen(s));
+	CHECK(rc == 0);
+	return c;
+}
+
+int main(void)
+{
+	struct buf b;
+	buf_init(&b);
+	struct openai_request req = { .api = OPENAI_COMPLETIONS, .model = "m", .prompt = "hi", .max_tokens = 16,
+				      .temperature = 0.7, .top_p = -1, .top_k = -1, .seed = 3, .stream = true,
+				      .include_usage = true, .ignore_eos = true };
+	CHECK(openai_request_body(&req, &b) == 0);
+	cJSON *j = cJSON_Parse(b.data);
+	CHECK(j != NULL);
+	CHECK(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "stream_options"), "include_usage")));
+	CHECK(cJSON_IsTrue(cJSON_GetObjectItem(j, "ignore_eos")));
+	CHECK(cJSON_GetObjectItem(j, "top_p") == NULL);
+	CHECK_EQ_INT(cJSON_GetObjectItem(j, "max_tokens")->valueint, 16);
+	cJSON_Delete(j);
+	buf_reset(&b);
+	req.extra_json = "{\"max_tokens\": 5, \"x\": true}";
+	CHECK(openai_request_body(&req, &b) == 0);
+	j = cJSON_Parse(b.data);
+	CHECK_EQ_INT(cJSON_GetObjectItem(j, "max_tokens")->valueint, 5);
+	cJSON_Delete(j);
+	buf_reset(&b);
+	req.extra_json = "[1]";
+	CHECK(openai_request_body(&req, &b) == -EINVAL);
+	req.extra_json = NULL;
+	int32_t ids[] = { 1, 2, 3 };
+	req.prompt_ids = ids;
+	req.n_prompt_ids = 3;
+	buf_reset(&b);
+	CHECK(openai_request_body(&req, &b) == 0);
+	CHECK(strstr(b.data, "\"prompt\":[1,2,3]") != NULL);
+	struct openai_request chat = { .api = OPENAI_CHAT, .model = "m", .prompt = "q", .temperature = -1,
+				       .top_p = -1, .top_k = -1, .seed = -1 };
+	buf_reset(&b);
+	CHECK(openai_request_body(&chat, &b) == 0);
+	CHECK(strstr(b.data, "\"messages\":[{\"role\":\"user\",\"content\":\"q\"}]") != NULL);
+	CHECK_EQ_STR(openai_api_path(OPENAI_CHAT), "/v1/chat/completions");
+	buf_finish(&b);
+
+	/* role prelude is not a token */
+	struct openai_chunk c = parse("{\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}");
+	CHECK(!c.has_token);
+	openai_chunk_finish(&c);
+	c = parse("{\"choices\":[{\"delta\":{\"content\":\"Hel\"}}]}");
+	CHECK(c.has_token && c.has_content && c.content_len == 3);
+	openai_chunk_finish(&c);
+	c = parse("{\"choices\":[{\"delta\":{\"reasoning_content\":\"think\"}}]}");
+	CHECK(c.has_token && c.has_reasoning && !c.has_content);
+	openai_chunk_finish(&c);
+	c = parse("{\"choices\":[{\"delta\":{\"reasoning\":\"think\"}}]}");
+	CHECK(c.has_token && c.has_reasoning);
+	openai_chunk_finish(&c);
+	c = parse("{\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"name\":\"f\"}}]}}]}");
+	CHECK(c.has_token && c.has_tool_call);
+	openai_chunk_finish(&c);
+	c = parse("{\"choices\":[{\"text\":\" world\",\"finish_reason\":null}]}");
+	CHECK(c.has_content && c.finish_reason[0] == 0);
+	openai_chunk_finish(&c);
+	/* final usage-only chunk */
+	c = parse("{\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":64,"
+		  "\"prompt_tokens_details\":{\"cached_tokens\":4}}}");
+	CHECK(c.has_usage && c.completion_tokens == 64 && c.prompt_tokens == 12 && c.cached_tokens == 4);
+	CHECK(!c.has_token);
+	openai_chunk_finish(&c);
+	c = parse("{\"choices\":[{\"text\":\"\",\"finish_reason\":\"length\"}]}");
+	CHECK_EQ_STR(c.finish_reason, "length");
+	openai_chunk_finish(&c);
+	/* error object mid-stream */
+	c = parse("{\"error\":{\"message\":\"out of memory\",\"code\":500}}");
+	CHECK(c.is_error);
+	CHECK_EQ_STR(c.error_message, "out of memory");
+	openai_chunk_finish(&c);
+	/* malformed */
+	struct openai_chunk bad;
+	CHECK(openai_chunk_parse(&bad, "{\"choices\":[", 12) == -EBADMSG);
+	CHECK(strstr(bad.error_message, "not a JSON object") != NULL);
+	openai_chunk_finish(&bad);
+	CHECK(openai_chunk_parse(&bad, "[DONE]", 6) == -EBADMSG);
+	openai_chunk_finish(&bad);
+	return test_done();
+}

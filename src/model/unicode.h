@@ -1,0 +1,46 @@
+/* unicode — what the tokenizers need of Unicode: UTF-8 decoding and encoding, the
+ * major general category of a code point (tables generated from Debian's
+ * unicode-data by src/model/unicode_gen.py) and the White_Space property.
+ *
+ * It does not normalize (NFC/NFD), case-fold or segment; Unicode version is the
+ * one of the unicode-data package the tables were generated from (15.0). */
+#ifndef SIXI_MODEL_UNICODE_H
+#define SIXI_MODEL_UNICODE_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum unicode_cat {
+	UCAT_OTHER = 0, /* C*: control, format, private use, surrogate, unassigned */
+	UCAT_LETTER,    /* L* */
+	UCAT_MARK,      /* M* */
+	UCAT_NUMBER,    /* N* */
+	UCAT_PUNCT,     /* P* */
+	UCAT_SYMBOL,    /* S* */
+	UCAT_SEPARATOR, /* Z* */
+};
+
+struct unicode_range {
+	uint32_t first, last; /* inclusive code points */
+	uint8_t cat;          /* enum unicode_cat */
+};
+
+/* Generated tables (unicode_data.c). */
+extern const struct unicode_range unicode_cat_ranges[];
+extern const size_t unicode_cat_ranges_count;
+extern const struct unicode_range unicode_space_ranges[];
+extern const size_t unicode_space_ranges_count;
+
+enum unicode_cat unicode_category(uint32_t cp);
+bool unicode_is_space(uint32_t cp);
+
+/* Decodes one UTF-8 sequence at s[0..n): returns its length (1-4) and sets *cp, or 0 when
+ * the bytes are not well-formed UTF-8 (overlong, surrogate, > U+10FFFF, truncated). */
+size_t unicode_utf8_decode(const char *s, size_t n, uint32_t *cp);
+/* Writes cp as UTF-8 into out (4 bytes room); returns the length, 0 for invalid code points. */
+size_t unicode_utf8_encode(uint32_t cp, char *out);
+/* Length of the longest valid UTF-8 prefix of s[0..n) (== n when all of it is valid). */
+size_t unicode_utf8_valid_prefix(const char *s, size_t n);
+/* Length a UTF-8 sequence starting with lead byte b claims (1 for invalid leads). */
+size_t unicode_utf8_seq_len(unsigned char b);
+#endif

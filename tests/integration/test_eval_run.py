@@ -397,6 +397,52 @@ def test_template(tmp, sandbox_ok):
         srv.stop()
 
 
+def test_sixi_server(tmp):
+    """The real server (simulated device, no model): 3 repeats, kill -9, resume."""
+    exe = os.path.join(BUILD, "src", "sixi-server")
+    if not os.access(exe, os.X_OK):
+        print("note: sixi-server is not built; its end-to-end check is left out")
+        return
+    port_file, pid_file = os.path.join(tmp, "sx.port"), os.path.join(tmp, "sx.pid")
+    log = open(os.path.join(tmp, "sx.log"), "w")
+    proc = subprocess.Popen([exe, "--simulate", "thor", "--time-scale", "10", "--port", "0",
+                             "--port-file", port_file, "--pid-file", pid_file], stderr=log)
+    db = os.path.join(tmp, "sx.db")
+    try:
+        for _ in range(400):
+            if os.path.exists(port_file) and open(port_file).read().strip():
+                break
+            time.sleep(0.025)
+        url = "http://127.0.0.1:%s" % open(port_file).read().strip()
+        args = ["run", "--url", url, "--model", "sim-thor", "--dataset", DEMO, "--repeats", "3",
+                "--concurrency", "2", "--max-tokens", "48", "--timeout", "30", "--stall", "10",
+                "--no-preflight", "--db", db]
+        kill_when(args, 2, 0.0, db)
+        mid = rows(db, 1)
+        check(0 < len(mid) < 18, "killed mid-run against sixi-server (%d rows)" % len(mid))
+        r = sixi_eval("resume", "1", "--db", db)
+        check(r.returncode == 0, "resume against sixi-server: %s" % r.stderr[-1000:])
+        after = rows(db, 1)
+        check(set(mid) <= set(after), "no row lost across the kill")
+        check_complete(db, 1, 3, 6, 3, "sixi-server")
+        con = sqlite3.connect(db)
+        n_raw = con.execute("SELECT count(*) FROM eval_rows e JOIN raw_text t ON t.sha256 = e.raw_sha256"
+                            " WHERE e.run = 1").fetchone()[0]
+        toks = con.execute("SELECT min(completion_tokens), max(completion_tokens) FROM eval_rows WHERE run = 1"
+                           " AND failure_class != 'api_error'").fetchone()
+        con.close()
+        check(n_raw == len(after), "raw text stored for every row (%d of %d)" % (n_raw, len(after)))
+        check(toks[0] is not None and 0 < toks[0] <= toks[1] <= 48, "tokens from usage: %s" % (toks,))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
 def test_import(tmp):
     he = os.path.join(tmp, "he.jsonl")
     with open(he, "w") as f:
@@ -434,7 +480,8 @@ def main():
                          ("loop guard", lambda: test_loop_guard(tmp)), ("kill/resume", lambda: test_kill_resume(tmp)),
                          ("frozen", lambda: test_frozen(tmp)), ("probe", lambda: test_probe(tmp)),
                          ("offline", lambda: test_offline(tmp, sandbox_ok)), ("import", lambda: test_import(tmp)),
-                         ("template", lambda: test_template(tmp, sandbox_ok))):
+                         ("template", lambda: test_template(tmp, sandbox_ok)),
+                         ("sixi-server", lambda: test_sixi_server(tmp))):
             t0 = time.monotonic()
             fn()
             print("%-12s %.1f s" % (name, time.monotonic() - t0))

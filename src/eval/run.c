@@ -76,34 +76,6 @@ __attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, 
 	return -EINVAL;
 }
 
-static uint64_t splitmix64(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-	return z ^ (z >> 31);
-}
-
-static int cmp_task_id(const void *a, const void *b)
-{
-	const struct eval_task *const *x = a, *const *y = b;
-	return strcmp((*x)->id, (*y)->id);
-}
-
-/* Tasks sorted by id, then Fisher-Yates with splitmix64 seeded from the seed and
- * the repeat: the same order for the same seed on every machine. */
-static void shuffle_tasks(const struct eval_task **t, size_t n, int64_t seed, int64_t repeat)
-{
-	qsort(t, n, sizeof *t, cmp_task_id);
-	uint64_t state = (uint64_t)seed * 0x100000001B3ull ^ (uint64_t)(repeat + 1);
-	for (size_t i = n; i > 1; i--) {
-		size_t j = (size_t)(splitmix64(&state) % i);
-		const struct eval_task *tmp = t[i - 1];
-		t[i - 1] = t[j];
-		t[j] = tmp;
-	}
-}
-
 static bool is_excluded(const cJSON *excluded, const char *id)
 {
 	const cJSON *e;
@@ -578,7 +550,7 @@ static int build_jobs(struct runner *R, size_t *already_done)
 	}
 	*already_done = 0;
 	for (int64_t r = 0; r < R->p->repeats; r++) {
-		shuffle_tasks(order, n_tasks, R->p->shuffle_seed, r);
+		eval_tasks_shuffle(order, n_tasks, R->p->shuffle_seed, r);
 		for (size_t i = 0; i < n_tasks; i++) {
 			sqlite3_reset(st);
 			sqlite3_bind_int64(st, 1, R->run_id);
@@ -929,6 +901,27 @@ static cJSON *frozen_config(struct runner *R, int cond, const char *fingerprint,
 	else
 		cJSON_AddNullToObject(o, "template_sha256");
 	cJSON_AddStringToObject(o, "order", "tasks sorted by id, Fisher-Yates with splitmix64 from shuffle_seed and repeat");
+	/* the order itself, so that a report can show it was not id order */
+	size_t n = 0;
+	for (int i = 0; i < R->n_ds; i++)
+		n += eval_dataset_count(R->ds[i]);
+	const struct eval_task **t = calloc(n ? n : 1, sizeof *t);
+	cJSON *orders = cJSON_AddArrayToObject(o, "task_order");
+	if (t) {
+		size_t k = 0;
+		for (int i = 0; i < R->n_ds; i++)
+			for (size_t j = 0; j < eval_dataset_count(R->ds[i]); j++)
+				if (!is_excluded(excluded, eval_dataset_task(R->ds[i], j)->id))
+					t[k++] = eval_dataset_task(R->ds[i], j);
+		for (int64_t r = 0; r < R->p->repeats; r++) {
+			eval_tasks_shuffle(t, k, R->p->shuffle_seed, r);
+			cJSON *one = cJSON_CreateArray();
+			for (size_t j = 0; j < k; j++)
+				cJSON_AddItemToArray(one, cJSON_CreateString(t[j]->id));
+			cJSON_AddItemToArray(orders, one);
+		}
+		free(t);
+	}
 	return o;
 }
 

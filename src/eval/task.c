@@ -433,3 +433,30 @@ const struct eval_task *eval_dataset_find(const struct eval_dataset *d, const ch
 			return &d->tasks[i];
 	return NULL;
 }
+
+static uint64_t splitmix64(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+
+static int cmp_task_id(const void *a, const void *b)
+{
+	const struct eval_task *const *x = a, *const *y = b;
+	return strcmp((*x)->id, (*y)->id);
+}
+
+void eval_tasks_shuffle(const struct eval_task **t, size_t n, int64_t seed, int64_t repeat)
+{
+	qsort(t, n, sizeof *t, cmp_task_id);
+	uint64_t state = (uint64_t)seed * 0x100000001B3ull ^ (uint64_t)(repeat + 1);
+	for (size_t i = n; i > 1; i--) {
+		/* modulo bias is below 1e-17 for any realistic n */
+		size_t j = (size_t)(splitmix64(&state) % i);
+		const struct eval_task *tmp = t[i - 1];
+		t[i - 1] = t[j];
+		t[j] = tmp;
+	}
+}

@@ -61,4 +61,10 @@ const struct eval_task *eval_dataset_find(const struct eval_dataset *d, const ch
 /* sha256 of the file's bytes: stored with a run so a changed dataset is noticed. */
 const char *eval_dataset_sha256(const struct eval_dataset *d);
 const char *eval_dataset_path(const struct eval_dataset *d);
+
+/* The order tasks run in, for one repeat: sorted by id, then a Fisher-Yates
+ * shuffle driven by splitmix64 seeded from seed and repeat. The same seed gives
+ * the same order on every machine, whatever the order of the file; never id
+ * order (a first-N slice of a sorted set is biased). Permutes t in place. */
+void eval_tasks_shuffle(const struct eval_task **t, size_t n, int64_t seed, int64_t repeat);
 #endif

@@ -281,6 +281,10 @@ def test_frozen(tmp):
         import hashlib
         check(hashlib.sha256(pj.encode()).hexdigest() == ph, "stored protocol hash is the sha256 of its JSON")
         check(json.loads(pj)["protocol"]["sampling"]["temperature"] == 0.7, "defaults frozen in the stored protocol")
+        order = json.loads(pj)["task_order"]
+        check(len(order) == 1 and sorted(order[0]) == sorted(set(order[0])) and len(order[0]) == 6,
+              "task order recorded: %s" % order)
+        check(order[0] != sorted(order[0]), "tasks not run in id order")
     finally:
         srv.stop()
     other = Server(tmp, rules({}, model="another-model"))

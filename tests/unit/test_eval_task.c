@@ -198,8 +198,52 @@ static void test_protocol_files(void)
 	cJSON_Delete(schema);
 }
 
+static void order_ids(const struct eval_task **t, size_t n, char *out, size_t cap)
+{
+	out[0] = 0;
+	for (size_t i = 0; i < n; i++) {
+		strncat(out, t[i]->id, cap - strlen(out) - 2);
+		strcat(out, " ");
+	}
+}
+
+static void test_shuffle(void)
+{
+	static struct eval_task tasks[40];
+	static char ids[40][8];
+	const struct eval_task *a[40], *b[40];
+	for (int i = 0; i < 40; i++) {
+		snprintf(ids[i], sizeof ids[i], "t%02d", i);
+		tasks[i].id = ids[i];
+		a[i] = &tasks[i];
+		b[39 - i] = &tasks[i]; /* the same tasks, read in another order */
+	}
+	char sa[400], sb[400], sorted[400];
+	order_ids(a, 40, sorted, sizeof sorted);
+	eval_tasks_shuffle(a, 40, 7, 0);
+	eval_tasks_shuffle(b, 40, 7, 0);
+	order_ids(a, 40, sa, sizeof sa);
+	order_ids(b, 40, sb, sizeof sb);
+	CHECK_EQ_STR(sa, sb);               /* deterministic, whatever the input order */
+	CHECK(strcmp(sa, sorted) != 0);     /* never id order */
+	bool seen[40] = {0};
+	for (int i = 0; i < 40; i++)
+		seen[a[i] - tasks] = true;
+	for (int i = 0; i < 40; i++)
+		CHECK(seen[i]);                 /* a permutation */
+	eval_tasks_shuffle(b, 40, 7, 1);
+	order_ids(b, 40, sb, sizeof sb);
+	CHECK(strcmp(sa, sb) != 0);         /* each repeat has its own order */
+	eval_tasks_shuffle(b, 40, 8, 0);
+	order_ids(b, 40, sb, sizeof sb);
+	CHECK(strcmp(sa, sb) != 0);         /* the seed matters */
+	/* pinned: the order must not change between versions or machines */
+	CHECK(strncmp(sa, "t13 t12 t35 t33 t23 t04 t21 t05 t14 t22 ", 40) == 0);
+}
+
 int main(void)
 {
+	test_shuffle();
 	test_dataset_refusals();
 	test_bundled_demo();
 	test_protocol();

@@ -415,8 +415,10 @@ static char *detail_json(const struct attempt *a, const struct eval_task *t, con
 	return s;
 }
 
-static void job_run(struct runner *R, struct http_client *c, const struct job *j)
+/* Returns how many attempts ended in an API error. */
+static int job_run(struct runner *R, struct http_client *c, const struct job *j)
 {
+	int api_errors = 0;
 	const struct eval_task *t = j->task;
 	int64_t max_tokens = eval_protocol_max_tokens(R->p, t->reasoning);
 	for (int64_t attempt = j->next_attempt; attempt <= R->p->attempts && !R->fatal; attempt++) {
@@ -430,7 +432,7 @@ static void job_run(struct runner *R, struct http_client *c, const struct job *j
 		char chex[65], rhex[65], khex[65];
 		if (raw_put(R, &a, chex, rhex, khex) != 0) {
 			attempt_finish(&a);
-			return;
+			return api_errors;
 		}
 		double seconds = a.s.t_done > a.s.t_send ? (double)(a.s.t_done - a.s.t_send) / 1e9 : 0;
 		double loop_pct = score_loop_final(a.loop);
@@ -483,6 +485,7 @@ static void job_run(struct runner *R, struct http_client *c, const struct job *j
 		pthread_mutex_unlock(&R->store_lock);
 		free(dj);
 		bool api_error = a.s.error != NULL;
+		api_errors += api_error;
 		if (api_error)
 			log_info("%s repeat %lld attempt %lld: api_error %s (%s)", t->id, (long long)j->repeat,
 				 (long long)attempt, a.s.error, a.s.error_detail);
@@ -492,6 +495,7 @@ static void job_run(struct runner *R, struct http_client *c, const struct job *j
 		if (attempt < R->p->attempts)
 			health_probe(R, c);
 	}
+	return api_errors;
 }
 
 static void *worker_main(void *arg)
@@ -511,9 +515,9 @@ static void *worker_main(void *arg)
 		pthread_mutex_unlock(&R->q_lock);
 		if (!j)
 			break;
-		job_run(R, c, j);
+		int api_errors = job_run(R, c, j);
 		pthread_mutex_lock(&R->q_lock);
-		progress_step(&R->prog, 1, 0);
+		progress_step(&R->prog, 1, api_errors);
 		pthread_mutex_unlock(&R->q_lock);
 	}
 	http_client_destroy(c);

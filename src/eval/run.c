@@ -839,22 +839,32 @@ static void parser_probe(struct runner *R, struct http_client *c)
 }
 
 /* Everything after the run row exists: warm-up, probe, jobs, summary. */
-static int runner_execute(struct runner *R, bool probe, char *err, size_t errlen)
+/* The work list from the stored rows; 0 or an error in err. */
+static int runner_plan(struct runner *R, char *err, size_t errlen)
 {
-	struct http_client *c = http_client_create();
-	if (!c)
-		return fail(err, errlen, "cannot create an HTTP client");
-	int rc = warm_up(R, c, err, errlen);
-	if (rc == 0 && probe)
-		parser_probe(R, c);
-	http_client_destroy(c);
-	if (rc)
-		return rc;
 	size_t done = 0;
-	if ((rc = build_jobs(R, &done)) != 0)
+	if (build_jobs(R, &done) != 0)
 		return fail(err, errlen, "reading the stored rows failed: %s", store_errmsg(R->store));
 	if (R->o->out && done)
 		fprintf(R->o->out, "%zu task runs already complete, %zu to do\n", done, R->n_jobs);
+	return 0;
+}
+
+/* After runner_plan: warm-up, probe, the jobs, and the run marked done. */
+static int runner_execute(struct runner *R, bool probe, char *err, size_t errlen)
+{
+	int rc = 0;
+	if (R->n_jobs) {
+		struct http_client *c = http_client_create();
+		if (!c)
+			return fail(err, errlen, "cannot create an HTTP client");
+		rc = warm_up(R, c, err, errlen);
+		if (rc == 0 && probe)
+			parser_probe(R, c);
+		http_client_destroy(c);
+		if (rc)
+			return rc;
+	}
 	progress_init(&R->prog, R->o->out ? R->o->out : stderr, "eval", (int64_t)R->n_jobs);
 	int64_t nthreads = R->p->concurrency;
 	pthread_t th[1024];
@@ -942,7 +952,10 @@ int eval_run_new(const struct eval_protocol *p, int cond, const struct eval_run_
 	if (eval_protocol_warnings(p, warn, sizeof warn) && o->out)
 		fprintf(o->out, "warning: %s", warn);
 	/* preflight: references must pass and empty answers fail, else the task is left out */
-	if (!o->skip_preflight) {
+	if (!o->skip_preflight && grader_sandbox_problem(R.grader)) {
+		/* every code reference would fail as environment: leaving all of them out would hide that */
+		log_warn("preflight skipped: the sandbox is unusable, so code tasks are graded as environment failures");
+	} else if (!o->skip_preflight) {
 		for (int i = 0; i < R.n_ds; i++) {
 			struct preflight_report rep;
 			if ((rc = preflight_run(R.grader, R.ds[i], false, NULL, &rep)) != 0) {
@@ -987,7 +1000,9 @@ int eval_run_new(const struct eval_protocol *p, int cond, const struct eval_run_
 	print_audit(&R, o->out);
 	if (o->out)
 		fprintf(o->out, "  config sha256 %s; %d task(s) left out by preflight\n", hex, cJSON_GetArraySize(excluded));
-	rc = runner_execute(&R, true, err, errlen);
+	rc = runner_plan(&R, err, errlen);
+	if (rc == 0)
+		rc = runner_execute(&R, true, err, errlen);
 	if (rc == 0)
 		rc = eval_run_summary(o->db_path, R.run_id, false, o->out, err, errlen);
 out:
@@ -1084,7 +1099,12 @@ int eval_run_resume(int64_t run_id, const char *protocol_path, const struct eval
 				  R.cond->template_path ? R.cond->template_path : "", (long long)run_id);
 	}
 	if (rc == 0) {
-		/* the same server */
+		R.run_id = run_id;
+		R.excluded = cJSON_GetObjectItem(frozen, "excluded");
+		rc = runner_plan(&R, err, errlen);
+	}
+	if (rc == 0 && R.n_jobs) {
+		/* the same server (only asked when there is work left) */
 		char *fp = server_fingerprint(R.url_base, err, errlen);
 		if (!fp) {
 			rc = -ECONNREFUSED;
@@ -1097,8 +1117,6 @@ int eval_run_resume(int64_t run_id, const char *protocol_path, const struct eval
 		free(fp);
 	}
 	if (rc == 0) {
-		R.run_id = run_id;
-		R.excluded = cJSON_GetObjectItem(frozen, "excluded");
 		print_audit(&R, o->out);
 		rc = runner_execute(&R, false, err, errlen);
 	}

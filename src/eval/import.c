@@ -5,21 +5,13 @@
 #include "core/buf.h"
 #include "core/json.h"
 #include "eval/task.h"
+#include "eval/errmsg.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
 
 static const char *need(const cJSON *o, const char *key) { return json_get_str(o, key); }
 
@@ -117,7 +109,7 @@ int eval_import(const char *format, const char *path, const char *name, bool for
 		size_t *n_tasks, char *err, size_t errlen)
 {
 	if (strcmp(format, "humaneval") != 0 && strcmp(format, "mbpp") != 0 && strcmp(format, "gsm8k") != 0)
-		return fail(err, errlen, "--format \"%s\" is unknown; use humaneval, mbpp or gsm8k", format);
+		return eval_errorf(err, errlen, "--format \"%s\" is unknown; use humaneval, mbpp or gsm8k", format);
 	char base[256];
 	if (name) {
 		snprintf(base, sizeof base, "%s", name);
@@ -129,30 +121,30 @@ int eval_import(const char *format, const char *path, const char *name, bool for
 			*dot = 0;
 	}
 	if (!base[0] || strchr(base, '/') || base[0] == '.')
-		return fail(err, errlen, "dataset name \"%s\" is not a plain folder name; give --name", base);
+		return eval_errorf(err, errlen, "dataset name \"%s\" is not a plain folder name; give --name", base);
 	FILE *in = fopen(path, "r");
 	if (!in)
-		return fail(err, errlen, "%s: %s", path, strerror(errno));
+		return eval_errorf(err, errlen, "%s: %s", path, strerror(errno));
 	char dir[600], tmp[700];
 	snprintf(dir, sizeof dir, "datasets/%s", base);
 	snprintf(out_path, out_len, "%s/tasks.jsonl", dir);
 	struct stat st;
 	if (!force && stat(out_path, &st) == 0) {
 		fclose(in);
-		return fail(err, errlen, "%s exists; give --force to replace it", out_path);
+		return eval_errorf(err, errlen, "%s exists; give --force to replace it", out_path);
 	}
 	mkdir("datasets", 0755);
 	if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
 		int e = errno;
 		fclose(in);
-		return fail(err, errlen, "cannot create %s: %s", dir, strerror(e));
+		return eval_errorf(err, errlen, "cannot create %s: %s", dir, strerror(e));
 	}
 	snprintf(tmp, sizeof tmp, "%s/.tasks.jsonl.%d", dir, (int)getpid());
 	FILE *out = fopen(tmp, "w");
 	if (!out) {
 		int e = errno;
 		fclose(in);
-		return fail(err, errlen, "cannot write %s: %s", tmp, strerror(e));
+		return eval_errorf(err, errlen, "cannot write %s: %s", tmp, strerror(e));
 	}
 	int rc = 0;
 	long lineno = 0;
@@ -168,11 +160,11 @@ int eval_import(const char *format, const char *path, const char *name, bool for
 		cJSON *o = json_parse_n(line, (size_t)len, jerr, sizeof jerr);
 		cJSON *t = o ? convert(format, o, lineno, why, sizeof why) : NULL;
 		if (!t) {
-			rc = fail(err, errlen, "%s:%ld: %s", path, lineno, o ? why : "not valid JSON");
+			rc = eval_errorf(err, errlen, "%s:%ld: %s", path, lineno, o ? why : "not valid JSON");
 		} else {
 			char *s = cJSON_PrintUnformatted(t);
 			if (!s || fprintf(out, "%s\n", s) < 0)
-				rc = fail(err, errlen, "writing %s failed", tmp);
+				rc = eval_errorf(err, errlen, "writing %s failed", tmp);
 			free(s);
 			(*n_tasks)++;
 		}
@@ -182,16 +174,16 @@ int eval_import(const char *format, const char *path, const char *name, bool for
 	free(line);
 	fclose(in);
 	if (fclose(out) != 0 && rc == 0)
-		rc = fail(err, errlen, "writing %s failed", tmp);
+		rc = eval_errorf(err, errlen, "writing %s failed", tmp);
 	if (rc == 0) {
 		char lerr[2048];
 		struct eval_dataset *d = eval_dataset_load(tmp, lerr, sizeof lerr);
 		if (!d)
-			rc = fail(err, errlen, "the converted file does not load (%s)", lerr);
+			rc = eval_errorf(err, errlen, "the converted file does not load (%s)", lerr);
 		eval_dataset_destroy(d);
 	}
 	if (rc == 0 && rename(tmp, out_path) != 0)
-		rc = fail(err, errlen, "cannot create %s: %s", out_path, strerror(errno));
+		rc = eval_errorf(err, errlen, "cannot create %s: %s", out_path, strerror(errno));
 	if (rc)
 		unlink(tmp);
 	return rc;

@@ -10,6 +10,7 @@
 #include "eval/run.h"
 #include "eval/score.h"
 #include "eval/task.h"
+#include "eval/errmsg.h"
 #include "store/store.h"
 #include <errno.h>
 #include <math.h>
@@ -17,15 +18,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
 
 struct frow {
 	int64_t repeat, attempt;
@@ -149,6 +141,23 @@ struct task_acc {
 	int n_answers;
 };
 
+/* Merges key into runs.summary_json and prints value (JSON) when asked. */
+static void publish(struct store *s, int64_t run, const char *key, cJSON *value, bool print_json, FILE *out)
+{
+	cJSON *wrap = cJSON_CreateObject();
+	cJSON_AddItemReferenceToObject(wrap, key, value);
+	char *text = cJSON_PrintUnformatted(wrap);
+	if (text && store_run_set_summary(s, run, text) != 0)
+		fprintf(stderr, "sixi-eval: could not store the %s: %s\n", key, store_errmsg(s));
+	if (print_json && out) {
+		char *pretty = cJSON_Print(value);
+		fprintf(out, "%s\n", pretty ? pretty : "null");
+		free(pretty);
+	}
+	free(text);
+	cJSON_Delete(wrap);
+}
+
 static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
 int eval_run_summary(const char *db_path, int64_t run, bool json, FILE *out, char *err, size_t errlen)
@@ -161,11 +170,11 @@ int eval_run_summary(const char *db_path, int64_t run, bool json, FILE *out, cha
 	struct rows rs = {0};
 	int rc = run_header(store_db(s), run, &proto, &model, &status);
 	if (rc) {
-		fail(err, errlen, "%s has no eval run %lld", path, (long long)run);
+		eval_errorf(err, errlen, "%s has no eval run %lld", path, (long long)run);
 		goto out;
 	}
 	if ((rc = rows_load(store_db(s), run, &rs)) != 0) {
-		fail(err, errlen, "reading rows of run %lld failed", (long long)run);
+		eval_errorf(err, errlen, "reading rows of run %lld failed", (long long)run);
 		goto out;
 	}
 	cJSON *frozen = cJSON_Parse(proto);
@@ -295,14 +304,8 @@ int eval_run_summary(const char *db_path, int64_t run, bool json, FILE *out, cha
 	}
 	cJSON_AddNumberToObject(e, "majority_vote_passed", vote_pass);
 	cJSON_AddNumberToObject(e, "majority_vote_tasks", vote_tasks);
-	char *text = cJSON_PrintUnformatted(sum);
-	if (text && store_run_set_summary(s, run, text) != 0)
-		fprintf(stderr, "sixi-eval: could not store the summary: %s\n", store_errmsg(s));
-	if (out && json) {
-		char *pretty = cJSON_Print(e);
-		fprintf(out, "%s\n", pretty ? pretty : "{}");
-		free(pretty);
-	} else if (out) {
+	publish(s, run, "eval", e, json, out);
+	if (out && !json) {
 		fprintf(out, "run %lld (%s, model %s, %s): %lld task runs of %zu tasks, %zu attempts\n", (long long)run,
 			cond ? cond : "?", model ? model : "?", status ? status : "?", (long long)finals, n_tasks, rs.n);
 		fprintf(out, "  pass rate %.1f%% (%lld of %lld graded); end to end %.1f%% (of %lld)\n",
@@ -328,7 +331,6 @@ int eval_run_summary(const char *db_path, int64_t run, bool json, FILE *out, cha
 			fprintf(out, "pass@%s %.1f%%, ", k->string, 100 * k->valuedouble);
 		fprintf(out, "majority vote %d of %d tasks\n", vote_pass, vote_tasks);
 	}
-	free(text);
 	cJSON_Delete(sum);
 	cJSON_Delete(frozen);
 	free(acc);
@@ -364,7 +366,7 @@ int eval_run_export(const char *db_path, int64_t run, const char *format, FILE *
 {
 	bool csv = strcmp(format, "csv") == 0;
 	if (!csv && strcmp(format, "jsonl") != 0)
-		return fail(err, errlen, "export format \"%s\" is unknown; use --csv or --jsonl", format);
+		return eval_errorf(err, errlen, "export format \"%s\" is unknown; use --csv or --jsonl", format);
 	const char *path = db_path ? db_path : STORE_DEFAULT_PATH;
 	struct store *s = store_open(path, err, errlen);
 	if (!s)
@@ -376,7 +378,7 @@ int eval_run_export(const char *db_path, int64_t run, const char *format, FILE *
 	free(status);
 	if (rc) {
 		store_close(s);
-		return fail(err, errlen, "%s has no eval run %lld", path, (long long)run);
+		return eval_errorf(err, errlen, "%s has no eval run %lld", path, (long long)run);
 	}
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(store_db(s),
@@ -389,7 +391,7 @@ int eval_run_export(const char *db_path, int64_t run, const char *format, FILE *
 			       " WHERE e.run = ? ORDER BY e.repeat_index, e.task_id, e.attempt",
 			       -1, &st, NULL) != SQLITE_OK) {
 		store_close(s);
-		return fail(err, errlen, "reading rows failed");
+		return eval_errorf(err, errlen, "reading rows failed");
 	}
 	sqlite3_bind_int64(st, 1, run);
 	if (csv)
@@ -447,7 +449,7 @@ int eval_run_export(const char *db_path, int64_t run, const char *format, FILE *
 	}
 	sqlite3_finalize(st);
 	store_close(s);
-	return ferror(out) ? fail(err, errlen, "writing the export failed") : 0;
+	return ferror(out) ? eval_errorf(err, errlen, "writing the export failed") : 0;
 }
 
 /* ---- regrade ------------------------------------------------------------------ */
@@ -519,7 +521,7 @@ int eval_run_regrade(const char *db_path, int64_t run, const int64_t *budgets, s
 	cJSON *frozen = NULL, *result = cJSON_CreateArray();
 	int rc = run_header(store_db(s), run, &proto, &model, &status);
 	if (rc) {
-		fail(err, errlen, "%s has no eval run %lld", path, (long long)run);
+		eval_errorf(err, errlen, "%s has no eval run %lld", path, (long long)run);
 		goto out;
 	}
 	frozen = cJSON_Parse(proto);
@@ -533,7 +535,7 @@ int eval_run_regrade(const char *db_path, int64_t run, const int64_t *budgets, s
 			goto out;
 		}
 		if (!sha || strcmp(sha, eval_dataset_sha256(ds[n_ds])) != 0) {
-			rc = fail(err, errlen, "%s changed since run %lld (sha256 differs); regrading needs the same data", p,
+			rc = eval_errorf(err, errlen, "%s changed since run %lld (sha256 differs); regrading needs the same data", p,
 				  (long long)run);
 			n_ds++;
 			goto out;
@@ -541,7 +543,7 @@ int eval_run_regrade(const char *db_path, int64_t run, const int64_t *budgets, s
 		n_ds++;
 	}
 	if ((rc = rows_load(store_db(s), run, &rs)) != 0 || !(g = grader_create(harness_dir, NULL))) {
-		rc = fail(err, errlen, "reading rows of run %lld failed", (long long)run);
+		rc = eval_errorf(err, errlen, "reading rows of run %lld failed", (long long)run);
 		goto out;
 	}
 	if (!json && out)
@@ -586,18 +588,7 @@ int eval_run_regrade(const char *db_path, int64_t run, const int64_t *budgets, s
 			fprintf(out, "%-10lld %8lld %8lld %9.1f%% %10lld\n", (long long)budget, (long long)graded_n,
 				(long long)passed, graded_n ? 100.0 * passed / graded_n : 0, (long long)truncated);
 	}
-	cJSON *wrap = cJSON_CreateObject();
-	cJSON_AddItemReferenceToObject(wrap, "regrade", result);
-	char *text = cJSON_PrintUnformatted(wrap);
-	if (text && store_run_set_summary(s, run, text) != 0)
-		fprintf(stderr, "sixi-eval: could not store the regrade: %s\n", store_errmsg(s));
-	if (json && out) {
-		char *pretty = cJSON_Print(result);
-		fprintf(out, "%s\n", pretty ? pretty : "[]");
-		free(pretty);
-	}
-	free(text);
-	cJSON_Delete(wrap);
+	publish(s, run, "regrade", result, json, out);
 out:
 	cJSON_Delete(result);
 	cJSON_Delete(frozen);

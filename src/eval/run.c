@@ -19,6 +19,7 @@
 #include "eval/preflight.h"
 #include "eval/score.h"
 #include "eval/task.h"
+#include "eval/errmsg.h"
 #include "model/gguf.h"
 #include "net/http.h"
 #include "net/openai.h"
@@ -66,15 +67,6 @@ struct runner {
 };
 
 /* ---- small helpers --------------------------------------------------------- */
-
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
 
 static bool is_excluded(const cJSON *excluded, const char *id)
 {
@@ -590,7 +582,7 @@ static char *server_fingerprint(const char *base, char *err, size_t errlen)
 	int status = 0;
 	char ferr[256] = "";
 	if (http_fetch(url, NULL, 10000, &body, &status, ferr, sizeof ferr) != 0 || status != 200) {
-		fail(err, errlen, "%s: %s", url, ferr[0] ? ferr : "the server did not answer 200");
+		eval_errorf(err, errlen, "%s: %s", url, ferr[0] ? ferr : "the server did not answer 200");
 		buf_finish(&body);
 		return NULL;
 	}
@@ -626,7 +618,7 @@ static int open_datasets(struct runner *R, char *err, size_t errlen)
 		for (int k = 0; k < i; k++)
 			for (size_t t = 0; t < eval_dataset_count(R->ds[i]); t++)
 				if (eval_dataset_find(R->ds[k], eval_dataset_task(R->ds[i], t)->id))
-					return fail(err, errlen, "task id \"%s\" is in both %s and %s; ids must be unique across a run's datasets",
+					return eval_errorf(err, errlen, "task id \"%s\" is in both %s and %s; ids must be unique across a run's datasets",
 						    eval_dataset_task(R->ds[i], t)->id, R->p->datasets[k], R->p->datasets[i]);
 	}
 	return 0;
@@ -666,16 +658,16 @@ static int template_load(struct runner *R, char *err, size_t errlen)
 					 sizeof lerr);
 	}
 	if (!text)
-		return fail(err, errlen, "condition \"%s\": cannot read its chat template: %s", R->cond->name, lerr);
+		return eval_errorf(err, errlen, "condition \"%s\": cannot read its chat template: %s", R->cond->name, lerr);
 	sha256_hex(text, n, R->tmpl_sha);
 	R->tmpl = jinja_parse(text, n, lerr, sizeof lerr);
 	free(text);
 	if (!R->tmpl)
-		return fail(err, errlen, "condition \"%s\": %s: %s", R->cond->name, path, lerr);
+		return eval_errorf(err, errlen, "condition \"%s\": %s: %s", R->cond->name, path, lerr);
 	/* render once now: a template that fails on a plain user message is refused before any request */
 	char *probe = render_prompt(R, "hello", lerr, sizeof lerr);
 	if (!probe)
-		return fail(err, errlen, "condition \"%s\": %s does not render a user message: %s", R->cond->name, path,
+		return eval_errorf(err, errlen, "condition \"%s\": %s does not render a user message: %s", R->cond->name, path,
 			    lerr);
 	const char *bos = R->special ? json_get_str(R->special, "bos_token") : NULL;
 	if (bos && *bos && strncmp(probe, bos, strlen(bos)) == 0)
@@ -715,7 +707,7 @@ static int runner_init(struct runner *R, const struct eval_protocol *p, int cond
 		return -EIO;
 	R->grader = grader_create(o->harness_dir, NULL);
 	if (!R->grader)
-		return fail(err, errlen, "out of memory");
+		return eval_errorf(err, errlen, "out of memory");
 	if (grader_sandbox_problem(R->grader))
 		log_warn("%s: code tasks will be graded as environment failures", grader_sandbox_problem(R->grader));
 	return 0;
@@ -773,7 +765,7 @@ static int warm_up(struct runner *R, struct http_client *c, char *err, size_t er
 		if (ready)
 			break;
 		if (clock_now_ns() > until)
-			return fail(err, errlen, "%s never returned tokens within %g s; is the model loaded?", R->url_api,
+			return eval_errorf(err, errlen, "%s never returned tokens within %g s; is the model loaded?", R->url_api,
 				    ready_s);
 		clock_sleep_ns(1000000000LL);
 	}
@@ -844,7 +836,7 @@ static int runner_plan(struct runner *R, char *err, size_t errlen)
 {
 	size_t done = 0;
 	if (build_jobs(R, &done) != 0)
-		return fail(err, errlen, "reading the stored rows failed: %s", store_errmsg(R->store));
+		return eval_errorf(err, errlen, "reading the stored rows failed: %s", store_errmsg(R->store));
 	if (R->o->out && done)
 		fprintf(R->o->out, "%zu task runs already complete, %zu to do\n", done, R->n_jobs);
 	return 0;
@@ -857,7 +849,7 @@ static int runner_execute(struct runner *R, bool probe, char *err, size_t errlen
 	if (R->n_jobs) {
 		struct http_client *c = http_client_create();
 		if (!c)
-			return fail(err, errlen, "cannot create an HTTP client");
+			return eval_errorf(err, errlen, "cannot create an HTTP client");
 		rc = warm_up(R, c, err, errlen);
 		if (rc == 0 && probe)
 			parser_probe(R, c);
@@ -873,16 +865,16 @@ static int runner_execute(struct runner *R, bool probe, char *err, size_t errlen
 		if (pthread_create(&th[started], NULL, worker_main, R) != 0)
 			break;
 	if (started == 0)
-		return fail(err, errlen, "cannot start worker threads");
+		return eval_errorf(err, errlen, "cannot start worker threads");
 	for (int64_t i = 0; i < started; i++)
 		pthread_join(th[i], NULL);
 	if (R->o->out)
 		progress_finish(&R->prog);
 	if (R->fatal)
-		return fail(err, errlen, "%s; the run can be resumed with `sixi-eval resume %lld`", R->fatal_msg,
+		return eval_errorf(err, errlen, "%s; the run can be resumed with `sixi-eval resume %lld`", R->fatal_msg,
 			    (long long)R->run_id);
 	if (store_run_finish(R->store, R->run_id, "done") != 0)
-		return fail(err, errlen, "could not mark the run done: %s", store_errmsg(R->store));
+		return eval_errorf(err, errlen, "could not mark the run done: %s", store_errmsg(R->store));
 	return 0;
 }
 
@@ -959,7 +951,7 @@ int eval_run_new(const struct eval_protocol *p, int cond, const struct eval_run_
 		for (int i = 0; i < R.n_ds; i++) {
 			struct preflight_report rep;
 			if ((rc = preflight_run(R.grader, R.ds[i], false, NULL, &rep)) != 0) {
-				fail(err, errlen, "preflight of %s could not run", R.p->datasets[i]);
+				eval_errorf(err, errlen, "preflight of %s could not run", R.p->datasets[i]);
 				goto out;
 			}
 			for (int k = 0; k < rep.n_excluded; k++) {
@@ -978,7 +970,7 @@ int eval_run_new(const struct eval_protocol *p, int cond, const struct eval_run_
 	frozen = frozen_config(&R, cond, fp, excluded);
 	text = frozen ? cJSON_PrintUnformatted(frozen) : NULL;
 	if (!text) {
-		rc = fail(err, errlen, "out of memory");
+		rc = eval_errorf(err, errlen, "out of memory");
 		goto out;
 	}
 	struct store_run sr = {
@@ -991,7 +983,7 @@ int eval_run_new(const struct eval_protocol *p, int cond, const struct eval_run_
 	};
 	/* stored (and hashed) before the first request */
 	if ((rc = store_run_begin(R.store, &sr, &R.run_id)) != 0) {
-		fail(err, errlen, "could not store the run: %s", store_errmsg(R.store));
+		eval_errorf(err, errlen, "could not store the run: %s", store_errmsg(R.store));
 		goto out;
 	}
 	*run_id = R.run_id;
@@ -1037,7 +1029,7 @@ int eval_run_resume(int64_t run_id, const char *protocol_path, const struct eval
 	store_close(s);
 	if (!stored) {
 		free(stored_fp);
-		return fail(err, errlen, "%s has no eval run %lld; `sixi-eval export` lists runs' rows", db,
+		return eval_errorf(err, errlen, "%s has no eval run %lld; `sixi-eval export` lists runs' rows", db,
 			    (long long)run_id);
 	}
 	int rc = 0;
@@ -1046,7 +1038,7 @@ int eval_run_resume(int64_t run_id, const char *protocol_path, const struct eval
 	const cJSON *proto = frozen ? cJSON_GetObjectItem(frozen, "protocol") : NULL;
 	char perr[512];
 	if (!proto || !(p = eval_protocol_parse(proto, NULL, perr, sizeof perr))) {
-		rc = fail(err, errlen, "run %lld: its stored configuration cannot be read", (long long)run_id);
+		rc = eval_errorf(err, errlen, "run %lld: its stored configuration cannot be read", (long long)run_id);
 		goto out;
 	}
 	if (protocol_path) {
@@ -1065,7 +1057,7 @@ int eval_run_resume(int64_t run_id, const char *protocol_path, const struct eval
 		free(a);
 		free(b);
 		if (!same) {
-			rc = fail(err, errlen,
+			rc = eval_errorf(err, errlen,
 				  "%s differs from the configuration run %lld was started with; a run's configuration is "
 				  "frozen: resume without --protocol, or start a new run",
 				  protocol_path, (long long)run_id);
@@ -1082,7 +1074,7 @@ int eval_run_resume(int64_t run_id, const char *protocol_path, const struct eval
 		{
 			const char *sha = json_get_str(d, "sha256");
 			if (i >= R.n_ds || !sha || strcmp(sha, eval_dataset_sha256(R.ds[i])) != 0) {
-				rc = fail(err, errlen,
+				rc = eval_errorf(err, errlen,
 					  "%s changed since run %lld started (sha256 differs); a run's data is frozen: "
 					  "start a new run",
 					  i < R.n_ds ? eval_dataset_path(R.ds[i]) : "a dataset", (long long)run_id);
@@ -1095,7 +1087,7 @@ int eval_run_resume(int64_t run_id, const char *protocol_path, const struct eval
 		/* the same template */
 		const char *sha = json_get_str(frozen, "template_sha256");
 		if ((sha || R.tmpl_sha[0]) && (!sha || strcmp(sha, R.tmpl_sha) != 0))
-			rc = fail(err, errlen, "the chat template %s changed since run %lld started; a run's configuration is frozen",
+			rc = eval_errorf(err, errlen, "the chat template %s changed since run %lld started; a run's configuration is frozen",
 				  R.cond->template_path ? R.cond->template_path : "", (long long)run_id);
 	}
 	if (rc == 0) {
@@ -1109,7 +1101,7 @@ int eval_run_resume(int64_t run_id, const char *protocol_path, const struct eval
 		if (!fp) {
 			rc = -ECONNREFUSED;
 		} else if (strcmp(fp, stored_fp) != 0) {
-			rc = fail(err, errlen,
+			rc = eval_errorf(err, errlen,
 				  "the server at %s now reports %s, but run %lld was started against %s; a run's "
 				  "configuration is frozen",
 				  R.url_base, fp, (long long)run_id, stored_fp);

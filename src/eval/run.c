@@ -15,12 +15,11 @@
 #include "core/log.h"
 #include "core/progress.h"
 #include "eval/grade.h"
-#include "eval/jinja.h"
+#include "eval/prompt.h"
 #include "eval/preflight.h"
 #include "eval/score.h"
 #include "eval/task.h"
 #include "eval/errmsg.h"
-#include "model/gguf.h"
 #include "net/http.h"
 #include "net/openai.h"
 #include "net/stream.h"
@@ -59,8 +58,7 @@ struct runner {
 	size_t n_jobs, next_job;
 	pthread_mutex_t q_lock;
 	struct progress prog;
-	struct jinja_template *tmpl; /* the model's chat template, or NULL (chat, raw) */
-	cJSON *special;          /* bos_token / eos_token for the template */
+	struct eval_prompt *tmpl; /* the model's chat template, or NULL (chat, raw) */
 	char tmpl_sha[65];       /* sha256 of the template source, "" when none */
 	int fatal;               /* a store error: stop taking jobs */
 	char fatal_msg[512];
@@ -119,38 +117,11 @@ static int attempt_token(struct oai_stream *s, const struct openai_chunk *c, voi
 	return 0;
 }
 
-/* The text sent for a user message: the model's own template rendered here
- * (add_generation_prompt true), or the message itself. Caller frees. */
+/* The text sent for a user message: the model's own template rendered here,
+ * or the message itself. Caller frees. */
 static char *render_prompt(const struct runner *R, const char *user, char *err, size_t errlen)
 {
-	if (!R->tmpl)
-		return strdup(user);
-	cJSON *ctx = R->special ? cJSON_Duplicate(R->special, 1) : cJSON_CreateObject();
-	cJSON *msgs = ctx ? cJSON_AddArrayToObject(ctx, "messages") : NULL;
-	cJSON *m = cJSON_CreateObject();
-	if (!msgs || !m) {
-		cJSON_Delete(ctx);
-		cJSON_Delete(m);
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	cJSON_AddStringToObject(m, "role", "user");
-	cJSON_AddStringToObject(m, "content", user);
-	cJSON_AddItemToArray(msgs, m);
-	cJSON_AddBoolToObject(ctx, "add_generation_prompt", 1);
-	struct buf out;
-	buf_init(&out);
-	int rc = jinja_render_chat(R->tmpl, ctx, &out, err, errlen);
-	cJSON_Delete(ctx);
-	if (rc) {
-		buf_finish(&out);
-		return NULL;
-	}
-	if (!out.data && buf_reserve(&out, 1)) {
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	return buf_steal(&out);
+	return R->tmpl ? eval_prompt_render(R->tmpl, user, err, errlen) : strdup(user);
 }
 
 /* Sends one generation and waits for it. prompt: the rendered text (completions)
@@ -624,59 +595,6 @@ static int open_datasets(struct runner *R, char *err, size_t errlen)
 	return 0;
 }
 
-/* The model's own chat template from a .jinja file, a tokenizer_config.json or
- * a GGUF's metadata; its sha256 goes into the frozen configuration. */
-static int template_load(struct runner *R, char *err, size_t errlen)
-{
-	const char *path = R->cond->template_path, *src = R->cond->template_source;
-	char *text = NULL;
-	size_t n = 0;
-	char lerr[512] = "";
-	if (strcmp(src, "gguf") == 0) {
-		struct gguf *g = gguf_open(path, lerr, sizeof lerr);
-		const char *t = g ? gguf_get_str(g, "tokenizer.chat_template") : NULL;
-		if (t) {
-			text = strdup(t);
-			n = strlen(t);
-			R->special = cJSON_CreateObject();
-			long toks = gguf_find_key(g, "tokenizer.ggml.tokens");
-			static const char *const ids[][2] = {{"tokenizer.ggml.bos_token_id", "bos_token"},
-							     {"tokenizer.ggml.eos_token_id", "eos_token"}};
-			for (int i = 0; i < 2 && toks >= 0 && R->special; i++) {
-				int64_t id;
-				const char *tok = gguf_get_i64(g, ids[i][0], &id) && id >= 0
-							  ? gguf_get_arr_str(g, (size_t)toks, (size_t)id) : NULL;
-				if (tok)
-					cJSON_AddStringToObject(R->special, ids[i][1], tok);
-			}
-		} else if (g) {
-			snprintf(lerr, sizeof lerr, "%s has no tokenizer.chat_template", path);
-		}
-		gguf_close(g);
-	} else {
-		text = jinja_source_load(path, &n, strcmp(src, "tokenizer_config") == 0 ? &R->special : NULL, lerr,
-					 sizeof lerr);
-	}
-	if (!text)
-		return eval_errorf(err, errlen, "condition \"%s\": cannot read its chat template: %s", R->cond->name, lerr);
-	sha256_hex(text, n, R->tmpl_sha);
-	R->tmpl = jinja_parse(text, n, lerr, sizeof lerr);
-	free(text);
-	if (!R->tmpl)
-		return eval_errorf(err, errlen, "condition \"%s\": %s: %s", R->cond->name, path, lerr);
-	/* render once now: a template that fails on a plain user message is refused before any request */
-	char *probe = render_prompt(R, "hello", lerr, sizeof lerr);
-	if (!probe)
-		return eval_errorf(err, errlen, "condition \"%s\": %s does not render a user message: %s", R->cond->name, path,
-			    lerr);
-	const char *bos = R->special ? json_get_str(R->special, "bos_token") : NULL;
-	if (bos && *bos && strncmp(probe, bos, strlen(bos)) == 0)
-		log_warn("the rendered prompt starts with the BOS token %s; a server that adds BOS itself doubles it "
-			 "(compare prompt_tokens with the template's token count)", bos);
-	free(probe);
-	return 0;
-}
-
 static int runner_init(struct runner *R, const struct eval_protocol *p, int cond, const struct eval_run_opts *o,
 		       char *err, size_t errlen)
 {
@@ -693,9 +611,15 @@ static int runner_init(struct runner *R, const struct eval_protocol *p, int cond
 		R->api = OPENAI_COMPLETIONS;
 	} else {
 		R->api = OPENAI_COMPLETIONS;
-		int rc = template_load(R, err, errlen);
-		if (rc)
-			return rc;
+		char perr[768];
+		R->tmpl = eval_prompt_load(src, R->cond->template_path, perr, sizeof perr);
+		if (!R->tmpl)
+			return eval_errorf(err, errlen, "condition \"%s\": %s", R->cond->name, perr);
+		snprintf(R->tmpl_sha, sizeof R->tmpl_sha, "%s", eval_prompt_sha256(R->tmpl));
+		if (eval_prompt_starts_with_bos(R->tmpl))
+			log_warn("condition \"%s\": the rendered prompt starts with the BOS token; a server that adds BOS "
+				 "itself doubles it (compare prompt_tokens with the template's token count)",
+				 R->cond->name);
 	}
 	snprintf(R->url_base, sizeof R->url_base, "%s", R->cond->endpoint);
 	snprintf(R->url_api, sizeof R->url_api, "%s%s", R->cond->endpoint, openai_api_path(R->api));
@@ -716,8 +640,7 @@ static int runner_init(struct runner *R, const struct eval_protocol *p, int cond
 static void runner_finish(struct runner *R)
 {
 	sqlite3_finalize(R->ins_row);
-	jinja_destroy(R->tmpl);
-	cJSON_Delete(R->special);
+	eval_prompt_destroy(R->tmpl);
 	store_close(R->store);
 	grader_destroy(R->grader);
 	for (int i = 0; i < R->n_ds; i++)

@@ -30,6 +30,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
 
 #define READY_PROMPT "Write hello world."
 
@@ -675,6 +677,57 @@ static void print_audit(struct runner *R, FILE *out)
 		(long long)p->shuffle_seed, p->loop_stop);
 }
 
+/* The audit as stored in runs.summary_json: what decides whether a score can be
+ * trusted (essay: grep a harness for template, max_tokens, stop= and tools). */
+static void store_audit(struct runner *R)
+{
+	const struct eval_protocol *p = R->p;
+	cJSON *o = cJSON_CreateObject();
+	cJSON *a = cJSON_AddObjectToObject(o, "audit");
+	cJSON_AddStringToObject(a, "api", openai_api_path(R->api));
+	cJSON_AddStringToObject(a, "template_source", R->cond->template_source);
+	if (R->tmpl)
+		cJSON_AddStringToObject(a, "template_sha256", R->tmpl_sha);
+	cJSON_AddNumberToObject(a, "max_tokens", (double)p->max_tokens);
+	cJSON_AddNumberToObject(a, "reasoning_max_tokens", (double)p->reasoning_max_tokens);
+	cJSON *st = cJSON_AddArrayToObject(a, "stop");
+	for (int i = 0; i < p->n_stop; i++)
+		cJSON_AddItemToArray(st, cJSON_CreateString(p->stop[i]));
+	cJSON_AddArrayToObject(a, "tools");
+	cJSON_AddNumberToObject(a, "temperature", p->temperature);
+	cJSON_AddNumberToObject(a, "top_p", p->top_p);
+	cJSON_AddNumberToObject(a, "top_k", (double)p->top_k);
+	cJSON_AddBoolToObject(a, "greedy", p->temperature == 0);
+	const char *sb = grader_sandbox_problem(R->grader);
+	cJSON_AddStringToObject(a, "sandbox", sb ? sb : "bubblewrap");
+	char *text = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	pthread_mutex_lock(&R->store_lock);
+	if (text && store_run_set_summary(R->store, R->run_id, text) != 0)
+		log_warn("could not store the audit: %s", store_errmsg(R->store));
+	pthread_mutex_unlock(&R->store_lock);
+	free(text);
+}
+
+/* Host facts stored with the run: what grading and timing depend on. Caller frees. */
+static char *host_facts(const struct grader *g)
+{
+	struct utsname u;
+	cJSON *o = cJSON_CreateObject();
+	if (uname(&u) == 0) {
+		cJSON_AddStringToObject(o, "hostname", u.nodename);
+		cJSON_AddStringToObject(o, "kernel", u.release);
+		cJSON_AddStringToObject(o, "machine", u.machine);
+	}
+	cJSON_AddNumberToObject(o, "cpus", (double)sysconf(_SC_NPROCESSORS_ONLN));
+	cJSON_AddStringToObject(o, "grader_python", grader_python(g));
+	const char *sb = grader_sandbox_problem(g);
+	cJSON_AddStringToObject(o, "sandbox", sb ? sb : "bubblewrap");
+	char *s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	return s;
+}
+
 /* Readiness (real generation), two warm-ups, then the parser-bypass probe. */
 static int warm_up(struct runner *R, struct http_client *c, char *err, size_t errlen)
 {
@@ -896,6 +949,7 @@ int eval_run_new(const struct eval_protocol *p, int cond, const struct eval_run_
 		rc = eval_errorf(err, errlen, "out of memory");
 		goto out;
 	}
+	char *facts = host_facts(R.grader);
 	struct store_run sr = {
 		.kind = "eval",
 		.workload = "eval",
@@ -903,9 +957,12 @@ int eval_run_new(const struct eval_protocol *p, int cond, const struct eval_run_
 		.endpoint = R.cond->endpoint,
 		.model = R.cond->model,
 		.fingerprint = fp,
+		.host_facts = facts,
 	};
 	/* stored (and hashed) before the first request */
-	if ((rc = store_run_begin(R.store, &sr, &R.run_id)) != 0) {
+	rc = store_run_begin(R.store, &sr, &R.run_id);
+	free(facts);
+	if (rc != 0) {
 		eval_errorf(err, errlen, "could not store the run: %s", store_errmsg(R.store));
 		goto out;
 	}
@@ -913,6 +970,7 @@ int eval_run_new(const struct eval_protocol *p, int cond, const struct eval_run_
 	char hex[65];
 	sha256_hex(text, strlen(text), hex);
 	print_audit(&R, o->out);
+	store_audit(&R);
 	if (o->out)
 		fprintf(o->out, "  config sha256 %s; %d task(s) left out by preflight\n", hex, cJSON_GetArraySize(excluded));
 	rc = runner_plan(&R, err, errlen);

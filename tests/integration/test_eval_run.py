@@ -152,6 +152,13 @@ def test_faults(tmp, sandbox_ok):
         con.close()
         check(status == "done", "run status done")
         check(phases.count("warmup") == 2 and "ready" in phases, "readiness and two warm-ups stored: %s" % phases)
+        con = sqlite3.connect(db)
+        summ, facts = con.execute("SELECT summary_json, host_facts FROM runs WHERE id = 1").fetchone()
+        con.close()
+        audit = json.loads(summ).get("audit", {})
+        check(audit.get("max_tokens") == 400 and audit.get("stop") == [] and audit.get("tools") == []
+              and audit.get("api") == "/v1/chat/completions", "audit stored: %s" % audit)
+        check("grader_python" in json.loads(facts), "host facts stored: %s" % facts)
 
         # export has the essay's columns and the raw text
         e = sixi_eval("export", "1", "--csv", "--db", db)

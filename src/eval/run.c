@@ -436,7 +436,8 @@ static int job_run(struct runner *R, struct http_client *c, const struct job *j)
 				.early_stop_loop = a.loop_stopped,
 				.truncated = w.truncated,
 				.loop_pct = loop_pct,
-				.loop_threshold = R->p->loop_stop,
+				/* the guard off still classes a reply that looped: 50% as the essay found */
+				.loop_threshold = R->p->loop_stop > 0 ? R->p->loop_stop : 50,
 			};
 			enum score_class cls = score_classify(&f);
 			w.pass = cls == SCORE_PASS;

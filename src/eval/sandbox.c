@@ -260,23 +260,25 @@ int sandbox_run(const char *harness_dir, const struct sandbox_file *files, size_
 	int64_t deadline = t0 + (int64_t)(lim->wall_s * 1e9);
 	struct pollfd pfd[2] = {{chan[0], POLLIN, 0}, {out[0], POLLIN, 0}};
 	int open_fds = 2, status = 0;
-	bool exited = false;
+	bool exited = false, chan_full = false;
+	/* bwrap is reaped only at the end: while it is a zombie its pid (and so the
+	 * process group we signal) cannot be reused by anyone else */
 	while (open_fds > 0 || !exited) {
 		if (!exited) {
-			pid_t w = waitpid(pid, &status, WNOHANG);
-			if (w == pid)
+			siginfo_t si = {0};
+			if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid)
 				exited = true;
 		}
 		int64_t now = clock_now_ns();
 		if (now >= deadline) {
-			res->timed_out = true;
-			kill(-pid, SIGKILL);
-			kill(pid, SIGKILL);
+			res->timed_out = !exited;
 			break;
 		}
 		int wait_ms = (int)((deadline - now) / 1000000) + 1;
 		if (open_fds == 0 || exited)
-			wait_ms = wait_ms < 20 ? wait_ms : 20; /* children holding the pipes die with bwrap */
+			wait_ms = wait_ms < 20 ? wait_ms : 20;
+		if (exited && open_fds > 0)
+			kill(-pid, SIGKILL); /* bwrap is gone; whatever still holds a pipe goes with its group */
 		if (open_fds == 0) {
 			clock_sleep_ns((int64_t)wait_ms * 1000000);
 			continue;
@@ -290,29 +292,24 @@ int sandbox_run(const char *harness_dir, const struct sandbox_file *files, size_
 			char chunk[4096];
 			ssize_t got = read(pfd[i].fd, chunk, sizeof chunk);
 			if (got > 0) {
-				if (i == 0 && chan_buf.len < CHANNEL_MAX_BYTES) {
-					if (buf_append(&chan_buf, chunk, (size_t)got)) {
-					}
-				} else if (i == 1) {
+				/* the channel keeps its first 64 KiB, the output its last 4 KiB */
+				if (i == 0 && !chan_full && (chan_buf.len >= CHANNEL_MAX_BYTES ||
+							     buf_append(&chan_buf, chunk, (size_t)got)))
+					chan_full = true;
+				else if (i == 1)
 					keep_tail(&out_buf, chunk, (size_t)got);
-				}
 			} else if (got == 0 || errno != EINTR) {
 				close(pfd[i].fd);
 				pfd[i].fd = -1;
 				open_fds--;
 			}
 		}
-		if (exited && open_fds > 0 && clock_now_ns() - now > 0) {
-			/* bwrap is gone; a grandchild still holding a pipe is killed with the group */
-			kill(-pid, SIGKILL);
-		}
 	}
-	if (!exited) {
-		kill(-pid, SIGKILL);
-		waitpid(pid, &status, 0);
-	} else {
-		kill(-pid, SIGKILL); /* nothing may outlive the run */
-	}
+	/* nothing started by the run may outlive it */
+	kill(-pid, SIGKILL);
+	kill(pid, SIGKILL);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
 	for (int i = 0; i < 2; i++)
 		if (pfd[i].fd >= 0)
 			close(pfd[i].fd);

@@ -62,7 +62,7 @@ struct runner {
 	struct progress prog;
 	struct eval_prompt *tmpl; /* the model's chat template, or NULL (chat, raw) */
 	char tmpl_sha[65];       /* sha256 of the template source, "" when none */
-	int fatal;               /* a store error: stop taking jobs */
+	_Atomic int fatal;       /* a store error: stop taking jobs (read without the locks) */
 	char fatal_msg[512];
 };
 

@@ -124,7 +124,8 @@ def check_complete(db, run, repeats, n_tasks, attempts, label):
 
 def test_faults(tmp, sandbox_ok):
     srv = Server(tmp, rules({"add(a, b)": ("reset", 1), "is_palindrome": ("500", 2),
-                             "two integers": ("malformed", 1), "capital of France": ("hang", 1)}))
+                             "two integers": ("malformed", 1), "capital of France": ("hang", 1),
+                             "apples": ("stall", 1)}))
     db = os.path.join(tmp, "faults.db")
     try:
         r = sixi_eval("run", "--url", srv.url, "--model", "fake", "--dataset", DEMO, "--repeats", "1",
@@ -137,6 +138,7 @@ def test_faults(tmp, sandbox_ok):
         check(kinds.get("demo/palindrome") == "http", "500 recorded as api_error http: %s" % api)
         check(kinds.get("demo/sum-stdin") == "parse", "malformed SSE recorded as api_error parse: %s" % api)
         check(kinds.get("demo/capital") in ("timeout", "stall"), "hang recorded as api_error timeout: %s" % api)
+        check(kinds.get("demo/apples") == "stall", "mid-stream stall recorded as api_error stall: %s" % api)
         check(len([1 for t, _ in api if t == "demo/palindrome"]) == 2, "two 500s, two api_error rows")
         check(not any(c == "wrong" for _, _, _, c, *_ in rs), "no fault scored wrong: %s" % rs)
         for _, t, att, c, e, _, sha, _ in rs:
@@ -178,7 +180,7 @@ def test_faults(tmp, sandbox_ok):
             check(res[0]["passed"] < res[1]["passed"], "regrade: a small budget costs passes")
         s = sixi_eval("summary", "1", "--json", "--db", db)
         summ = json.loads(s.stdout)
-        check(summ["api_error_attempts"] == 5, "summary counts api errors: %s" % summ["api_error_attempts"])
+        check(summ["api_error_attempts"] == 6, "summary counts api errors: %s" % summ["api_error_attempts"])
         check(summ["classes"]["api_error"] == 0, "no task run lost to api errors")
     finally:
         srv.stop()

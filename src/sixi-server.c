@@ -41,6 +41,8 @@ static void usage(FILE *f)
 		"  --mem-limit BYTES       refuse configurations needing more (default: simulated device\n"
 		"                          memory - 5%%; real: available memory - 10%%)\n"
 		"  --threads N             CPU threads for the real model\n"
+		"  --chat-template FILE    Jinja chat template (.jinja or tokenizer_config.json) instead of\n"
+		"                          the model's (default: the GGUF's tokenizer.chat_template, else ChatML)\n"
 		"Scheduler:\n"
 		"  --straggler-wait on|off wait for sequences still being sampled before a pass (default on)\n"
 		"  --straggler-frac F      wait this fraction of the last pass time (default 0.2)\n"
@@ -258,6 +260,9 @@ int main(int argc, char **argv)
 			NEEDV();
 			r = args_i64(a, v, 1, 1 << 20, &iv, err, sizeof err);
 			cfg.sched.prefill_chunk = (int32_t)iv;
+		} else if (strcmp(a, "--chat-template") == 0) {
+			NEEDV();
+			cfg.chat_template_path = v;
 		} else if (strcmp(a, "--no-interleave") == 0) {
 			cfg.sched.interleave = false;
 		} else if (strcmp(a, "--prefix-cache") == 0) {

@@ -54,6 +54,9 @@ struct engine {
 	int32_t n_ctx;        /* positions per slot */
 	int32_t n_slots;      /* sequences that can be resident at once */
 	double time_scale;    /* simulated time runs this many times faster; 1 for real engines */
+	const char *chat_template; /* Jinja source the model ships, or NULL (ChatML is used) */
+	const char *bos_text;      /* text of the BOS token for templates, or NULL */
+	const char *eos_text;      /* text of the EOS token for templates, or NULL */
 	_Atomic int64_t state_copies; /* recurrent-state copies made by forward passes: must stay 0 */
 };
 

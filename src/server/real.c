@@ -6,6 +6,7 @@
 #include "server/real.h"
 #include "server/engine.h"
 #include "core/buf.h"
+#include "model/gguf.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
 
@@ -182,6 +183,9 @@ struct engine *real_engine_open(const char *path, int n_slots, int n_ctx, int n_
 	r->base.n_ctx = n_ctx;
 	r->base.n_slots = n_slots;
 	r->base.time_scale = 1;
+	r->base.chat_template = gguf_get_str(g, "tokenizer.chat_template");
+	r->base.bos_text = tok_bos(r->tok) >= 0 ? tok_piece(r->tok, tok_bos(r->tok)) : NULL;
+	r->base.eos_text = tok_eos(r->tok) >= 0 ? tok_piece(r->tok, tok_eos(r->tok)) : NULL;
 	atomic_init(&r->base.state_copies, 0);
 	return &r->base;
 fail:

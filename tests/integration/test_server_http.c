@@ -500,6 +500,54 @@ static void api_misc_endpoints(void)
 		close(fd);
 }
 
+/* A Jinja chat template instead of ChatML: the rendered prompt's length in
+ * bytes is its simulated token count; a role the template refuses is a 400. */
+static void api_template(void)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s", test_src_path("tests/fixtures/templates/sixi-plain.jinja"));
+	if (access(path, R_OK) != 0) {
+		printf("no template fixture; skipping the template checks\n");
+		return;
+	}
+	const char *args[] = { "--simulate", "thor", "--time-scale", "50", "--chat-template", path, NULL };
+	if (!CHECK(harness_start(&srv, args) == 0)) {
+		harness_cleanup(&srv, true);
+		return;
+	}
+	struct harness_gen g;
+	CHECK_EQ_INT(post("/v1/chat/completions",
+			  "{\"messages\":[{\"role\":\"system\",\"content\":\"Be brief.\"},"
+			  "{\"role\":\"user\",\"content\":\"Hi\"}],\"max_tokens\":3}", &g), 200);
+	/* "Be brief.\n\n" + "### User:\nHi\n\n" + "### Assistant:\n" */
+	CHECK_EQ_INT(g.prompt_tokens, 11 + 14 + 15);
+	CHECK(g.ok && g.completion_tokens == 3);
+	harness_gen_finish(&g);
+	expect_error("/v1/chat/completions", "{\"messages\":[{\"role\":\"tool\",\"content\":\"x\"}]}", 400, "messages",
+		     "Only system, user and assistant roles are supported, not tool");
+	CHECK_EQ_INT(harness_stop(&srv, SIGTERM), 0);
+	harness_cleanup(&srv, test_failures > 0);
+	/* A template that does not parse stops the server at start-up with a message. */
+	char bad[] = "/tmp/sixi-bad-template-XXXXXX";
+	int fd = mkstemp(bad);
+	if (fd >= 0) {
+		ssize_t w = write(fd, "{% for m in messages %}{{ m.content }}", 38);
+		(void)w;
+		close(fd);
+		char cmd[4600];
+		snprintf(cmd, sizeof cmd, "%s --simulate thor --port 0 --chat-template %s 2>&1; echo \"exit $?\"",
+			 harness_server_path(), bad);
+		FILE *p = popen(cmd, "r");
+		char out[4096] = { 0 };
+		size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+		if (p)
+			pclose(p);
+		out[n] = 0;
+		CHECK(strstr(out, "chat template of") != NULL && strstr(out, "exit 1") != NULL);
+		unlink(bad);
+	}
+}
+
 static int mode_api(void)
 {
 	const char *args[] = { "--simulate", "thor", "--time-scale", "50", NULL };
@@ -512,6 +560,7 @@ static int mode_api(void)
 	api_misc_endpoints();
 	CHECK_EQ_INT(harness_stop(&srv, SIGTERM), 0);
 	harness_cleanup(&srv, test_failures > 0);
+	api_template();
 	return 0;
 }
 

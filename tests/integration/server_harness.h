@@ -166,12 +166,12 @@ static int harness_request(int port, const char *method, const char *path, const
 	r->t_done_ns = clock_now_ns();
 	close(fd);
 	buf_finish(&req);
-	if (raw.len < 12 || strncmp(raw.data, "HTTP/1.", 7) != 0) {
+	if (!raw.data || raw.len < 12 || strncmp(raw.data, "HTTP/1.", 7) != 0) {
 		buf_finish(&raw);
 		return -1;
 	}
 	r->status = atoi(raw.data + 9);
-	if (hdr) {
+	if (hdr && raw.data) {
 		bool chunked = memmem(raw.data, hdr, "Transfer-Encoding: chunked", 26) != NULL;
 		if (chunked) {
 			r->complete = harness_dechunk(raw.data + hdr, raw.len - hdr, &r->body);

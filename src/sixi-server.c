@@ -8,6 +8,7 @@
 #include "server/server.h"
 #include "server/real.h"
 #include "server/sim.h"
+#include "model/tiny.h"
 #include "model/tok_cmd.h"
 #include "plan/plan.h"
 #include "plan/plan_gguf.h"
@@ -26,6 +27,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: sixi-server --simulate PRESET|FILE.json [options]\n"
 		"       sixi-server --model FILE.gguf [options]\n"
+		"       sixi-server --write-tiny PATH   (writes the embedded tiny model as GGUF)\n"
 		"       sixi-server --tokenize FILE TEXT | --detokenize FILE ID...\n"
 		"\n"
 		"Engine:\n"
@@ -166,14 +168,14 @@ static int size_model(const char *path, int64_t *parallel, int64_t *context, uin
 		fprintf(stderr, "sixi-server: sizing %s: %s\n", path, err);
 		return -EINVAL;
 	}
-	char t[6][32];
+	char t[7][32];
 	fprintf(stderr,
 		"sixi-server: %s: %lld sequences x %lld context: weights %s + KV %s + state %s + conv %s + "
 		"activations %s = %s of %s allowed\n",
 		path, (long long)*parallel, (long long)*context, plan_format_bytes(b.weights_bytes, t[0], 32),
 		plan_format_bytes(b.kv_bytes, t[1], 32), plan_format_bytes(b.ssm_bytes, t[2], 32),
 		plan_format_bytes(b.conv_bytes, t[3], 32), plan_format_bytes(b.activation_bytes, t[4], 32),
-		plan_format_bytes(b.total_bytes, t[5], 32), limit ? plan_format_bytes(limit, t[0], 32) : "(unknown)");
+		plan_format_bytes(b.total_bytes, t[5], 32), limit ? plan_format_bytes(limit, t[6], 32) : "(unknown)");
 	if (limit && b.total_bytes > limit) {
 		struct plan_workload w;
 		plan_workload_server(&w, *context, *parallel, 0, rows);
@@ -194,6 +196,19 @@ int main(int argc, char **argv)
 	log_set_program("sixi-server");
 	if (argc > 1 && (strcmp(argv[1], "--tokenize") == 0 || strcmp(argv[1], "--detokenize") == 0))
 		return tok_cmd_main(argc, argv);
+	if (argc > 1 && strcmp(argv[1], "--write-tiny") == 0) {
+		char werr[1024];
+		if (argc != 3) {
+			fprintf(stderr, "sixi-server: usage: sixi-server --write-tiny PATH\n");
+			return 2;
+		}
+		if (model_write_tiny(argv[2], werr, sizeof werr) != 0) {
+			fprintf(stderr, "sixi-server: --write-tiny: %s\n", werr);
+			return 1;
+		}
+		fprintf(stderr, "sixi-server: wrote the tiny model to %s\n", argv[2]);
+		return 0;
+	}
 	struct server_config cfg;
 	server_config_default(&cfg);
 	const char *simulate = NULL, *model = NULL, *port_file = NULL, *pid_file = NULL;

@@ -487,6 +487,38 @@ static size_t utf8_incomplete_tail(const char *p, size_t n)
 	return need > back + 1 ? back + 1 : 0;
 }
 
+/* Appends p[0..n) to out with every invalid UTF-8 sequence replaced by U+FFFD, so
+ * that clients always receive valid JSON strings (a random or badly sampled model
+ * can emit stray continuation bytes). */
+static int utf8_append_valid(struct buf *out, const char *p, size_t n)
+{
+	size_t i = 0, run = 0; /* run: start of the pending valid bytes */
+	int rc = 0;
+	while (i < n && rc == 0) {
+		unsigned char c = (unsigned char)p[i];
+		size_t need = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+		bool ok = need > 0 && i + need <= n;
+		for (size_t k = 1; ok && k < need; k++)
+			ok = utf8_cont((unsigned char)p[i + k]);
+		if (ok && need == 3) /* overlongs and surrogates */
+			ok = !(c == 0xE0 && (unsigned char)p[i + 1] < 0xA0) && !(c == 0xED && (unsigned char)p[i + 1] >= 0xA0);
+		if (ok && need == 4)
+			ok = !(c == 0xF0 && (unsigned char)p[i + 1] < 0x90) && !(c == 0xF4 && (unsigned char)p[i + 1] >= 0x90);
+		if (ok) {
+			i += need;
+			continue;
+		}
+		rc = buf_append(out, p + run, i - run);
+		if (rc == 0)
+			rc = buf_append(out, "\xEF\xBF\xBD", 3);
+		i++;
+		run = i;
+	}
+	if (rc == 0)
+		rc = buf_append(out, p + run, n - run);
+	return rc;
+}
+
 /* Decides what of q->gen can be shown; returns true when a stop string ended it. */
 static bool text_advance(struct sched_seq *q, bool final, size_t *safe_end)
 {
@@ -551,7 +583,7 @@ static void sample_row(struct sched *s, struct sched_seq *q, const float *logits
 	}
 	pthread_mutex_lock(&s->lock);
 	if (safe_end > q->emitted) {
-		if (buf_append(&q->out, q->gen.data + q->emitted, safe_end - q->emitted) != 0)
+		if (utf8_append_valid(&q->out, q->gen.data + q->emitted, safe_end - q->emitted) != 0)
 			fin = SCHED_ERROR;
 		q->emitted = safe_end;
 	}

@@ -302,7 +302,6 @@ static int parse_head(struct http_conn *c, bool *expect_continue, const char **w
 	c->keep_alive = sp2[8] == '1'; /* HTTP/1.1 keeps alive by default, 1.0 does not */
 	c->body_bytes = 0;
 	*expect_continue = false;
-	bool have_length = false;
 	for (char *line = eol + 1; line < end;) {
 		char *le = memchr(line, '\n', (size_t)(end - line));
 		if (!le)
@@ -342,7 +341,6 @@ static int parse_head(struct http_conn *c, bool *expect_continue, const char **w
 				return 413;
 			}
 			c->body_bytes = (size_t)n;
-			have_length = true;
 		} else if (nl == 17 && strncasecmp(line, "Transfer-Encoding", 17) == 0) {
 			*why = "chunked request bodies are not supported; send Content-Length";
 			return 411;
@@ -356,7 +354,6 @@ static int parse_head(struct http_conn *c, bool *expect_continue, const char **w
 		}
 		line = le + 1;
 	}
-	(void)have_length;
 	return 0;
 }
 

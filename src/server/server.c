@@ -84,7 +84,7 @@ static void respond_json(struct http_conn *c, int status, cJSON *obj)
 {
 	char *s = cJSON_PrintUnformatted(obj);
 	if (!s) {
-		http_respond(c, 500, "application/json", "{\"error\":{\"message\":\"out of memory\"}}", 38);
+		http_respond(c, 500, "application/json", "{\"error\":{\"message\":\"out of memory\"}}", 37);
 		return;
 	}
 	http_respond(c, status, "application/json", s, strlen(s));

@@ -534,15 +534,9 @@ static void api_template(void)
 		ssize_t w = write(fd, "{% for m in messages %}{{ m.content }}", 38);
 		(void)w;
 		close(fd);
-		char cmd[4600];
-		snprintf(cmd, sizeof cmd, "%s --simulate thor --port 0 --chat-template %s 2>&1; echo \"exit $?\"",
-			 harness_server_path(), bad);
-		FILE *p = popen(cmd, "r");
-		char out[4096] = { 0 };
-		size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
-		if (p)
-			pclose(p);
-		out[n] = 0;
+		char cmd[4600], out[4096];
+		snprintf(cmd, sizeof cmd, "%s --simulate thor --port 0 --chat-template %s", harness_server_path(), bad);
+		harness_run_capture(cmd, out, sizeof out);
 		CHECK(strstr(out, "chat template of") != NULL && strstr(out, "exit 1") != NULL);
 		unlink(bad);
 	}
@@ -612,16 +606,10 @@ static int mode_hygiene(void)
 	harness_cleanup(&srv, test_failures > 0);
 
 	/* A configuration that does not fit is refused before allocation. */
-	char cmd[4600];
-	snprintf(cmd, sizeof cmd,
-		 "%s --simulate thor --parallel 64 --context 262144 --mem-limit 100GB --port 0 2>&1; echo \"exit $?\"",
+	char cmd[4600], out[8192];
+	snprintf(cmd, sizeof cmd, "%s --simulate thor --parallel 64 --context 262144 --mem-limit 100GB --port 0",
 		 harness_server_path());
-	FILE *p = popen(cmd, "r");
-	char out[8192] = { 0 };
-	size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
-	if (p)
-		pclose(p);
-	out[n] = 0;
+	harness_run_capture(cmd, out, sizeof out);
 	printf("%s", out);
 	CHECK(strstr(out, "refusing to start") != NULL);
 	CHECK(strstr(out, "configurations that fit: --parallel 64 --context ") != NULL);
@@ -633,10 +621,8 @@ static int mode_hygiene(void)
 
 int main(int argc, char **argv)
 {
-	harness_raise_fd_limit();
-	signal(SIGPIPE, SIG_IGN);
-	if (access(harness_server_path(), X_OK) != 0)
-		return test_skip("sixi-server not built (SIXI_BUILD_ROOT unset?)");
+	if (harness_init() != 0)
+		return 77;
 	const char *mode = argc > 1 ? argv[1] : "bad";
 	if (strcmp(mode, "api") == 0)
 		mode_api();

@@ -140,6 +140,16 @@ int main(void)
 	harness_gen_finish(&bad);
 	CHECK_EQ_INT(harness_stop(&srv, SIGTERM), 0);
 	harness_cleanup(&srv, test_failures > 0);
+	/* Sized by src/plan before anything is allocated: too much is refused, naming what fits. */
+	char cmd[4600], out[4096];
+	snprintf(cmd, sizeof cmd, "%s --model %s --parallel 64 --context 65536 --mem-limit 1GiB --port 0",
+		 harness_server_path(), model);
+	harness_run_capture(cmd, out, sizeof out);
+	printf("%s", out);
+	CHECK(strstr(out, "refusing to start: 64 sequences x 65536 context need") != NULL);
+	CHECK(strstr(out, "configurations that fit: --parallel 64 --context ") != NULL);
+	CHECK(strstr(out, "--context 65536\n") != NULL);
+	CHECK(strstr(out, "listening") == NULL && strstr(out, "exit 3") != NULL);
 	unlink(model);
 	rmdir(dir);
 	return test_done();

@@ -49,7 +49,8 @@ struct engine {
 	const struct engine_ops *ops;
 	const char *name;     /* model name for /v1/models */
 	int32_t n_vocab;      /* ids accepted in prompts: [0, n_vocab) */
-	int32_t n_logits;     /* logits per row; ids [0, n_logits) can be sampled */
+	int32_t n_logits;     /* logits per row (the row stride of forward's output) */
+	int32_t n_sample;     /* ids [0, n_sample) can be sampled (<= n_logits; a model may pad its rows) */
 	int32_t eos;          /* end-of-sequence id, -1 if none */
 	int32_t n_ctx;        /* positions per slot */
 	int32_t n_slots;      /* sequences that can be resident at once */

@@ -179,6 +179,7 @@ struct engine *real_engine_open(const char *path, int n_slots, int n_ctx, int n_
 	r->base.name = r->name;
 	r->base.n_vocab = cfg->n_vocab;
 	r->base.n_logits = cfg->n_vocab;
+	r->base.n_sample = (int32_t)tok_vocab_size(r->tok); /* padding rows beyond the vocabulary never win */
 	r->base.eos = tok_eos(r->tok);
 	r->base.n_ctx = n_ctx;
 	r->base.n_slots = n_slots;

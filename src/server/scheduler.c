@@ -562,7 +562,7 @@ static void sample_row(struct sched *s, struct sched_seq *q, const float *logits
 	if (q->cancelled) {
 		fin = SCHED_CANCELLED;
 	} else {
-		tok = sampler_pick(&q->sp, &q->rng, logits, (size_t)s->e->n_logits, sc);
+		tok = sampler_pick(&q->sp, &q->rng, logits, (size_t)s->e->n_sample, sc);
 		if (tok < 0)
 			fin = SCHED_ERROR;
 	}

@@ -454,7 +454,14 @@ static void conn_read(struct http_conn *c)
 			continue;
 		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			break;
-		c->dead = true; /* EOF or error: the client is gone */
+		if (r == 0 && !c->lingering) {
+			/* EOF: answer what already arrived if that can be done at once (a
+			 * client may half-close after its request), then close; a generation
+			 * still running for this client is cancelled by the close. */
+			process_input(c);
+			conn_flush(c);
+		}
+		c->dead = true;
 		return;
 	}
 	if (!c->lingering)

@@ -284,6 +284,51 @@ static void bad_idle_connections(void)
 	CHECK(conns <= 5);
 }
 
+/* 300 mangled requests (random bytes, truncated or bit-flipped valid ones), each on
+ * its own connection: every answer that comes is a 4xx (or nothing, when the
+ * mangling left an incomplete header), never a 5xx, and the server keeps serving. */
+static void bad_garbage(void)
+{
+	const char *valid = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n\r\n"
+			    "{\"prompt\":\"hello\",\"max_tokens\":2000000}";
+	uint64_t x = 0x1234567887654321ULL;
+	int answered = 0, server_errors = 0;
+	for (int i = 0; i < 300; i++) {
+		char req[512];
+		size_t n = strlen(valid);
+		memcpy(req, valid, n);
+		for (int k = 0; k < 1 + i % 6; k++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			if (i % 3 == 0)
+				req[x % n] = (char)(x >> 24); /* any byte anywhere */
+			else
+				req[x % n] ^= (char)(1u << ((x >> 32) % 8));
+		}
+		if (i % 5 == 0)
+			n = x % n; /* truncated */
+		int fd = harness_connect(srv.port, 2000);
+		if (fd < 0)
+			continue;
+		if (harness_send_all(fd, req, n) == 0) {
+			shutdown(fd, SHUT_WR); /* no more is coming: the server may answer or close */
+			char resp[64] = { 0 };
+			ssize_t got = recv(fd, resp, sizeof resp - 1, 0);
+			if (got > 12 && strncmp(resp, "HTTP/1.1 ", 9) == 0) {
+				answered++;
+				int st = atoi(resp + 9);
+				server_errors += st >= 500;
+			}
+		}
+		close(fd);
+	}
+	printf("mangled requests: %d answered, %d with a 5xx\n", answered, server_errors);
+	CHECK(answered > 100);
+	CHECK_EQ_INT(server_errors, 0);
+	CHECK(still_serving());
+}
+
 static int mode_bad(void)
 {
 	const char *args[] = { "--simulate", "thor", "--time-scale", "50", "--context", "512",
@@ -297,6 +342,7 @@ static int mode_bad(void)
 	bad_slow_headers();
 	bad_disconnect();
 	bad_idle_connections();
+	bad_garbage();
 	CHECK_EQ_INT(harness_stop(&srv, SIGTERM), 0);
 	harness_cleanup(&srv, test_failures > 0);
 	return 0;

@@ -559,7 +559,10 @@ static void sample_row(struct sched *s, struct sched_seq *q, const float *logits
 {
 	enum sched_finish fin = SCHED_RUNNING;
 	int32_t tok = -1;
-	if (q->cancelled) {
+	pthread_mutex_lock(&s->lock);
+	bool cancelled = q->cancelled; /* set by the caller's thread */
+	pthread_mutex_unlock(&s->lock);
+	if (cancelled) {
 		fin = SCHED_CANCELLED;
 	} else {
 		tok = sampler_pick(&q->sp, &q->rng, logits, (size_t)s->e->n_sample, sc);

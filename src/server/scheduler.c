@@ -65,6 +65,7 @@ struct sched_seq {
 	/* output, under s->lock */
 	struct buf out;           /* text not yet taken */
 	enum sched_finish finish;
+	int64_t completion_tokens;  /* n_gen as last published */
 	int64_t cached_tokens;
 	int64_t queue_ns;
 };
@@ -592,6 +593,7 @@ static void sample_row(struct sched *s, struct sched_seq *q, const float *logits
 	}
 	if (tok >= 0)
 		metrics_add(s->m, completion_tokens, 1);
+	q->completion_tokens = q->n_gen;
 	s->n_sampling--;
 	if (fin != SCHED_RUNNING)
 		seq_finish(s, q, fin);
@@ -781,7 +783,7 @@ int sched_seq_take(struct sched *s, struct sched_seq *q, struct buf *text, struc
 		rc = buf_append(text, q->out.data, q->out.len);
 	buf_reset(&q->out);
 	st->finish = q->finish;
-	st->completion_tokens = q->n_gen;
+	st->completion_tokens = q->completion_tokens;
 	st->cached_tokens = q->cached_tokens;
 	st->queue_ns = q->queue_ns;
 	pthread_mutex_unlock(&s->lock);

@@ -4,6 +4,7 @@
  * model or the simulated device) and runs the server until SIGINT or SIGTERM. */
 #include "core/args.h"
 #include "core/log.h"
+#include <cjson/cJSON.h>
 #include "server/engine.h"
 #include "server/server.h"
 #include "server/real.h"
@@ -64,6 +65,8 @@ static void usage(FILE *f)
 		"  --header-timeout S      seconds for a request's header block (default 10)\n"
 		"  --idle-timeout S        seconds an idle keep-alive connection is kept (default 120)\n"
 		"  --max-conns N           open connections (default 4096)\n"
+		"  --json                  print one JSON line on stdout once listening (port, pid, model,\n"
+		"                          parallel, context)\n"
 		"  --log-level LEVEL       error|warn|info|debug (default info)\n",
 		sim_preset_names());
 }
@@ -215,6 +218,7 @@ int main(int argc, char **argv)
 	double time_scale = 1, strag_min_ms = 4, strag_max_ms = 40;
 	int64_t parallel = 0, context = 0, threads = 0;
 	uint64_t mem_limit = 0;
+	bool json = false;
 	char err[1024];
 	int rc = 1;
 	for (int i = 1; i < argc; i++) {
@@ -278,6 +282,8 @@ int main(int argc, char **argv)
 		} else if (strcmp(a, "--chat-template") == 0) {
 			NEEDV();
 			cfg.chat_template_path = v;
+		} else if (strcmp(a, "--json") == 0) {
+			json = true;
 		} else if (strcmp(a, "--no-interleave") == 0) {
 			cfg.sched.interleave = false;
 		} else if (strcmp(a, "--prefix-cache") == 0) {
@@ -397,6 +403,21 @@ int main(int argc, char **argv)
 		}
 	}
 	fprintf(stderr, "listening on %s:%d\n", cfg.http.host, server_port(srv));
+	if (json) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "host", cfg.http.host);
+		cJSON_AddNumberToObject(o, "port", server_port(srv));
+		cJSON_AddNumberToObject(o, "pid", (double)getpid());
+		cJSON_AddStringToObject(o, "model", e->name);
+		cJSON_AddNumberToObject(o, "parallel", e->n_slots);
+		cJSON_AddNumberToObject(o, "context", e->n_ctx);
+		char *text = cJSON_PrintUnformatted(o);
+		if (text)
+			printf("%s\n", text);
+		fflush(stdout);
+		free(text);
+		cJSON_Delete(o);
+	}
 	int r = server_run(srv, sfd);
 	if (r != 0) {
 		fprintf(stderr, "sixi-server: event loop failed: %s\n", strerror(-r));

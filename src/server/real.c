@@ -46,12 +46,26 @@ static int real_tokenize(struct engine *e, const char *text, size_t len, int32_t
 static int real_detokenize(struct engine *e, int32_t id, struct buf *out)
 {
 	struct real_engine *r = (struct real_engine *)e;
-	char *text = NULL;
-	size_t len = 0;
-	int rc = tok_decode(r->tok, &id, 1, false, &text, &len);
-	if (rc == 0)
-		rc = buf_append(out, text, len);
+	char *text = NULL, *one = NULL;
+	size_t len = 0, len1 = 0;
+	int rc;
+	if (tok_model_kind(r->tok) == TOK_MODEL_SPM) {
+		/* SentencePiece drops the leading space of the first token decoded; a
+		 * generated token is never first, so decode it as the second of two and
+		 * keep the bytes it adds. */
+		int32_t two[2] = { id, id };
+		rc = tok_decode(r->tok, two, 2, false, &text, &len);
+		if (rc == 0)
+			rc = tok_decode(r->tok, &id, 1, false, &one, &len1);
+		if (rc == 0 && len >= len1)
+			rc = buf_append(out, text + len1, len - len1);
+	} else {
+		rc = tok_decode(r->tok, &id, 1, false, &text, &len);
+		if (rc == 0)
+			rc = buf_append(out, text, len);
+	}
 	free(text);
+	free(one);
 	return rc;
 }
 

@@ -459,6 +459,65 @@ def test_sixi_server(tmp):
         log.close()
 
 
+def start_sixi_server(tmp, exe, name, args):
+    port_file = os.path.join(tmp, name + ".port")
+    log = open(os.path.join(tmp, name + ".log"), "w")
+    proc = subprocess.Popen([exe, *args, "--port", "0", "--port-file", port_file], stderr=log)
+    for _ in range(400):
+        if os.path.exists(port_file) and open(port_file).read().strip():
+            break
+        if proc.poll() is not None:
+            break
+        time.sleep(0.025)
+    url = "http://127.0.0.1:%s" % open(port_file).read().strip() if os.path.exists(port_file) else None
+    return proc, log, url
+
+
+def stop_sixi_server(proc, log):
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    log.close()
+
+
+def test_sixi_server_tiny(tmp):
+    """The real server with its tiny model: a 3-repeat run stores every row and raw
+    text; the prompt is rendered with the GGUF's own chat template."""
+    exe = os.path.join(BUILD, "src", "sixi-server")
+    if not os.access(exe, os.X_OK):
+        print("note: sixi-server is not built; the tiny-model check is left out")
+        return
+    gguf = os.path.join(tmp, "tiny.gguf")
+    w = subprocess.run([exe, "--write-tiny", gguf], capture_output=True, text=True, timeout=60)
+    if w.returncode != 0:
+        print("note: sixi-server --write-tiny failed (%s); the tiny-model check is left out" % w.stderr.strip())
+        return
+    proc, log, url = start_sixi_server(tmp, exe, "tiny", ["--model", gguf, "--threads", "1"])
+    db = os.path.join(tmp, "tiny.db")
+    try:
+        check(url is not None, "sixi-server started with the tiny model")
+        if url is None:
+            return
+        r = sixi_eval("run", "--url", url, "--model", "tiny", "--dataset", DEMO, "--repeats", "3",
+                      "--max-tokens", "24", "--timeout", "60", "--stall", "30", "--no-preflight",
+                      "--template", gguf, "--db", db)
+        check(r.returncode == 0, "tiny-model run: %s" % r.stderr[-1000:])
+        check("/v1/completions" in r.stdout and "template: gguf" in r.stdout, "GGUF template used")
+        check_complete(db, 1, 3, 6, 3, "tiny model")
+        con = sqlite3.connect(db)
+        n, n_raw, n_tok = con.execute(
+            "SELECT count(*), count(t.sha256), count(e.completion_tokens) FROM eval_rows e"
+            " LEFT JOIN raw_text t ON t.sha256 = e.raw_sha256 WHERE e.run = 1").fetchone()
+        con.close()
+        check(n == 18 and n_raw == 18 and n_tok == 18, "18 rows, each with raw text and usage tokens: %s" %
+              ((n, n_raw, n_tok),))
+    finally:
+        stop_sixi_server(proc, log)
+
+
 def test_import(tmp):
     he = os.path.join(tmp, "he.jsonl")
     with open(he, "w") as f:
@@ -497,7 +556,8 @@ def main():
                          ("frozen", lambda: test_frozen(tmp)), ("probe", lambda: test_probe(tmp)),
                          ("offline", lambda: test_offline(tmp, sandbox_ok)), ("import", lambda: test_import(tmp)),
                          ("template", lambda: test_template(tmp, sandbox_ok)),
-                         ("sixi-server", lambda: test_sixi_server(tmp))):
+                         ("sixi-server", lambda: test_sixi_server(tmp)),
+                         ("tiny model", lambda: test_sixi_server_tiny(tmp))):
             t0 = time.monotonic()
             fn()
             print("%-12s %.1f s" % (name, time.monotonic() - t0))

@@ -199,8 +199,13 @@ def test_loop_guard(tmp):
         t0 = time.monotonic()
         r = sixi_eval("run", "--url", srv.url, "--model", "fake", "--dataset", DEMO, "--repeats", "1",
                       "--loop-stop", "50", "--max-tokens", "100000", "--timeout", "20", "--stall", "5", "--no-preflight",
-                      "--db", db)
+                      "--json", "--db", db)
         check(r.returncode == 0, "loop run exit %d: %s" % (r.returncode, r.stderr[-2000:]))
+        try:
+            summ = json.loads(r.stdout)
+        except ValueError:
+            summ = {}
+        check(summ.get("classes", {}).get("loop") == 1, "--json prints the summary object only: %r" % r.stdout[:300])
         check(time.monotonic() - t0 < 30, "the loop did not run to max_tokens")
         con = sqlite3.connect(db)
         row = con.execute("SELECT failure_class, early_stop, loop_pct, length(t.bytes) FROM eval_rows e "

@@ -318,6 +318,35 @@ def test_frozen(tmp):
         other.stop()
 
 
+def test_conditions(tmp):
+    """Two conditions of one protocol: one run each, the same tasks in the same order."""
+    srv = Server(tmp, rules({}))
+    db = os.path.join(tmp, "conds.db")
+    proto = {"name": "two", "conditions": [{"name": "a", "endpoint": srv.url, "model": "fake"},
+                                           {"name": "b", "endpoint": srv.url, "model": "fake",
+                                            "template": {"source": "raw"}}],
+             "datasets": [DEMO], "repeats": 2, "timeout_s": 10, "stall_s": 5, "shuffle_seed": 99}
+    p = os.path.join(tmp, "two.json")
+    with open(p, "w") as f:
+        json.dump(proto, f)
+    try:
+        r = sixi_eval("run", p, "--no-preflight", "--db", db)
+        check(r.returncode == 0, "two-condition run: %s" % r.stderr[-500:])
+        con = sqlite3.connect(db)
+        runs = con.execute("SELECT protocol_json, protocol_hash FROM runs ORDER BY id").fetchall()
+        con.close()
+        check(len(runs) == 2, "one run per condition")
+        if len(runs) == 2:
+            a, b = json.loads(runs[0][0]), json.loads(runs[1][0])
+            check(a["condition"] == "a" and b["condition"] == "b", "conditions named")
+            check(a["task_order"] == b["task_order"] and len(a["task_order"]) == 2, "same order for both")
+            check(a["task_order"][0] != a["task_order"][1], "each repeat has its own order")
+            check(a["api"] == "/v1/chat/completions" and b["api"] == "/v1/completions", "each condition's api")
+            check(runs[0][1] != runs[1][1], "each condition has its own configuration hash")
+    finally:
+        srv.stop()
+
+
 def test_probe(tmp):
     script = rules({})
     script["chat_empty_content"] = True
@@ -558,7 +587,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="sixi-eval-it-") as tmp:
         for name, fn in (("bad input", lambda: test_bad_input(tmp)), ("faults", lambda: test_faults(tmp, sandbox_ok)),
                          ("loop guard", lambda: test_loop_guard(tmp)), ("kill/resume", lambda: test_kill_resume(tmp)),
-                         ("frozen", lambda: test_frozen(tmp)), ("probe", lambda: test_probe(tmp)),
+                         ("frozen", lambda: test_frozen(tmp)), ("conditions", lambda: test_conditions(tmp)), ("probe", lambda: test_probe(tmp)),
                          ("offline", lambda: test_offline(tmp, sandbox_ok)), ("import", lambda: test_import(tmp)),
                          ("template", lambda: test_template(tmp, sandbox_ok)),
                          ("sixi-server", lambda: test_sixi_server(tmp)),

@@ -1,0 +1,602 @@
+/* kernels — see kernels.h. The AVX2/FMA functions are compiled with a target attribute so
+ * that the rest of the library stays portable; kern_pool_create picks them when
+ * __builtin_cpu_supports says the CPU has AVX2, FMA and F16C. Workers spin briefly between
+ * jobs and then sleep (see SPIN_NS). */
+#include "model/kernels.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <time.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "model/gguf.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define KERN_X86 1
+#include <immintrin.h>
+#else
+#define KERN_X86 0
+#endif
+
+#define QK8_0 32
+#define ROWS_PER_TILE 4
+
+/* ---- scalar conversions ---- */
+
+float kern_f16_to_f32(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
+	if (exp == 0) {
+		if (mant == 0) {
+			bits = sign;
+		} else { /* subnormal: renormalise */
+			int e = -1;
+			do {
+				e++;
+				mant <<= 1;
+			} while (!(mant & 0x400));
+			bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((mant & 0x3ff) << 13);
+		}
+	} else if (exp == 31) {
+		bits = sign | 0x7f800000u | (mant << 13);
+	} else {
+		bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+	}
+	float f;
+	memcpy(&f, &bits, 4);
+	return f;
+}
+
+uint16_t kern_f32_to_f16(float f)
+{
+	uint32_t x;
+	memcpy(&x, &f, 4);
+	uint32_t sign = (x >> 16) & 0x8000;
+	int32_t exp = (int32_t)((x >> 23) & 0xff) - 127 + 15;
+	uint32_t mant = x & 0x7fffff;
+	if (((x >> 23) & 0xff) == 0xff)
+		return (uint16_t)(sign | 0x7c00 | (mant ? 0x200 : 0));
+	if (exp >= 31)
+		return (uint16_t)(sign | 0x7c00);
+	if (exp <= 0) {
+		if (exp < -10)
+			return (uint16_t)sign;
+		mant |= 0x800000;
+		uint32_t shift = (uint32_t)(14 - exp);
+		uint32_t half = mant >> shift, rem = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
+		if (rem > mid || (rem == mid && (half & 1)))
+			half++;
+		return (uint16_t)(sign | half);
+	}
+	uint32_t half = sign | ((uint32_t)exp << 10) | (mant >> 13), rem = mant & 0x1fff;
+	if (rem > 0x1000 || (rem == 0x1000 && (half & 1)))
+		half++; /* may carry into the exponent, which is the right rounding */
+	return (uint16_t)half;
+}
+
+float kern_bf16_to_f32(uint16_t h)
+{
+	uint32_t bits = (uint32_t)h << 16;
+	float f;
+	memcpy(&f, &bits, 4);
+	return f;
+}
+
+uint16_t kern_f32_to_bf16(float f)
+{
+	uint32_t x;
+	memcpy(&x, &f, 4);
+	if ((x & 0x7fffffff) > 0x7f800000)
+		return (uint16_t)((x >> 16) | 0x40); /* quiet NaN */
+	x += 0x7fff + ((x >> 16) & 1);
+	return (uint16_t)(x >> 16);
+}
+
+void kern_quantize_q8_0(const float *x, void *out, int n)
+{
+	uint8_t *o = out;
+	for (int b = 0; b < n / QK8_0; b++) {
+		const float *v = x + b * QK8_0;
+		float amax = 0;
+		for (int i = 0; i < QK8_0; i++)
+			amax = fmaxf(amax, fabsf(v[i]));
+		float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0;
+		uint16_t dh = kern_f32_to_f16(d);
+		memcpy(o, &dh, 2);
+		for (int i = 0; i < QK8_0; i++)
+			o[2 + i] = (uint8_t)(int8_t)lrintf(v[i] * id);
+		o += 2 + QK8_0;
+	}
+}
+
+int kern_type_supported(uint32_t type)
+{
+	return type == GGUF_TENSOR_F32 || type == GGUF_TENSOR_F16 || type == GGUF_TENSOR_BF16 ||
+	       type == GGUF_TENSOR_Q8_0;
+}
+
+static void row_to_f32_portable(uint32_t type, const void *row, float *out, int n)
+{
+	const uint8_t *p = row;
+	switch (type) {
+	case GGUF_TENSOR_F32:
+		memcpy(out, row, (size_t)n * 4);
+		break;
+	case GGUF_TENSOR_F16:
+		for (int i = 0; i < n; i++) {
+			uint16_t h;
+			memcpy(&h, p + 2 * i, 2);
+			out[i] = kern_f16_to_f32(h);
+		}
+		break;
+	case GGUF_TENSOR_BF16:
+		for (int i = 0; i < n; i++) {
+			uint16_t h;
+			memcpy(&h, p + 2 * i, 2);
+			out[i] = kern_bf16_to_f32(h);
+		}
+		break;
+	case GGUF_TENSOR_Q8_0:
+		for (int b = 0; b < n / QK8_0; b++) {
+			const uint8_t *blk = p + b * (2 + QK8_0);
+			uint16_t dh;
+			memcpy(&dh, blk, 2);
+			float d = kern_f16_to_f32(dh);
+			for (int i = 0; i < QK8_0; i++)
+				out[b * QK8_0 + i] = d * (float)(int8_t)blk[2 + i];
+		}
+		break;
+	default:
+		memset(out, 0, (size_t)n * 4); /* callers check kern_type_supported at load */
+	}
+}
+
+void kern_row_to_f32(uint32_t type, const void *row, float *out, int n)
+{
+	row_to_f32_portable(type, row, out, n);
+}
+
+float kern_dot(const float *a, const float *b, int n)
+{
+	float s = 0;
+	for (int i = 0; i < n; i++)
+		s += a[i] * b[i];
+	return s;
+}
+
+/* ---- portable tile: ROWS_PER_TILE weight rows against every x row ---- */
+
+static void tile_portable(const float *w, int n_w, int n_in, const float *x, int x_stride, int n_rows,
+			  float *y, int y_stride, int o0)
+{
+	for (int r = 0; r < n_rows; r++) {
+		const float *xr = x + (size_t)r * x_stride;
+		for (int k = 0; k < n_w; k++) {
+			const float *wk = w + (size_t)k * n_in;
+			float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+			int i = 0;
+			for (; i + 4 <= n_in; i += 4) {
+				s0 += wk[i] * xr[i];
+				s1 += wk[i + 1] * xr[i + 1];
+				s2 += wk[i + 2] * xr[i + 2];
+				s3 += wk[i + 3] * xr[i + 3];
+			}
+			for (; i < n_in; i++)
+				s0 += wk[i] * xr[i];
+			y[(size_t)r * y_stride + o0 + k] = (s0 + s1) + (s2 + s3);
+		}
+	}
+}
+
+#if KERN_X86
+__attribute__((target("avx2,fma,f16c"))) static inline float hsum256(__m256 v)
+{
+	__m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
+	lo = _mm_add_ps(lo, hi);
+	lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
+	lo = _mm_add_ss(lo, _mm_shuffle_ps(lo, lo, 1));
+	return _mm_cvtss_f32(lo);
+}
+
+__attribute__((target("avx2,fma,f16c"))) static void row_to_f32_avx2(uint32_t type, const void *row, float *out,
+								      int n)
+{
+	const uint8_t *p = row;
+	int i = 0;
+	if (type == GGUF_TENSOR_F16) {
+		for (; i + 8 <= n; i += 8)
+			_mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 2 * i))));
+		for (; i < n; i++) {
+			uint16_t h;
+			memcpy(&h, p + 2 * i, 2);
+			out[i] = kern_f16_to_f32(h);
+		}
+	} else if (type == GGUF_TENSOR_BF16) {
+		for (; i + 8 <= n; i += 8) {
+			__m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p + 2 * i)));
+			_mm256_storeu_ps(out + i, _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)));
+		}
+		for (; i < n; i++) {
+			uint16_t h;
+			memcpy(&h, p + 2 * i, 2);
+			out[i] = kern_bf16_to_f32(h);
+		}
+	} else if (type == GGUF_TENSOR_Q8_0) {
+		for (int b = 0; b < n / QK8_0; b++) {
+			const uint8_t *blk = p + b * (2 + QK8_0);
+			uint16_t dh;
+			memcpy(&dh, blk, 2);
+			__m256 d = _mm256_set1_ps(kern_f16_to_f32(dh));
+			for (int j = 0; j < QK8_0; j += 8) {
+				__m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 2 + j)));
+				_mm256_storeu_ps(out + b * QK8_0 + j, _mm256_mul_ps(d, _mm256_cvtepi32_ps(q)));
+			}
+		}
+	} else {
+		row_to_f32_portable(type, row, out, n);
+	}
+}
+
+__attribute__((target("avx2,fma,f16c"))) static void tile_avx2(const float *w, int n_w, int n_in, const float *x,
+							       int x_stride, int n_rows, float *y, int y_stride,
+							       int o0)
+{
+	const int n8 = n_in & ~7;
+	const float *w0 = w, *w1 = w + n_in, *w2 = w + 2 * (size_t)n_in, *w3 = w + 3 * (size_t)n_in;
+	int r = 0;
+	/* 4 weight rows x 3 x rows: 12 accumulators, 7 loads per 12 FMAs. */
+	if (n_w == ROWS_PER_TILE && n8 == n_in) {
+		for (; r + 3 <= n_rows; r += 3) {
+			const float *xa = x + (size_t)r * x_stride, *xb = xa + x_stride, *xc = xb + x_stride;
+			__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0,
+			       c0 = a0, c1 = a0, c2 = a0, c3 = a0;
+			for (int i = 0; i < n8; i += 8) {
+				__m256 v0 = _mm256_loadu_ps(w0 + i), v1 = _mm256_loadu_ps(w1 + i), v2 = _mm256_loadu_ps(w2 + i),
+				       v3 = _mm256_loadu_ps(w3 + i);
+				__m256 xv = _mm256_loadu_ps(xa + i);
+				a0 = _mm256_fmadd_ps(v0, xv, a0);
+				a1 = _mm256_fmadd_ps(v1, xv, a1);
+				a2 = _mm256_fmadd_ps(v2, xv, a2);
+				a3 = _mm256_fmadd_ps(v3, xv, a3);
+				xv = _mm256_loadu_ps(xb + i);
+				b0 = _mm256_fmadd_ps(v0, xv, b0);
+				b1 = _mm256_fmadd_ps(v1, xv, b1);
+				b2 = _mm256_fmadd_ps(v2, xv, b2);
+				b3 = _mm256_fmadd_ps(v3, xv, b3);
+				xv = _mm256_loadu_ps(xc + i);
+				c0 = _mm256_fmadd_ps(v0, xv, c0);
+				c1 = _mm256_fmadd_ps(v1, xv, c1);
+				c2 = _mm256_fmadd_ps(v2, xv, c2);
+				c3 = _mm256_fmadd_ps(v3, xv, c3);
+			}
+			float *ya = y + (size_t)r * y_stride + o0, *yb = ya + y_stride, *yc = yb + y_stride;
+			ya[0] = hsum256(a0), ya[1] = hsum256(a1), ya[2] = hsum256(a2), ya[3] = hsum256(a3);
+			yb[0] = hsum256(b0), yb[1] = hsum256(b1), yb[2] = hsum256(b2), yb[3] = hsum256(b3);
+			yc[0] = hsum256(c0), yc[1] = hsum256(c1), yc[2] = hsum256(c2), yc[3] = hsum256(c3);
+		}
+		for (; r + 2 <= n_rows; r += 2) {
+			const float *xa = x + (size_t)r * x_stride, *xb = xa + x_stride;
+			__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+			for (int i = 0; i < n8; i += 8) {
+				__m256 v0 = _mm256_loadu_ps(w0 + i), v1 = _mm256_loadu_ps(w1 + i), v2 = _mm256_loadu_ps(w2 + i),
+				       v3 = _mm256_loadu_ps(w3 + i);
+				__m256 xv = _mm256_loadu_ps(xa + i);
+				a0 = _mm256_fmadd_ps(v0, xv, a0);
+				a1 = _mm256_fmadd_ps(v1, xv, a1);
+				a2 = _mm256_fmadd_ps(v2, xv, a2);
+				a3 = _mm256_fmadd_ps(v3, xv, a3);
+				xv = _mm256_loadu_ps(xb + i);
+				b0 = _mm256_fmadd_ps(v0, xv, b0);
+				b1 = _mm256_fmadd_ps(v1, xv, b1);
+				b2 = _mm256_fmadd_ps(v2, xv, b2);
+				b3 = _mm256_fmadd_ps(v3, xv, b3);
+			}
+			float *ya = y + (size_t)r * y_stride + o0, *yb = ya + y_stride;
+			ya[0] = hsum256(a0), ya[1] = hsum256(a1), ya[2] = hsum256(a2), ya[3] = hsum256(a3);
+			yb[0] = hsum256(b0), yb[1] = hsum256(b1), yb[2] = hsum256(b2), yb[3] = hsum256(b3);
+		}
+	}
+	for (; r < n_rows; r++) {
+		const float *xr = x + (size_t)r * x_stride;
+		float *yr = y + (size_t)r * y_stride + o0;
+		if (n_w == ROWS_PER_TILE) {
+			__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+			for (int i = 0; i < n8; i += 8) {
+				__m256 xv = _mm256_loadu_ps(xr + i);
+				a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w0 + i), xv, a0);
+				a1 = _mm256_fmadd_ps(_mm256_loadu_ps(w1 + i), xv, a1);
+				a2 = _mm256_fmadd_ps(_mm256_loadu_ps(w2 + i), xv, a2);
+				a3 = _mm256_fmadd_ps(_mm256_loadu_ps(w3 + i), xv, a3);
+			}
+			float s0 = hsum256(a0), s1 = hsum256(a1), s2 = hsum256(a2), s3 = hsum256(a3);
+			for (int i = n8; i < n_in; i++) {
+				s0 += w0[i] * xr[i];
+				s1 += w1[i] * xr[i];
+				s2 += w2[i] * xr[i];
+				s3 += w3[i] * xr[i];
+			}
+			yr[0] = s0;
+			yr[1] = s1;
+			yr[2] = s2;
+			yr[3] = s3;
+		} else {
+			for (int k = 0; k < n_w; k++) {
+				const float *wk = w + (size_t)k * n_in;
+				__m256 a = _mm256_setzero_ps();
+				for (int i = 0; i < n8; i += 8)
+					a = _mm256_fmadd_ps(_mm256_loadu_ps(wk + i), _mm256_loadu_ps(xr + i), a);
+				float s = hsum256(a);
+				for (int i = n8; i < n_in; i++)
+					s += wk[i] * xr[i];
+				yr[k] = s;
+			}
+		}
+	}
+}
+#endif
+
+/* ---- thread pool ---- */
+
+/* Workers spin on the generation counter for up to SPIN_NS after a job (a forward pass
+ * dispatches jobs microseconds apart, and a condition-variable wake-up costs tens of
+ * microseconds), then sleep on the condition variable, so an idle model costs no CPU. */
+#define SPIN_NS 2000000L
+
+struct kern_pool {
+	int n_threads;
+	int use_avx2;
+	pthread_t *threads;
+	pthread_mutex_t mu;
+	pthread_cond_t cv_start;
+	int n_sleeping;              /* guarded by mu */
+	atomic_ulong generation;     /* bumped (under mu) to publish a job */
+	atomic_int n_pending;        /* workers that have not finished the current job */
+	atomic_int stop;
+	int n_job;                   /* job fields are written before generation is bumped */
+	void (*fn)(void *, int, int);
+	void *ctx;
+	float **scratch; /* per thread: ROWS_PER_TILE * scratch_n floats, decoded weight rows */
+	size_t scratch_n;
+};
+
+struct worker_arg {
+	struct kern_pool *p;
+	int ith;
+};
+
+static inline void cpu_relax(void)
+{
+#if KERN_X86
+	__builtin_ia32_pause();
+#endif
+}
+
+static long mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker_arg *wa = arg;
+	struct kern_pool *p = wa->p;
+	int ith = wa->ith;
+	free(wa);
+	unsigned long seen = 0;
+	for (;;) {
+		unsigned long g = atomic_load_explicit(&p->generation, memory_order_acquire);
+		if (g == seen && !atomic_load_explicit(&p->stop, memory_order_relaxed)) {
+			long t0 = mono_ns();
+			for (int i = 0;; i++) {
+				g = atomic_load_explicit(&p->generation, memory_order_acquire);
+				if (g != seen || atomic_load_explicit(&p->stop, memory_order_relaxed))
+					break;
+				if (i < 256) {
+					cpu_relax();
+				} else {
+					sched_yield(); /* give way when the machine has more threads than cores */
+					if ((i & 63) == 63 && mono_ns() - t0 > SPIN_NS)
+						break;
+				}
+			}
+		}
+		if (g == seen) {
+			pthread_mutex_lock(&p->mu);
+			p->n_sleeping++;
+			while ((g = atomic_load(&p->generation)) == seen && !atomic_load(&p->stop))
+				pthread_cond_wait(&p->cv_start, &p->mu);
+			p->n_sleeping--;
+			pthread_mutex_unlock(&p->mu);
+		}
+		if (atomic_load(&p->stop))
+			return NULL;
+		seen = g;
+		if (ith < p->n_job)
+			p->fn(p->ctx, ith, p->n_job);
+		atomic_fetch_sub_explicit(&p->n_pending, 1, memory_order_release);
+	}
+}
+
+struct kern_pool *kern_pool_create(int n_threads, const char *isa)
+{
+	struct kern_pool *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	if (n_threads <= 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		n_threads = n > 0 ? (int)n : 1;
+	}
+	if (n_threads > 256)
+		n_threads = 256;
+	p->n_threads = n_threads;
+#if KERN_X86
+	p->use_avx2 = (!isa || strcmp(isa, "portable") != 0) && __builtin_cpu_supports("avx2") &&
+		      __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+#endif
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->cv_start, NULL);
+	atomic_init(&p->generation, 0);
+	atomic_init(&p->n_pending, 0);
+	atomic_init(&p->stop, 0);
+	p->scratch = calloc((size_t)n_threads, sizeof(*p->scratch));
+	p->threads = calloc((size_t)n_threads, sizeof(*p->threads));
+	if (!p->scratch || !p->threads) {
+		kern_pool_destroy(p);
+		errno = ENOMEM;
+		return NULL;
+	}
+	/* Thread 0 is the caller; workers are 1..n-1. */
+	for (int i = 1; i < n_threads; i++) {
+		struct worker_arg *wa = malloc(sizeof(*wa));
+		if (wa) {
+			wa->p = p;
+			wa->ith = i;
+		}
+		if (!wa || pthread_create(&p->threads[i], NULL, worker_main, wa) != 0) {
+			free(wa);
+			p->n_threads = i;
+			kern_pool_destroy(p);
+			errno = EAGAIN;
+			return NULL;
+		}
+	}
+	return p;
+}
+
+void kern_pool_destroy(struct kern_pool *p)
+{
+	if (!p)
+		return;
+	if (p->threads) {
+		pthread_mutex_lock(&p->mu);
+		atomic_store(&p->stop, 1);
+		pthread_cond_broadcast(&p->cv_start);
+		pthread_mutex_unlock(&p->mu);
+		for (int i = 1; i < p->n_threads; i++)
+			pthread_join(p->threads[i], NULL);
+	}
+	if (p->scratch)
+		for (int i = 0; i < p->n_threads; i++)
+			free(p->scratch[i]);
+	free(p->scratch);
+	free(p->threads);
+	pthread_mutex_destroy(&p->mu);
+	pthread_cond_destroy(&p->cv_start);
+	free(p);
+}
+
+int kern_pool_threads(const struct kern_pool *p)
+{
+	return p->n_threads;
+}
+
+const char *kern_pool_isa(const struct kern_pool *p)
+{
+	return p->use_avx2 ? "avx2" : "portable";
+}
+
+void kern_pool_run(struct kern_pool *p, void (*fn)(void *ctx, int ith, int nth), void *ctx, int n)
+{
+	if (n > p->n_threads)
+		n = p->n_threads;
+	if (n <= 1) {
+		fn(ctx, 0, 1);
+		return;
+	}
+	/* Every worker acknowledges every job (those with ith >= n do nothing), so no worker can
+	 * still be reading the job fields when the next job overwrites them. */
+	p->fn = fn;
+	p->ctx = ctx;
+	p->n_job = n;
+	atomic_store_explicit(&p->n_pending, p->n_threads - 1, memory_order_relaxed);
+	pthread_mutex_lock(&p->mu);
+	atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
+	if (p->n_sleeping)
+		pthread_cond_broadcast(&p->cv_start);
+	pthread_mutex_unlock(&p->mu);
+	fn(ctx, 0, n);
+	for (int i = 0; atomic_load_explicit(&p->n_pending, memory_order_acquire) > 0; i++) {
+		if (i < 256)
+			cpu_relax();
+		else
+			sched_yield();
+	}
+}
+
+/* ---- matmul ---- */
+
+struct matmul_job {
+	struct kern_pool *p;
+	const struct kern_mat *w;
+	const float *x;
+	int x_stride, n_rows;
+	float *y;
+	int y_stride;
+};
+
+static void matmul_part(void *arg, int ith, int nth)
+{
+	struct matmul_job *j = arg;
+	const struct kern_mat *w = j->w;
+	int n_tiles = (w->n_out + ROWS_PER_TILE - 1) / ROWS_PER_TILE;
+	int t0 = (int)((long)n_tiles * ith / nth), t1 = (int)((long)n_tiles * (ith + 1) / nth);
+	float *buf = j->p->scratch[ith];
+	for (int t = t0; t < t1; t++) {
+		int o0 = t * ROWS_PER_TILE;
+		int n_w = w->n_out - o0 < ROWS_PER_TILE ? w->n_out - o0 : ROWS_PER_TILE;
+		const float *wf;
+		if (w->type == GGUF_TENSOR_F32 && w->row_bytes == (size_t)w->n_in * 4) {
+			wf = (const float *)((const uint8_t *)w->data + (size_t)o0 * w->row_bytes);
+		} else {
+			for (int k = 0; k < n_w; k++) {
+				const void *row = (const uint8_t *)w->data + (size_t)(o0 + k) * w->row_bytes;
+#if KERN_X86
+				if (j->p->use_avx2)
+					row_to_f32_avx2(w->type, row, buf + (size_t)k * w->n_in, w->n_in);
+				else
+#endif
+					row_to_f32_portable(w->type, row, buf + (size_t)k * w->n_in, w->n_in);
+			}
+			wf = buf;
+		}
+#if KERN_X86
+		if (j->p->use_avx2)
+			tile_avx2(wf, n_w, w->n_in, j->x, j->x_stride, j->n_rows, j->y, j->y_stride, o0);
+		else
+#endif
+			tile_portable(wf, n_w, w->n_in, j->x, j->x_stride, j->n_rows, j->y, j->y_stride, o0);
+	}
+}
+
+void kern_matmul(struct kern_pool *p, const struct kern_mat *w, const float *x, int x_stride, int n_rows,
+		 float *y, int y_stride)
+{
+	if (n_rows <= 0 || w->n_out <= 0)
+		return;
+	if (p->scratch_n < (size_t)w->n_in) {
+		for (int i = 0; i < p->n_threads; i++) {
+			float *b = realloc(p->scratch[i], sizeof(float) * ROWS_PER_TILE * (size_t)w->n_in);
+			if (!b)
+				abort(); /* a few KiB per thread; out of memory here has no way to recover */
+			p->scratch[i] = b;
+		}
+		p->scratch_n = (size_t)w->n_in;
+	}
+	struct matmul_job j = { p, w, x, x_stride, n_rows, y, y_stride };
+	/* Small products are not worth waking threads for. */
+	double work = (double)w->n_in * w->n_out * n_rows;
+	int nth = p->n_threads;
+	if (work < 65536.0 * nth)
+		nth = work < 65536.0 ? 1 : (int)(work / 65536.0);
+	int n_tiles = (w->n_out + ROWS_PER_TILE - 1) / ROWS_PER_TILE;
+	if (nth > n_tiles)
+		nth = n_tiles;
+	kern_pool_run(p, matmul_part, &j, nth);
+}

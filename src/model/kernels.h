@@ -1,0 +1,57 @@
+/* kernels — the CPU matrix work of the model: weight-row decoding (F32, F16, BF16, Q8_0),
+ * dot products and the batched matrix-vector product, each with a portable path and an
+ * AVX2/FMA path chosen at run time, plus a small pthread pool that splits work by rows.
+ *
+ * Does not: own weights (they are borrowed, usually mmapped), allocate per call, or know
+ * about layers. Precision: weights are widened to fp32 and every sum is fp32.
+ * Workload: one matmul per projection per pass; a pass holds 1..a few hundred rows, so the
+ * kernel reads each weight row once and applies it to every row of the pass.
+ * Ownership: arguments are borrowed; kern_pool_create's result is the caller's to destroy. */
+#ifndef SIXI_MODEL_KERNELS_H
+#define SIXI_MODEL_KERNELS_H
+#include <stddef.h>
+#include <stdint.h>
+
+/* Weight matrix in ggml layout: n_out rows of n_in elements of `type` (enum gguf_tensor_type),
+ * rows `row_bytes` apart. */
+struct kern_mat {
+	const void *data;
+	uint32_t type;
+	int n_in;
+	int n_out;
+	size_t row_bytes;
+};
+
+struct kern_pool;
+
+/* n_threads <= 0: one thread per online CPU. isa: NULL or "auto" picks AVX2/FMA when the CPU
+ * has it, "portable" forces the plain C path (tests compare the two). NULL and errno on failure. */
+struct kern_pool *kern_pool_create(int n_threads, const char *isa);
+void kern_pool_destroy(struct kern_pool *p);
+int kern_pool_threads(const struct kern_pool *p);
+/* "avx2" or "portable". */
+const char *kern_pool_isa(const struct kern_pool *p);
+
+/* Run fn(ctx, i, n) for i in [0, n) on the pool's threads (n <= threads); returns when all end. */
+void kern_pool_run(struct kern_pool *p, void (*fn)(void *ctx, int ith, int nth), void *ctx, int n);
+
+/* y[r][o] = sum_i W[o][i] * x[r][i] for r < n_rows; x rows are x_stride floats apart,
+ * y rows y_stride floats apart. Splits the output rows over the pool. */
+void kern_matmul(struct kern_pool *p, const struct kern_mat *w, const float *x, int x_stride, int n_rows,
+		 float *y, int y_stride);
+
+/* Decode one weight row (n elements of `type`) into fp32. */
+void kern_row_to_f32(uint32_t type, const void *row, float *out, int n);
+/* True for the weight types the kernels decode. */
+int kern_type_supported(uint32_t type);
+
+/* Small helpers shared by the layers (portable; they are not the hot path). */
+float kern_dot(const float *a, const float *b, int n);
+/* IEEE half and bfloat16 to fp32 and back (round to nearest even). */
+float kern_f16_to_f32(uint16_t h);
+uint16_t kern_f32_to_f16(float f);
+float kern_bf16_to_f32(uint16_t h);
+uint16_t kern_f32_to_bf16(float f);
+/* Quantize n floats (n % 32 == 0) to Q8_0 blocks (2-byte f16 scale + 32 int8). */
+void kern_quantize_q8_0(const float *x, void *out, int n);
+#endif

@@ -1,0 +1,1102 @@
+/* model — see model.h. Sections: config from/to GGUF, weights, state pool, forward pass.
+ *
+ * The forward pass works on all rows of a batch at once for every projection (one read of
+ * each weight matrix per pass, whatever the number of sequences), and per sequence segment
+ * for the parts that carry state: the conv window and delta rule of GDN layers and the KV
+ * cache of attention layers. A segment longer than GDN_CHUNK_MIN rows (a prefill) takes the
+ * chunked delta rule; shorter ones (decode, short verify windows) the row-by-row rule.
+ * Precision: fp32 throughout; g, softplus and exp(A_log) in fp32 as the reference does. */
+#include "model/model.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/gdn.h"
+#include "model/gguf.h"
+#include "model/kernels.h"
+
+#define GDN_CHUNK 64
+#define GDN_CHUNK_MIN 8
+#define L2_EPS 1e-6f /* the reference's l2norm epsilon, independent of rms eps */
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	if (!err || !errlen)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* ======== config ======== */
+
+static const char ARCH[] = "qwen35";
+
+int model_config_check(const struct model_config *c, char *err, size_t errlen)
+{
+	if (c->n_vocab <= 0 || c->n_embd <= 0 || c->n_layer <= 0 || c->n_ff <= 0 || c->n_head <= 0 ||
+	    c->n_head_kv <= 0 || c->head_dim <= 0 || c->ssm_conv_kernel <= 0 || c->ssm_head_dim <= 0 ||
+	    c->ssm_n_k_heads <= 0 || c->ssm_n_v_heads <= 0 || c->full_attn_interval <= 0) {
+		set_err(err, errlen, "a size is zero or negative");
+		return -EINVAL;
+	}
+	if (c->n_head % c->n_head_kv) {
+		set_err(err, errlen, "attention.head_count %d is not a multiple of head_count_kv %d", c->n_head,
+			c->n_head_kv);
+		return -EINVAL;
+	}
+	if (c->ssm_n_v_heads % c->ssm_n_k_heads) {
+		set_err(err, errlen, "ssm.time_step_rank (V-heads) %d is not a multiple of ssm.group_count %d",
+			c->ssm_n_v_heads, c->ssm_n_k_heads);
+		return -EINVAL;
+	}
+	if (c->n_rot < 0 || c->n_rot > c->head_dim || c->n_rot % 2) {
+		set_err(err, errlen, "rope.dimension_count %d must be even and at most key_length %d", c->n_rot,
+			c->head_dim);
+		return -EINVAL;
+	}
+	if (!(c->norm_eps > 0) || !(c->rope_theta > 0)) {
+		set_err(err, errlen, "rms epsilon and rope.freq_base must be positive");
+		return -EINVAL;
+	}
+	if ((long)c->n_embd * c->n_vocab > (1L << 40) || c->n_embd > (1 << 20) || c->n_ff > (1 << 22) ||
+	    c->n_layer > 4096 || (long)c->n_head * c->head_dim > (1 << 20) ||
+	    (long)c->ssm_n_v_heads * c->ssm_head_dim > (1 << 20) || c->ssm_conv_kernel > 64) {
+		set_err(err, errlen, "sizes beyond what this implementation accepts");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int key_int(const struct gguf *g, const char *path, const char *suffix, int *out, int required,
+		   char *err, size_t errlen)
+{
+	char key[128];
+	snprintf(key, sizeof(key), "%s.%s", ARCH, suffix);
+	int64_t v;
+	if (!gguf_get_i64(g, key, &v)) {
+		if (!required)
+			return 0;
+		set_err(err, errlen, "%s: missing or non-integer metadata key '%s' (a qwen35 GGUF needs it)", path,
+			key);
+		return -EINVAL;
+	}
+	if (v < 0 || v > (1LL << 31) - 1) {
+		set_err(err, errlen, "%s: metadata key '%s' = %lld is out of range", path, key, (long long)v);
+		return -EINVAL;
+	}
+	*out = (int)v;
+	return 0;
+}
+
+static int key_float(const struct gguf *g, const char *path, const char *suffix, float *out, int required,
+		     char *err, size_t errlen)
+{
+	char key[128];
+	snprintf(key, sizeof(key), "%s.%s", ARCH, suffix);
+	double v;
+	if (!gguf_get_f64(g, key, &v)) {
+		if (!required)
+			return 0;
+		set_err(err, errlen, "%s: missing or non-float metadata key '%s' (a qwen35 GGUF needs it)", path, key);
+		return -EINVAL;
+	}
+	*out = (float)v;
+	return 0;
+}
+
+int model_config_from_gguf(const struct gguf *g, const char *path, struct model_config *c, char *err,
+			   size_t errlen)
+{
+	memset(c, 0, sizeof(*c));
+	const char *arch = gguf_get_str(g, "general.architecture");
+	if (!arch) {
+		set_err(err, errlen, "%s: missing metadata key 'general.architecture'", path);
+		return -EINVAL;
+	}
+	if (strcmp(arch, ARCH) != 0) {
+		set_err(err, errlen, "%s: architecture '%s' is not supported (supported: qwen35)", path, arch);
+		return -EINVAL;
+	}
+	int inner = 0, rc = 0;
+	c->full_attn_interval = 4;
+	c->rope_theta = 10000.0f;
+	c->n_ctx_train = 4096;
+	if ((rc = key_int(g, path, "embedding_length", &c->n_embd, 1, err, errlen)) ||
+	    (rc = key_int(g, path, "block_count", &c->n_layer, 1, err, errlen)) ||
+	    (rc = key_int(g, path, "feed_forward_length", &c->n_ff, 1, err, errlen)) ||
+	    (rc = key_int(g, path, "attention.head_count", &c->n_head, 1, err, errlen)) ||
+	    (rc = key_int(g, path, "attention.head_count_kv", &c->n_head_kv, 1, err, errlen)) ||
+	    (rc = key_int(g, path, "ssm.conv_kernel", &c->ssm_conv_kernel, 1, err, errlen)) ||
+	    (rc = key_int(g, path, "ssm.state_size", &c->ssm_head_dim, 1, err, errlen)) ||
+	    (rc = key_int(g, path, "ssm.group_count", &c->ssm_n_k_heads, 1, err, errlen)) ||
+	    (rc = key_int(g, path, "ssm.time_step_rank", &c->ssm_n_v_heads, 1, err, errlen)) ||
+	    (rc = key_int(g, path, "ssm.inner_size", &inner, 1, err, errlen)) ||
+	    (rc = key_int(g, path, "full_attention_interval", &c->full_attn_interval, 0, err, errlen)) ||
+	    (rc = key_int(g, path, "context_length", &c->n_ctx_train, 0, err, errlen)) ||
+	    (rc = key_float(g, path, "attention.layer_norm_rms_epsilon", &c->norm_eps, 1, err, errlen)) ||
+	    (rc = key_float(g, path, "rope.freq_base", &c->rope_theta, 0, err, errlen)))
+		return rc;
+	if (c->n_head <= 0) {
+		set_err(err, errlen, "%s: qwen35.attention.head_count must be positive", path);
+		return -EINVAL;
+	}
+	c->head_dim = c->n_embd / c->n_head;
+	int vlen = -1;
+	if ((rc = key_int(g, path, "attention.key_length", &c->head_dim, 0, err, errlen)) ||
+	    (rc = key_int(g, path, "attention.value_length", &vlen, 0, err, errlen)))
+		return rc;
+	if (vlen >= 0 && vlen != c->head_dim) {
+		set_err(err, errlen, "%s: qwen35.attention.value_length %d differs from key_length %d (unsupported)",
+			path, vlen, c->head_dim);
+		return -EINVAL;
+	}
+	c->n_rot = c->head_dim;
+	if ((rc = key_int(g, path, "rope.dimension_count", &c->n_rot, 0, err, errlen)))
+		return rc;
+	if (inner != c->ssm_n_v_heads * c->ssm_head_dim) {
+		set_err(err, errlen, "%s: qwen35.ssm.inner_size %d != time_step_rank %d x state_size %d", path, inner,
+			c->ssm_n_v_heads, c->ssm_head_dim);
+		return -EINVAL;
+	}
+	const struct gguf_tensor *emb = gguf_tensor_find(g, "token_embd.weight");
+	if (!emb) {
+		set_err(err, errlen, "%s: missing tensor 'token_embd.weight'", path);
+		return -EINVAL;
+	}
+	if (emb->ne[1] > (1u << 30)) {
+		set_err(err, errlen, "%s: tensor 'token_embd.weight' has an absurd vocabulary", path);
+		return -EINVAL;
+	}
+	c->n_vocab = (int)emb->ne[1];
+	char why[256];
+	if (model_config_check(c, why, sizeof(why))) {
+		set_err(err, errlen, "%s: %s", path, why);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int model_config_to_gguf(const struct model_config *c, struct gguf_writer *w)
+{
+	char k[128];
+	int rc = gguf_writer_set_str(w, "general.architecture", ARCH);
+#define U32(suffix, v)                                                        \
+	do {                                                                  \
+		snprintf(k, sizeof(k), "%s.%s", ARCH, suffix);                \
+		if (!rc)                                                      \
+			rc = gguf_writer_set_u32(w, k, (uint32_t)(v));        \
+	} while (0)
+#define F32(suffix, v)                                                 \
+	do {                                                           \
+		snprintf(k, sizeof(k), "%s.%s", ARCH, suffix);         \
+		if (!rc)                                               \
+			rc = gguf_writer_set_f32(w, k, (float)(v));    \
+	} while (0)
+	U32("context_length", c->n_ctx_train);
+	U32("embedding_length", c->n_embd);
+	U32("block_count", c->n_layer);
+	U32("feed_forward_length", c->n_ff);
+	U32("attention.head_count", c->n_head);
+	U32("attention.head_count_kv", c->n_head_kv);
+	U32("attention.key_length", c->head_dim);
+	U32("attention.value_length", c->head_dim);
+	F32("attention.layer_norm_rms_epsilon", c->norm_eps);
+	F32("rope.freq_base", c->rope_theta);
+	U32("rope.dimension_count", c->n_rot);
+	U32("ssm.conv_kernel", c->ssm_conv_kernel);
+	U32("ssm.state_size", c->ssm_head_dim);
+	U32("ssm.group_count", c->ssm_n_k_heads);
+	U32("ssm.time_step_rank", c->ssm_n_v_heads);
+	U32("ssm.inner_size", c->ssm_n_v_heads * c->ssm_head_dim);
+	U32("full_attention_interval", c->full_attn_interval);
+#undef U32
+#undef F32
+	/* llama.cpp's qwen35 loader requires the mRoPE sections; for text all three position
+	 * streams are equal, so any split gives ordinary partial RoPE. Sections sum to n_rot/2. */
+	int32_t sec[4] = { 0, 0, 0, 0 };
+	int half = c->n_rot / 2;
+	sec[0] = half - 2 * (half / 3);
+	sec[1] = half / 3;
+	sec[2] = half / 3;
+	snprintf(k, sizeof(k), "%s.rope.dimension_sections", ARCH);
+	if (!rc)
+		rc = gguf_writer_set_arr_num(w, k, GGUF_TYPE_INT32, sec, 4);
+	return rc;
+}
+
+/* ======== weights ======== */
+
+struct layer {
+	bool attn;
+	int index;              /* among GDN layers or among attention layers */
+	float *attn_norm;       /* [n_embd] */
+	float *post_norm;       /* [n_embd] */
+	/* GDN */
+	struct kern_mat qkv;    /* n_embd -> conv_dim ([Q | K | V]) */
+	struct kern_mat z;      /* n_embd -> H_v*d_v (output gate) */
+	struct kern_mat beta;   /* n_embd -> H_v */
+	struct kern_mat alpha;  /* n_embd -> H_v */
+	struct kern_mat ssm_out;/* H_v*d_v -> n_embd */
+	float *conv_w;          /* [conv_dim][conv_kernel] */
+	float *dt_bias;         /* [H_v] */
+	float *ssm_a;           /* [H_v], −exp(A_log) */
+	float *ssm_norm;        /* [d_v] */
+	/* attention */
+	struct kern_mat wq;     /* n_embd -> n_head*2*head_dim, per head [q | gate] */
+	struct kern_mat wk, wv; /* n_embd -> n_head_kv*head_dim */
+	struct kern_mat wo;     /* n_head*head_dim -> n_embd */
+	float *q_norm, *k_norm; /* [head_dim] */
+	/* MLP */
+	struct kern_mat ffn_gate, ffn_up; /* n_embd -> n_ff */
+	struct kern_mat ffn_down;         /* n_ff -> n_embd */
+};
+
+struct model {
+	struct model_config cfg;
+	struct gguf *gguf;               /* owned when loaded from a file */
+	struct model_tensor *tensors;    /* owned view of the GGUF's tensors */
+	size_t n_tensors;
+	struct kern_pool *pool;
+	struct layer *layers;            /* [n_layer] */
+	int n_gdn, n_attn;
+	struct kern_mat tok_embd;        /* n_embd x n_vocab, rows decoded on demand */
+	struct kern_mat output;          /* n_embd -> n_vocab */
+	float *output_norm;              /* [n_embd] */
+	int conv_dim;                    /* 2*H_k*d_k + H_v*d_v */
+	/* forward scratch, grown on demand */
+	float *work;
+	size_t work_floats;
+	int n_threads;
+};
+
+static uint64_t row_bytes(uint32_t type, uint64_t n)
+{
+	switch (type) {
+	case GGUF_TENSOR_F32:
+		return 4 * n;
+	case GGUF_TENSOR_F16:
+	case GGUF_TENSOR_BF16:
+		return 2 * n;
+	case GGUF_TENSOR_Q8_0:
+		return n % 32 ? 0 : n / 32 * 34;
+	default:
+		return 0;
+	}
+}
+
+static const char *type_name(uint32_t t)
+{
+	switch (t) {
+	case GGUF_TENSOR_F32: return "F32";
+	case GGUF_TENSOR_F16: return "F16";
+	case GGUF_TENSOR_BF16: return "BF16";
+	case GGUF_TENSOR_Q8_0: return "Q8_0";
+	case GGUF_TENSOR_Q4_0: return "Q4_0";
+	case GGUF_TENSOR_Q4_K: return "Q4_K";
+	default: return "unknown";
+	}
+}
+
+struct loader {
+	model_tensor_find_fn find;
+	void *ctx;
+	const char *source;
+	char *err;
+	size_t errlen;
+};
+
+/* A tensor of exactly ne0 x ne1 (ne1 = 1 for vectors; trailing dimensions must be 1). */
+static const struct model_tensor *get_tensor(struct loader *ld, const char *name, uint64_t ne0, uint64_t ne1,
+					     int optional)
+{
+	const struct model_tensor *t = ld->find(ld->ctx, name);
+	if (!t) {
+		if (!optional)
+			set_err(ld->err, ld->errlen, "%s: missing tensor '%s'", ld->source, name);
+		return NULL;
+	}
+	if (!kern_type_supported(t->type)) {
+		set_err(ld->err, ld->errlen, "%s: tensor '%s' has type %s (%u); supported: F32, F16, BF16, Q8_0",
+			ld->source, name, type_name(t->type), t->type);
+		return NULL;
+	}
+	uint64_t ne[4] = { 1, 1, 1, 1 };
+	for (uint32_t i = 0; i < t->n_dims && i < 4; i++)
+		ne[i] = t->ne[i];
+	if (t->n_dims > 4 || ne[0] != ne0 || ne[1] != ne1 || ne[2] != 1 || ne[3] != 1) {
+		set_err(ld->err, ld->errlen, "%s: tensor '%s' has shape [%llu, %llu, %llu, %llu], expected [%llu, %llu]",
+			ld->source, name, (unsigned long long)ne[0], (unsigned long long)ne[1],
+			(unsigned long long)ne[2], (unsigned long long)ne[3], (unsigned long long)ne0,
+			(unsigned long long)ne1);
+		return NULL;
+	}
+	uint64_t rb = row_bytes(t->type, ne0);
+	if (rb == 0 || t->n_bytes != rb * ne1 || !t->data) {
+		set_err(ld->err, ld->errlen, "%s: tensor '%s': %llu bytes of data do not match its %s shape", ld->source,
+			name, (unsigned long long)t->n_bytes, type_name(t->type));
+		return NULL;
+	}
+	return t;
+}
+
+static int get_mat(struct loader *ld, struct kern_mat *m, const char *name, int n_in, int n_out)
+{
+	const struct model_tensor *t = get_tensor(ld, name, (uint64_t)n_in, (uint64_t)n_out, 0);
+	if (!t)
+		return -EINVAL;
+	m->data = t->data;
+	m->type = t->type;
+	m->n_in = n_in;
+	m->n_out = n_out;
+	m->row_bytes = (size_t)row_bytes(t->type, (uint64_t)n_in);
+	return 0;
+}
+
+/* Small tensors are decoded once to fp32 (norms, conv kernel, per-head scalars). */
+static int get_f32(struct loader *ld, float **out, const char *name, int ne0, int ne1)
+{
+	const struct model_tensor *t = get_tensor(ld, name, (uint64_t)ne0, (uint64_t)ne1, 0);
+	if (!t)
+		return -EINVAL;
+	float *v = malloc(sizeof(float) * (size_t)ne0 * ne1);
+	if (!v) {
+		set_err(ld->err, ld->errlen, "%s: out of memory", ld->source);
+		return -ENOMEM;
+	}
+	size_t rb = (size_t)row_bytes(t->type, (uint64_t)ne0);
+	for (int r = 0; r < ne1; r++)
+		kern_row_to_f32(t->type, (const uint8_t *)t->data + rb * r, v + (size_t)r * ne0, ne0);
+	*out = v;
+	return 0;
+}
+
+static void free_layers(struct model *m)
+{
+	if (!m->layers)
+		return;
+	for (int i = 0; i < m->cfg.n_layer; i++) {
+		struct layer *l = &m->layers[i];
+		free(l->attn_norm);
+		free(l->post_norm);
+		free(l->conv_w);
+		free(l->dt_bias);
+		free(l->ssm_a);
+		free(l->ssm_norm);
+		free(l->q_norm);
+		free(l->k_norm);
+	}
+	free(m->layers);
+	m->layers = NULL;
+}
+
+void model_free(struct model *m)
+{
+	if (!m)
+		return;
+	free_layers(m);
+	free(m->output_norm);
+	free(m->work);
+	kern_pool_destroy(m->pool);
+	free(m->tensors);
+	if (m->gguf)
+		gguf_close(m->gguf);
+	free(m);
+}
+
+static int load_layer(struct model *m, struct loader *ld, int il)
+{
+	const struct model_config *c = &m->cfg;
+	struct layer *l = &m->layers[il];
+	char n[96];
+	int rc;
+	int E = c->n_embd, Hv = c->ssm_n_v_heads, dv = c->ssm_head_dim, hd = c->head_dim;
+#define NAME(s) (snprintf(n, sizeof(n), "blk.%d.%s", il, s), n)
+	if ((rc = get_f32(ld, &l->attn_norm, NAME("attn_norm.weight"), E, 1)) ||
+	    (rc = get_f32(ld, &l->post_norm, NAME("post_attention_norm.weight"), E, 1)) ||
+	    (rc = get_mat(ld, &l->ffn_gate, NAME("ffn_gate.weight"), E, c->n_ff)) ||
+	    (rc = get_mat(ld, &l->ffn_up, NAME("ffn_up.weight"), E, c->n_ff)) ||
+	    (rc = get_mat(ld, &l->ffn_down, NAME("ffn_down.weight"), c->n_ff, E)))
+		return rc;
+	if (l->attn) {
+		if ((rc = get_mat(ld, &l->wq, NAME("attn_q.weight"), E, c->n_head * hd * 2)) ||
+		    (rc = get_mat(ld, &l->wk, NAME("attn_k.weight"), E, c->n_head_kv * hd)) ||
+		    (rc = get_mat(ld, &l->wv, NAME("attn_v.weight"), E, c->n_head_kv * hd)) ||
+		    (rc = get_mat(ld, &l->wo, NAME("attn_output.weight"), c->n_head * hd, E)) ||
+		    (rc = get_f32(ld, &l->q_norm, NAME("attn_q_norm.weight"), hd, 1)) ||
+		    (rc = get_f32(ld, &l->k_norm, NAME("attn_k_norm.weight"), hd, 1)))
+			return rc;
+	} else {
+		if ((rc = get_mat(ld, &l->qkv, NAME("attn_qkv.weight"), E, m->conv_dim)) ||
+		    (rc = get_mat(ld, &l->z, NAME("attn_gate.weight"), E, Hv * dv)) ||
+		    (rc = get_mat(ld, &l->beta, NAME("ssm_beta.weight"), E, Hv)) ||
+		    (rc = get_mat(ld, &l->alpha, NAME("ssm_alpha.weight"), E, Hv)) ||
+		    (rc = get_mat(ld, &l->ssm_out, NAME("ssm_out.weight"), Hv * dv, E)) ||
+		    (rc = get_f32(ld, &l->conv_w, NAME("ssm_conv1d.weight"), c->ssm_conv_kernel, m->conv_dim)) ||
+		    (rc = get_f32(ld, &l->dt_bias, NAME("ssm_dt.bias"), Hv, 1)) ||
+		    (rc = get_f32(ld, &l->ssm_a, NAME("ssm_a"), Hv, 1)) ||
+		    (rc = get_f32(ld, &l->ssm_norm, NAME("ssm_norm.weight"), dv, 1)))
+			return rc;
+	}
+#undef NAME
+	return 0;
+}
+
+struct model *model_create(const struct model_config *cfg, model_tensor_find_fn find, void *ctx,
+			   const char *source, int n_threads, char *err, size_t errlen)
+{
+	char why[256];
+	if (model_config_check(cfg, why, sizeof(why))) {
+		set_err(err, errlen, "%s: %s", source, why);
+		errno = EINVAL;
+		return NULL;
+	}
+	struct model *m = calloc(1, sizeof(*m));
+	if (!m) {
+		set_err(err, errlen, "%s: out of memory", source);
+		return NULL;
+	}
+	m->cfg = *cfg;
+	m->n_threads = n_threads;
+	const struct model_config *c = &m->cfg;
+	m->conv_dim = 2 * c->ssm_n_k_heads * c->ssm_head_dim + c->ssm_n_v_heads * c->ssm_head_dim;
+	struct loader ld = { find, ctx, source, err, errlen };
+	m->layers = calloc((size_t)c->n_layer, sizeof(*m->layers));
+	if (!m->layers) {
+		set_err(err, errlen, "%s: out of memory", source);
+		goto fail;
+	}
+	for (int il = 0; il < c->n_layer; il++) {
+		struct layer *l = &m->layers[il];
+		l->attn = (il + 1) % c->full_attn_interval == 0;
+		l->index = l->attn ? m->n_attn++ : m->n_gdn++;
+		if (load_layer(m, &ld, il))
+			goto fail;
+	}
+	if (get_mat(&ld, &m->tok_embd, "token_embd.weight", c->n_embd, c->n_vocab) ||
+	    get_f32(&ld, &m->output_norm, "output_norm.weight", c->n_embd, 1))
+		goto fail;
+	if (get_tensor(&ld, "output.weight", (uint64_t)c->n_embd, (uint64_t)c->n_vocab, 1)) {
+		if (get_mat(&ld, &m->output, "output.weight", c->n_embd, c->n_vocab))
+			goto fail;
+	} else if (find(ctx, "output.weight")) {
+		goto fail; /* present but malformed: get_tensor wrote why */
+	} else {
+		m->output = m->tok_embd; /* tied embeddings */
+	}
+	m->pool = kern_pool_create(n_threads, NULL);
+	if (!m->pool) {
+		set_err(err, errlen, "%s: cannot start %d threads", source, n_threads);
+		goto fail;
+	}
+	return m;
+fail:
+	model_free(m);
+	errno = EINVAL;
+	return NULL;
+}
+
+static const struct model_tensor *find_in_array(void *ctx, const char *name)
+{
+	struct model *m = ctx;
+	for (size_t i = 0; i < m->n_tensors; i++)
+		if (strcmp(m->tensors[i].name, name) == 0)
+			return &m->tensors[i];
+	return NULL;
+}
+
+struct model *model_load(const char *path, int n_threads, char *err, size_t errlen)
+{
+	struct gguf *g = gguf_open(path, err, errlen);
+	if (!g)
+		return NULL;
+	struct model_config cfg;
+	if (model_config_from_gguf(g, path, &cfg, err, errlen)) {
+		gguf_close(g);
+		errno = EINVAL;
+		return NULL;
+	}
+	/* model_create needs a lookup before the model exists: use a temporary holder. */
+	struct model tmp;
+	memset(&tmp, 0, sizeof(tmp));
+	tmp.n_tensors = gguf_tensor_count(g);
+	tmp.tensors = calloc(tmp.n_tensors ? tmp.n_tensors : 1, sizeof(*tmp.tensors));
+	if (!tmp.tensors) {
+		gguf_close(g);
+		set_err(err, errlen, "%s: out of memory", path);
+		return NULL;
+	}
+	for (size_t i = 0; i < tmp.n_tensors; i++) {
+		const struct gguf_tensor *t = gguf_tensor_at(g, i);
+		struct model_tensor *o = &tmp.tensors[i];
+		o->name = t->name;
+		o->n_dims = t->n_dims;
+		memcpy(o->ne, t->ne, sizeof(o->ne));
+		o->type = t->type;
+		o->data = t->data;
+		o->n_bytes = t->n_bytes;
+	}
+	struct model *m = model_create(&cfg, find_in_array, &tmp, path, n_threads, err, errlen);
+	if (!m) {
+		free(tmp.tensors);
+		gguf_close(g);
+		return NULL;
+	}
+	m->gguf = g;
+	m->tensors = tmp.tensors;
+	m->n_tensors = tmp.n_tensors;
+	return m;
+}
+
+const struct model_config *model_get_config(const struct model *m)
+{
+	return &m->cfg;
+}
+
+bool model_layer_is_attention(const struct model *m, int layer)
+{
+	return layer >= 0 && layer < m->cfg.n_layer && m->layers[layer].attn;
+}
+
+const struct gguf *model_gguf(const struct model *m)
+{
+	return m->gguf;
+}
+
+const char *model_isa(const struct model *m)
+{
+	return kern_pool_isa(m->pool);
+}
+
+int model_set_isa(struct model *m, const char *isa)
+{
+	struct kern_pool *p = kern_pool_create(m->n_threads, isa);
+	if (!p)
+		return -errno;
+	kern_pool_destroy(m->pool);
+	m->pool = p;
+	return 0;
+}
+
+/* ======== state pool ======== */
+
+struct model_state {
+	int n_slots, n_ctx;
+	int n_gdn, n_attn;
+	int H_v, d_k, d_v, conv_dim, conv_hist, kv_dim;
+	size_t ssm_floats, conv_floats, kv_floats; /* per slot per layer */
+	size_t slot_floats;
+	float *data;  /* [slot][ gdn: (ssm [H_v][d_v][d_k], conv [hist][conv_dim]) x n_gdn,
+		       *         attn: (K [n_ctx][kv_dim], V [n_ctx][kv_dim]) x n_attn ] */
+	int *pos;     /* [slot] rows held */
+};
+
+struct model_state *model_state_create(const struct model *m, int n_slots, int n_ctx)
+{
+	if (n_slots <= 0 || n_ctx <= 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct model_state *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	const struct model_config *c = &m->cfg;
+	s->n_slots = n_slots;
+	s->n_ctx = n_ctx;
+	s->n_gdn = m->n_gdn;
+	s->n_attn = m->n_attn;
+	s->H_v = c->ssm_n_v_heads;
+	s->d_k = s->d_v = c->ssm_head_dim;
+	s->conv_dim = m->conv_dim;
+	s->conv_hist = c->ssm_conv_kernel - 1;
+	s->kv_dim = c->n_head_kv * c->head_dim;
+	s->ssm_floats = (size_t)s->H_v * s->d_v * s->d_k;
+	s->conv_floats = (size_t)s->conv_hist * s->conv_dim;
+	s->kv_floats = (size_t)n_ctx * s->kv_dim;
+	s->slot_floats = (s->ssm_floats + s->conv_floats) * s->n_gdn + 2 * s->kv_floats * s->n_attn;
+	s->data = calloc(s->slot_floats * n_slots, sizeof(float));
+	s->pos = calloc((size_t)n_slots, sizeof(int));
+	if (!s->data || !s->pos) {
+		model_state_destroy(s);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return s;
+}
+
+void model_state_destroy(struct model_state *s)
+{
+	if (!s)
+		return;
+	free(s->data);
+	free(s->pos);
+	free(s);
+}
+
+int model_state_slots(const struct model_state *s)
+{
+	return s->n_slots;
+}
+
+int model_state_n_ctx(const struct model_state *s)
+{
+	return s->n_ctx;
+}
+
+size_t model_state_slot_bytes(const struct model_state *s)
+{
+	return s->slot_floats * sizeof(float);
+}
+
+int model_state_slot_pos(const struct model_state *s, int slot)
+{
+	if (slot < 0 || slot >= s->n_slots)
+		return -EINVAL;
+	return s->pos[slot];
+}
+
+static float *slot_base(const struct model_state *s, int slot)
+{
+	return s->data + s->slot_floats * (size_t)slot;
+}
+
+static float *slot_ssm(const struct model_state *s, int slot, int gdn)
+{
+	return slot_base(s, slot) + (s->ssm_floats + s->conv_floats) * (size_t)gdn;
+}
+
+static float *slot_conv(const struct model_state *s, int slot, int gdn)
+{
+	return slot_ssm(s, slot, gdn) + s->ssm_floats;
+}
+
+static float *slot_k(const struct model_state *s, int slot, int attn)
+{
+	return slot_base(s, slot) + (s->ssm_floats + s->conv_floats) * (size_t)s->n_gdn +
+	       2 * s->kv_floats * (size_t)attn;
+}
+
+static float *slot_v(const struct model_state *s, int slot, int attn)
+{
+	return slot_k(s, slot, attn) + s->kv_floats;
+}
+
+int model_state_slot_reset(struct model_state *s, int slot)
+{
+	if (slot < 0 || slot >= s->n_slots)
+		return -EINVAL;
+	/* The KV rows past pos are never read, so only the recurrent parts need zeroing. */
+	for (int i = 0; i < s->n_gdn; i++)
+		memset(slot_ssm(s, slot, i), 0, sizeof(float) * (s->ssm_floats + s->conv_floats));
+	s->pos[slot] = 0;
+	return 0;
+}
+
+int model_state_slot_copy(struct model_state *s, int dst, int src)
+{
+	if (dst < 0 || dst >= s->n_slots || src < 0 || src >= s->n_slots)
+		return -EINVAL;
+	if (dst == src)
+		return 0;
+	for (int i = 0; i < s->n_gdn; i++)
+		memcpy(slot_ssm(s, dst, i), slot_ssm(s, src, i), sizeof(float) * (s->ssm_floats + s->conv_floats));
+	for (int i = 0; i < s->n_attn; i++) {
+		size_t n = (size_t)s->pos[src] * s->kv_dim;
+		memcpy(slot_k(s, dst, i), slot_k(s, src, i), sizeof(float) * n);
+		memcpy(slot_v(s, dst, i), slot_v(s, src, i), sizeof(float) * n);
+	}
+	s->pos[dst] = s->pos[src];
+	return 0;
+}
+
+/* ======== forward pass ======== */
+
+struct segment {
+	int slot, r0, n, pos0;
+};
+
+/* Buffers of one pass, carved from m->work. Shapes are [rows][width]. */
+struct pass {
+	struct model *m;
+	struct model_state *s;
+	int N;
+	const struct segment *seg;
+	int n_seg;
+	const struct layer *l;
+	float *x;    /* [N][n_embd] residual stream */
+	float *h;    /* [N][n_embd] normed input of a block */
+	float *y;    /* [N][n_embd] block output */
+	float *a1;   /* [N][max(conv_dim, n_head*2*hd, n_ff)] */
+	float *a2;   /* [N][max(conv_dim, n_ff, kv_dim)] */
+	float *a3;   /* [N][max(H_v*d_v, kv_dim)] */
+	float *a4;   /* [N][max(H_v*d_v, n_head*hd)] */
+	float *gb;   /* [N][2*H_v]: g then beta per row */
+	float *ab;   /* [N][2*H_v]: alpha, beta projections */
+	float *scratch; /* per thread: max(gdn chunk scratch, n_ctx scores) */
+	size_t scratch_per_thread;
+	int w1, w2, w3, w4;
+};
+
+static void rms_norm(float *out, const float *x, const float *w, int n, float eps)
+{
+	double ss = 0;
+	for (int i = 0; i < n; i++)
+		ss += (double)x[i] * x[i];
+	float r = 1.0f / sqrtf((float)(ss / n) + eps);
+	for (int i = 0; i < n; i++)
+		out[i] = x[i] * r * w[i];
+}
+
+static void l2_norm(float *x, int n)
+{
+	double ss = 0;
+	for (int i = 0; i < n; i++)
+		ss += (double)x[i] * x[i];
+	float r = 1.0f / sqrtf((float)ss + L2_EPS);
+	for (int i = 0; i < n; i++)
+		x[i] *= r;
+}
+
+static float silu(float v)
+{
+	return v / (1.0f + expf(-v));
+}
+
+static float softplus(float v)
+{
+	return v > 20.0f ? v : log1pf(expf(v)); /* the reference's threshold */
+}
+
+static void matmul(struct pass *p, const struct kern_mat *w, const float *x, int xs, float *y, int ys)
+{
+	kern_matmul(p->m->pool, w, x, xs, p->N, y, ys);
+}
+
+/* ---- GDN ---- */
+
+/* Work item i covers (segment i / H_v, head i % H_v). */
+static void gdn_heads(void *arg, int ith, int nth)
+{
+	struct pass *p = arg;
+	const struct model_config *c = &p->m->cfg;
+	const struct layer *l = p->l;
+	int Hv = c->ssm_n_v_heads, Hk = c->ssm_n_k_heads, d = c->ssm_head_dim;
+	int n_items = p->n_seg * Hv;
+	float *scratch = p->scratch + p->scratch_per_thread * ith;
+	for (int it = ith; it < n_items; it += nth) {
+		const struct segment *sg = &p->seg[it / Hv];
+		int h = it % Hv, kh = h % Hk; /* tiled V-head order */
+		float *conv = p->a2; /* post-conv [N][conv_dim]: q | k | v */
+		struct gdn_rows r = {
+			.n = sg->n,
+			.q = conv + (size_t)sg->r0 * p->w2 + kh * d,
+			.k = conv + (size_t)sg->r0 * p->w2 + Hk * d + kh * d,
+			.v = conv + (size_t)sg->r0 * p->w2 + 2 * Hk * d + h * d,
+			.q_stride = p->w2, .k_stride = p->w2, .v_stride = p->w2,
+			.g = p->gb + (size_t)sg->r0 * 2 * Hv + h,
+			.beta = p->gb + (size_t)sg->r0 * 2 * Hv + Hv + h,
+			.gb_stride = 2 * Hv,
+			.o = p->a4 + (size_t)sg->r0 * p->w4 + h * d,
+			.o_stride = p->w4,
+		};
+		float *st = slot_ssm(p->s, sg->slot, l->index) + (size_t)h * d * d;
+		float scale = 1.0f / sqrtf((float)d);
+		if (sg->n >= GDN_CHUNK_MIN)
+			gdn_rule_chunked(st, d, d, scale, &r, GDN_CHUNK, scratch);
+		else
+			gdn_rule_rows(st, d, d, scale, &r);
+	}
+}
+
+static void layer_gdn(struct pass *p)
+{
+	const struct model_config *c = &p->m->cfg;
+	const struct layer *l = p->l;
+	int N = p->N, Hv = c->ssm_n_v_heads, Hk = c->ssm_n_k_heads, d = c->ssm_head_dim, cd = p->m->conv_dim;
+	int inner = Hv * d;
+	matmul(p, &l->qkv, p->h, c->n_embd, p->a1, p->w1);      /* pre-conv q|k|v */
+	matmul(p, &l->z, p->h, c->n_embd, p->a3, p->w3);        /* z */
+	matmul(p, &l->beta, p->h, c->n_embd, p->ab, 2 * Hv);     /* b */
+	matmul(p, &l->alpha, p->h, c->n_embd, p->ab + Hv, 2 * Hv); /* a */
+	for (int si = 0; si < p->n_seg; si++) {
+		const struct segment *sg = &p->seg[si];
+		gdn_conv_rows(slot_conv(p->s, sg->slot, l->index), l->conv_w, c->ssm_conv_kernel, cd,
+			      p->a1 + (size_t)sg->r0 * p->w1, p->w1, sg->n, p->a2 + (size_t)sg->r0 * p->w2, p->w2);
+	}
+	for (int r = 0; r < N; r++) {
+		float *row = p->a2 + (size_t)r * p->w2;
+		for (int kh = 0; kh < Hk; kh++) {
+			l2_norm(row + kh * d, d);
+			l2_norm(row + Hk * d + kh * d, d);
+		}
+		const float *ab = p->ab + (size_t)r * 2 * Hv;
+		float *gb = p->gb + (size_t)r * 2 * Hv;
+		for (int h = 0; h < Hv; h++) {
+			gb[h] = l->ssm_a[h] * softplus(ab[Hv + h] + l->dt_bias[h]);
+			gb[Hv + h] = 1.0f / (1.0f + expf(-ab[h]));
+		}
+	}
+	/* Threads only pay off when there is enough state to sweep (about 6 d² flops a row a head). */
+	int nth = kern_pool_threads(p->m->pool);
+	double work = 6.0 * N * Hv * d * d;
+	if (work < 262144.0)
+		nth = 1;
+	kern_pool_run(p->m->pool, gdn_heads, p, p->n_seg * Hv < nth ? p->n_seg * Hv : nth);
+	/* Gated RMSNorm per head (plain weight), gate SiLU(z). */
+	for (int r = 0; r < N; r++) {
+		float *o = p->a4 + (size_t)r * p->w4;
+		const float *z = p->a3 + (size_t)r * p->w3;
+		for (int h = 0; h < Hv; h++) {
+			rms_norm(o + h * d, o + h * d, l->ssm_norm, d, c->norm_eps);
+			for (int i = 0; i < d; i++)
+				o[h * d + i] *= silu(z[h * d + i]);
+		}
+	}
+	(void)inner;
+	matmul(p, &l->ssm_out, p->a4, p->w4, p->y, c->n_embd);
+}
+
+/* ---- attention ---- */
+
+static void rope(float *v, int n_rot, int pos, float theta)
+{
+	int half = n_rot / 2;
+	for (int i = 0; i < half; i++) {
+		float inv = (float)(1.0 / pow((double)theta, (double)(2 * i) / n_rot));
+		float a = (float)pos * inv, cs = cosf(a), sn = sinf(a);
+		float x0 = v[i], x1 = v[i + half];
+		v[i] = x0 * cs - x1 * sn;
+		v[i + half] = x0 * sn + x1 * cs;
+	}
+}
+
+/* Work item i covers (row i / n_head, head i % n_head). */
+static void attn_heads(void *arg, int ith, int nth)
+{
+	struct pass *p = arg;
+	const struct model_config *c = &p->m->cfg;
+	const struct layer *l = p->l;
+	int nh = c->n_head, hd = c->head_dim, rep = c->n_head / c->n_head_kv, kvd = p->s->kv_dim;
+	float *scores = p->scratch + p->scratch_per_thread * ith;
+	float scale = 1.0f / sqrtf((float)hd);
+	/* Row -> segment lookup: rows are grouped by segment in order. */
+	int si = 0;
+	for (int it = ith; it < p->N * nh; it += nth) {
+		int r = it / nh, h = it % nh;
+		while (p->seg[si].r0 + p->seg[si].n <= r)
+			si++;
+		while (p->seg[si].r0 > r)
+			si--;
+		const struct segment *sg = &p->seg[si];
+		int pos = sg->pos0 + (r - sg->r0);
+		const float *q = p->a1 + (size_t)r * p->w1 + (size_t)h * 2 * hd;
+		const float *K = slot_k(p->s, sg->slot, l->index), *V = slot_v(p->s, sg->slot, l->index);
+		int kvh = h / rep;
+		float mx = -INFINITY;
+		for (int t = 0; t <= pos; t++) {
+			const float *k = K + (size_t)t * kvd + kvh * hd;
+			float sc = 0;
+			for (int i = 0; i < hd; i++)
+				sc += q[i] * k[i];
+			scores[t] = sc * scale;
+			if (scores[t] > mx)
+				mx = scores[t];
+		}
+		float sum = 0;
+		for (int t = 0; t <= pos; t++) {
+			scores[t] = expf(scores[t] - mx);
+			sum += scores[t];
+		}
+		float *o = p->a4 + (size_t)r * p->w4 + h * hd;
+		for (int i = 0; i < hd; i++)
+			o[i] = 0;
+		for (int t = 0; t <= pos; t++) {
+			const float *v = V + (size_t)t * kvd + kvh * hd;
+			float wgt = scores[t] / sum;
+			for (int i = 0; i < hd; i++)
+				o[i] += wgt * v[i];
+		}
+		const float *gate = q + hd;
+		for (int i = 0; i < hd; i++)
+			o[i] *= 1.0f / (1.0f + expf(-gate[i]));
+	}
+}
+
+static void layer_attn(struct pass *p)
+{
+	const struct model_config *c = &p->m->cfg;
+	const struct layer *l = p->l;
+	int nh = c->n_head, nkv = c->n_head_kv, hd = c->head_dim, kvd = p->s->kv_dim;
+	matmul(p, &l->wq, p->h, c->n_embd, p->a1, p->w1); /* per head [q | gate] */
+	matmul(p, &l->wk, p->h, c->n_embd, p->a2, p->w2);
+	matmul(p, &l->wv, p->h, c->n_embd, p->a3, p->w3);
+	for (int si = 0; si < p->n_seg; si++) {
+		const struct segment *sg = &p->seg[si];
+		float *K = slot_k(p->s, sg->slot, l->index), *V = slot_v(p->s, sg->slot, l->index);
+		for (int j = 0; j < sg->n; j++) {
+			int r = sg->r0 + j, pos = sg->pos0 + j;
+			float *q = p->a1 + (size_t)r * p->w1, *k = p->a2 + (size_t)r * p->w2;
+			for (int h = 0; h < nh; h++) {
+				float *qh = q + (size_t)h * 2 * hd;
+				rms_norm(qh, qh, l->q_norm, hd, c->norm_eps);
+				rope(qh, c->n_rot, pos, c->rope_theta);
+			}
+			for (int h = 0; h < nkv; h++) {
+				rms_norm(k + h * hd, k + h * hd, l->k_norm, hd, c->norm_eps);
+				rope(k + h * hd, c->n_rot, pos, c->rope_theta);
+			}
+			memcpy(K + (size_t)pos * kvd, k, sizeof(float) * kvd);
+			memcpy(V + (size_t)pos * kvd, p->a3 + (size_t)r * p->w3, sizeof(float) * kvd);
+		}
+	}
+	int nth = kern_pool_threads(p->m->pool);
+	double work = 4.0 * nh * hd * (double)(p->seg[p->n_seg - 1].pos0 + 1) * p->N;
+	if (work < 262144.0)
+		nth = 1;
+	kern_pool_run(p->m->pool, attn_heads, p, p->N * nh < nth ? p->N * nh : nth);
+	matmul(p, &l->wo, p->a4, p->w4, p->y, c->n_embd);
+}
+
+/* ---- MLP ---- */
+
+static void layer_mlp(struct pass *p)
+{
+	const struct model_config *c = &p->m->cfg;
+	const struct layer *l = p->l;
+	matmul(p, &l->ffn_gate, p->h, c->n_embd, p->a1, p->w1);
+	matmul(p, &l->ffn_up, p->h, c->n_embd, p->a2, p->w2);
+	for (int r = 0; r < p->N; r++) {
+		float *g = p->a1 + (size_t)r * p->w1;
+		const float *u = p->a2 + (size_t)r * p->w2;
+		for (int i = 0; i < c->n_ff; i++)
+			g[i] = silu(g[i]) * u[i];
+	}
+	matmul(p, &l->ffn_down, p->a1, p->w1, p->y, c->n_embd);
+}
+
+static int imax(int a, int b)
+{
+	return a > b ? a : b;
+}
+
+static int check_batch(const struct model *m, const struct model_state *s, const struct model_batch *b,
+		       struct segment *seg, int *n_seg)
+{
+	int ns = 0;
+	for (int r = 0; r < b->n_rows; r++) {
+		int tok = b->tokens[r], slot = b->slots[r];
+		if (tok < 0 || tok >= m->cfg.n_vocab || slot < 0 || slot >= s->n_slots)
+			return -EINVAL;
+		if (ns == 0 || seg[ns - 1].slot != slot) {
+			for (int i = 0; i < ns; i++)
+				if (seg[i].slot == slot)
+					return -EINVAL; /* a slot's rows must be consecutive */
+			seg[ns].slot = slot;
+			seg[ns].r0 = r;
+			seg[ns].n = 0;
+			seg[ns].pos0 = s->pos[slot];
+			ns++;
+		}
+		struct segment *sg = &seg[ns - 1];
+		if (b->pos && b->pos[r] != sg->pos0 + sg->n)
+			return -EINVAL;
+		sg->n++;
+		if (sg->pos0 + sg->n > s->n_ctx)
+			return -EINVAL;
+	}
+	*n_seg = ns;
+	return 0;
+}
+
+int model_forward(struct model *m, struct model_state *s, const struct model_batch *b, float *logits_out)
+{
+	const struct model_config *c = &m->cfg;
+	int N = b->n_rows;
+	if (N <= 0)
+		return N == 0 ? 0 : -EINVAL;
+	if (s->n_gdn != m->n_gdn || s->n_attn != m->n_attn || s->conv_dim != m->conv_dim)
+		return -EINVAL;
+	struct segment *seg = malloc(sizeof(*seg) * (size_t)N);
+	if (!seg)
+		return -ENOMEM;
+	int n_seg = 0, rc = check_batch(m, s, b, seg, &n_seg);
+	if (rc) {
+		free(seg);
+		return rc;
+	}
+	struct pass p = { .m = m, .s = s, .N = N, .seg = seg, .n_seg = n_seg };
+	int d = c->ssm_head_dim, Hv = c->ssm_n_v_heads, hd = c->head_dim, kvd = s->kv_dim;
+	p.w1 = imax(imax(m->conv_dim, c->n_head * 2 * hd), c->n_ff);
+	p.w2 = imax(imax(m->conv_dim, c->n_ff), kvd);
+	p.w3 = imax(Hv * d, kvd);
+	p.w4 = imax(Hv * d, c->n_head * hd);
+	int nth = kern_pool_threads(m->pool);
+	p.scratch_per_thread = gdn_chunk_scratch_floats(GDN_CHUNK, d, d);
+	if (p.scratch_per_thread < (size_t)s->n_ctx)
+		p.scratch_per_thread = (size_t)s->n_ctx;
+	size_t E = (size_t)c->n_embd;
+	size_t need = (size_t)N * (3 * E + p.w1 + p.w2 + p.w3 + p.w4 + 4 * (size_t)Hv) +
+		      p.scratch_per_thread * nth;
+	if (need > m->work_floats) {
+		float *w = realloc(m->work, need * sizeof(float));
+		if (!w) {
+			free(seg);
+			return -ENOMEM;
+		}
+		m->work = w;
+		m->work_floats = need;
+	}
+	float *w = m->work;
+	p.x = w, w += N * E;
+	p.h = w, w += N * E;
+	p.y = w, w += N * E;
+	p.a1 = w, w += (size_t)N * p.w1;
+	p.a2 = w, w += (size_t)N * p.w2;
+	p.a3 = w, w += (size_t)N * p.w3;
+	p.a4 = w, w += (size_t)N * p.w4;
+	p.gb = w, w += (size_t)N * 2 * Hv;
+	p.ab = w, w += (size_t)N * 2 * Hv;
+	p.scratch = w;
+
+	for (int r = 0; r < N; r++)
+		kern_row_to_f32(m->tok_embd.type,
+				(const uint8_t *)m->tok_embd.data + m->tok_embd.row_bytes * (size_t)b->tokens[r],
+				p.x + r * E, c->n_embd);
+	for (int il = 0; il < c->n_layer; il++) {
+		p.l = &m->layers[il];
+		for (int r = 0; r < N; r++)
+			rms_norm(p.h + r * E, p.x + r * E, p.l->attn_norm, c->n_embd, c->norm_eps);
+		if (p.l->attn)
+			layer_attn(&p);
+		else
+			layer_gdn(&p);
+		for (size_t i = 0; i < N * E; i++)
+			p.x[i] += p.y[i];
+		for (int r = 0; r < N; r++)
+			rms_norm(p.h + r * E, p.x + r * E, p.l->post_norm, c->n_embd, c->norm_eps);
+		layer_mlp(&p);
+		for (size_t i = 0; i < N * E; i++)
+			p.x[i] += p.y[i];
+	}
+	for (int si = 0; si < n_seg; si++)
+		s->pos[seg[si].slot] += seg[si].n;
+
+	/* Logits only for the rows that want them: gather their normed rows first. */
+	int n_out = 0;
+	for (int r = 0; r < N; r++) {
+		if (b->want_logits && !b->want_logits[r])
+			continue;
+		rms_norm(p.h + (size_t)n_out * E, p.x + r * E, m->output_norm, c->n_embd, c->norm_eps);
+		n_out++;
+	}
+	if (n_out > 0 && logits_out)
+		kern_matmul(m->pool, &m->output, p.h, c->n_embd, n_out, logits_out, c->n_vocab);
+	free(seg);
+	return 0;
+}

@@ -1,0 +1,649 @@
+/* safetensors — see safetensors.h. Sections: the file reader, the config, the conversion. */
+#include "model/safetensors.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/json.h"
+#include "model/gguf.h"
+#include "model/kernels.h"
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	if (!err || !errlen)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* ======== reader ======== */
+
+struct st_file {
+	void *map;        /* whole file when opened from disk */
+	size_t map_len;
+	struct st_tensor *t;
+	char **names;
+	size_t n;
+};
+
+static void st_free_parts(struct st_file *f)
+{
+	if (f->names)
+		for (size_t i = 0; i < f->n; i++)
+			free(f->names[i]);
+	free(f->names);
+	free(f->t);
+}
+
+void st_close(struct st_file *f)
+{
+	if (!f)
+		return;
+	st_free_parts(f);
+	if (f->map)
+		munmap(f->map, f->map_len);
+	free(f);
+}
+
+struct st_file *st_parse(const void *buf, size_t n, const char *name, char *err, size_t errlen)
+{
+	const uint8_t *b = buf;
+	if (n < 8) {
+		set_err(err, errlen, "%s: too short for a safetensors file (%zu bytes)", name, n);
+		return NULL;
+	}
+	uint64_t hlen = 0;
+	for (int i = 7; i >= 0; i--)
+		hlen = hlen << 8 | b[i];
+	if (hlen > n - 8 || hlen > (100u << 20)) {
+		set_err(err, errlen, "%s: header length %llu exceeds the file (%zu bytes)", name, (unsigned long long)hlen,
+			n);
+		return NULL;
+	}
+	char jerr[256];
+	cJSON *root = json_parse_n((const char *)b + 8, (size_t)hlen, jerr, sizeof(jerr));
+	if (!root || !cJSON_IsObject(root)) {
+		set_err(err, errlen, "%s: header is not a JSON object (%s)", name, root ? "wrong type" : jerr);
+		cJSON_Delete(root);
+		return NULL;
+	}
+	struct st_file *f = calloc(1, sizeof(*f));
+	size_t cap = (size_t)cJSON_GetArraySize(root);
+	if (f) {
+		f->t = calloc(cap ? cap : 1, sizeof(*f->t));
+		f->names = calloc(cap ? cap : 1, sizeof(*f->names));
+	}
+	if (!f || !f->t || !f->names) {
+		set_err(err, errlen, "%s: out of memory", name);
+		goto fail;
+	}
+	const uint8_t *data = b + 8 + hlen;
+	uint64_t data_len = n - 8 - hlen;
+	const cJSON *it;
+	cJSON_ArrayForEach(it, root)
+	{
+		if (strcmp(it->string, "__metadata__") == 0)
+			continue;
+		struct st_tensor *t = &f->t[f->n];
+		const char *dt = json_get_str(it, "dtype");
+		const cJSON *shape = cJSON_GetObjectItemCaseSensitive(it, "shape");
+		const cJSON *off = cJSON_GetObjectItemCaseSensitive(it, "data_offsets");
+		if (!dt || !cJSON_IsArray(shape) || !cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2) {
+			set_err(err, errlen, "%s: tensor '%s': header entry lacks dtype, shape or data_offsets", name,
+				it->string);
+			goto fail;
+		}
+		uint64_t esize;
+		if (strcmp(dt, "F32") == 0) {
+			t->type = GGUF_TENSOR_F32;
+			esize = 4;
+		} else if (strcmp(dt, "F16") == 0) {
+			t->type = GGUF_TENSOR_F16;
+			esize = 2;
+		} else if (strcmp(dt, "BF16") == 0) {
+			t->type = GGUF_TENSOR_BF16;
+			esize = 2;
+		} else {
+			set_err(err, errlen, "%s: tensor '%s' has dtype %s; supported: F32, F16, BF16", name, it->string, dt);
+			goto fail;
+		}
+		int nd = cJSON_GetArraySize(shape);
+		if (nd > 4) {
+			set_err(err, errlen, "%s: tensor '%s' has %d dimensions (at most 4 supported)", name, it->string, nd);
+			goto fail;
+		}
+		t->n_dims = nd;
+		uint64_t count = 1;
+		for (int i = 0; i < nd; i++) {
+			const cJSON *d = cJSON_GetArrayItem(shape, i);
+			if (!cJSON_IsNumber(d) || d->valuedouble < 0 || d->valuedouble > 1e12 ||
+			    d->valuedouble != floor(d->valuedouble)) {
+				set_err(err, errlen, "%s: tensor '%s' has a bad shape", name, it->string);
+				goto fail;
+			}
+			t->shape[i] = (uint64_t)d->valuedouble;
+			if (t->shape[i] && count > UINT64_MAX / 16 / t->shape[i]) {
+				set_err(err, errlen, "%s: tensor '%s' shape overflows", name, it->string);
+				goto fail;
+			}
+			count *= t->shape[i];
+		}
+		const cJSON *o0 = cJSON_GetArrayItem(off, 0), *o1 = cJSON_GetArrayItem(off, 1);
+		if (!cJSON_IsNumber(o0) || !cJSON_IsNumber(o1) || o0->valuedouble < 0 || o1->valuedouble < o0->valuedouble ||
+		    o1->valuedouble > (double)data_len) {
+			set_err(err, errlen, "%s: tensor '%s': data_offsets lie outside the file's %llu data bytes", name,
+				it->string, (unsigned long long)data_len);
+			goto fail;
+		}
+		uint64_t begin = (uint64_t)o0->valuedouble, end = (uint64_t)o1->valuedouble;
+		if (end - begin != count * esize) {
+			set_err(err, errlen, "%s: tensor '%s': %llu bytes in data_offsets, but %s x shape needs %llu", name,
+				it->string, (unsigned long long)(end - begin), dt, (unsigned long long)(count * esize));
+			goto fail;
+		}
+		f->names[f->n] = strdup(it->string);
+		if (!f->names[f->n]) {
+			set_err(err, errlen, "%s: out of memory", name);
+			goto fail;
+		}
+		t->name = f->names[f->n];
+		t->data = data + begin;
+		t->n_bytes = end - begin;
+		f->n++;
+	}
+	cJSON_Delete(root);
+	return f;
+fail:
+	cJSON_Delete(root);
+	if (f)
+		st_free_parts(f);
+	free(f);
+	return NULL;
+}
+
+struct st_file *st_open(const char *path, char *err, size_t errlen)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		return NULL;
+	}
+	struct stat sb;
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size < 8) {
+		set_err(err, errlen, "%s: not a regular file of at least 8 bytes", path);
+		close(fd);
+		return NULL;
+	}
+	void *map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED) {
+		set_err(err, errlen, "%s: cannot map: %s", path, strerror(errno));
+		return NULL;
+	}
+	struct st_file *f = st_parse(map, (size_t)sb.st_size, path, err, errlen);
+	if (!f) {
+		munmap(map, (size_t)sb.st_size);
+		return NULL;
+	}
+	f->map = map;
+	f->map_len = (size_t)sb.st_size;
+	return f;
+}
+
+size_t st_count(const struct st_file *f)
+{
+	return f->n;
+}
+
+const struct st_tensor *st_at(const struct st_file *f, size_t i)
+{
+	return i < f->n ? &f->t[i] : NULL;
+}
+
+const struct st_tensor *st_find(const struct st_file *f, const char *name)
+{
+	for (size_t i = 0; i < f->n; i++)
+		if (strcmp(f->t[i].name, name) == 0)
+			return &f->t[i];
+	return NULL;
+}
+
+/* ======== config.json ======== */
+
+static int cfg_int(const cJSON *c, const char *key, int *out, int required, const char *path, char *err,
+		   size_t errlen)
+{
+	int64_t v;
+	if (!json_get_i64(c, key, &v)) {
+		if (!required)
+			return 0;
+		set_err(err, errlen, "%s: missing integer key '%s'", path, key);
+		return -EINVAL;
+	}
+	if (v < 0 || v > (1 << 30)) {
+		set_err(err, errlen, "%s: key '%s' = %lld is out of range", path, key, (long long)v);
+		return -EINVAL;
+	}
+	*out = (int)v;
+	return 0;
+}
+
+static int read_config(const char *path, struct model_config *c, int *tied, char *err, size_t errlen)
+{
+	char jerr[512];
+	cJSON *root = json_parse_file(path, jerr, sizeof(jerr));
+	if (!root) {
+		set_err(err, errlen, "%s", jerr);
+		return -EINVAL;
+	}
+	int rc = -EINVAL;
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "text_config");
+	if (!cJSON_IsObject(t))
+		t = root;
+	const char *mt = json_get_str(t, "model_type");
+	if (!mt || (strcmp(mt, "qwen3_5_text") != 0 && strcmp(mt, "qwen3_5") != 0)) {
+		set_err(err, errlen, "%s: model_type '%s' is not supported (supported: qwen3_5_text)", path,
+			mt ? mt : "(none)");
+		goto out;
+	}
+	memset(c, 0, sizeof(*c));
+	int dk = 0, dv = 0;
+	c->n_ctx_train = 4096;
+	if (cfg_int(t, "vocab_size", &c->n_vocab, 1, path, err, errlen) ||
+	    cfg_int(t, "hidden_size", &c->n_embd, 1, path, err, errlen) ||
+	    cfg_int(t, "intermediate_size", &c->n_ff, 1, path, err, errlen) ||
+	    cfg_int(t, "num_hidden_layers", &c->n_layer, 1, path, err, errlen) ||
+	    cfg_int(t, "num_attention_heads", &c->n_head, 1, path, err, errlen) ||
+	    cfg_int(t, "num_key_value_heads", &c->n_head_kv, 1, path, err, errlen) ||
+	    cfg_int(t, "head_dim", &c->head_dim, 1, path, err, errlen) ||
+	    cfg_int(t, "linear_conv_kernel_dim", &c->ssm_conv_kernel, 1, path, err, errlen) ||
+	    cfg_int(t, "linear_key_head_dim", &dk, 1, path, err, errlen) ||
+	    cfg_int(t, "linear_value_head_dim", &dv, 1, path, err, errlen) ||
+	    cfg_int(t, "linear_num_key_heads", &c->ssm_n_k_heads, 1, path, err, errlen) ||
+	    cfg_int(t, "linear_num_value_heads", &c->ssm_n_v_heads, 1, path, err, errlen) ||
+	    cfg_int(t, "max_position_embeddings", &c->n_ctx_train, 0, path, err, errlen))
+		goto out;
+	if (dk != dv) {
+		set_err(err, errlen, "%s: linear_key_head_dim %d != linear_value_head_dim %d (unsupported, as in llama.cpp)",
+			path, dk, dv);
+		goto out;
+	}
+	c->ssm_head_dim = dk;
+	double eps = 1e-6, theta = 10000.0, prf = 0.25;
+	json_get_double(t, "rms_norm_eps", &eps);
+	json_get_double(t, "rope_theta", &theta);
+	json_get_double(t, "partial_rotary_factor", &prf);
+	json_get_double(t, "rope_parameters.rope_theta", &theta);
+	json_get_double(t, "rope_parameters.partial_rotary_factor", &prf);
+	c->norm_eps = (float)eps;
+	c->rope_theta = (float)theta;
+	c->n_rot = (int)(c->head_dim * prf);
+	bool b = false;
+	*tied = json_get_bool(t, "tie_word_embeddings", &b) && b;
+	/* The layer pattern must be periodic: full attention every k-th layer. */
+	const cJSON *lt = cJSON_GetObjectItemCaseSensitive(t, "layer_types");
+	int interval = 4;
+	cfg_int(t, "full_attention_interval", &interval, 0, path, err, errlen);
+	if (cJSON_IsArray(lt)) {
+		if (cJSON_GetArraySize(lt) != c->n_layer) {
+			set_err(err, errlen, "%s: layer_types has %d entries for %d layers", path, cJSON_GetArraySize(lt),
+				c->n_layer);
+			goto out;
+		}
+		int first = 0;
+		for (int i = 0; i < c->n_layer && !first; i++) {
+			const cJSON *e = cJSON_GetArrayItem(lt, i);
+			if (cJSON_IsString(e) && strcmp(e->valuestring, "full_attention") == 0)
+				first = i + 1;
+		}
+		interval = first ? first : c->n_layer + 1;
+		for (int i = 0; i < c->n_layer; i++) {
+			const cJSON *e = cJSON_GetArrayItem(lt, i);
+			int full = cJSON_IsString(e) && strcmp(e->valuestring, "full_attention") == 0;
+			if (full != ((i + 1) % interval == 0)) {
+				set_err(err, errlen, "%s: layer_types is not 'full attention every k-th layer' (unsupported)",
+					path);
+				goto out;
+			}
+		}
+	}
+	c->full_attn_interval = interval;
+	char why[256];
+	if (model_config_check(c, why, sizeof(why))) {
+		set_err(err, errlen, "%s: %s", path, why);
+		goto out;
+	}
+	rc = 0;
+out:
+	cJSON_Delete(root);
+	return rc;
+}
+
+/* ======== conversion ======== */
+
+struct hf_model {
+	struct model_config cfg;
+	struct model_tensor *t;
+	size_t n, cap;
+	char *source;
+};
+
+void hf_model_free(struct hf_model *h)
+{
+	if (!h)
+		return;
+	for (size_t i = 0; i < h->n; i++) {
+		free((void *)h->t[i].name);
+		free((void *)h->t[i].data);
+	}
+	free(h->t);
+	free(h->source);
+	free(h);
+}
+
+const struct model_config *hf_model_config(const struct hf_model *h)
+{
+	return &h->cfg;
+}
+
+/* Adds an fp32 tensor of ggml shape ne0 x ne1 (ne1 = 1: a vector); takes `data`. */
+static int add_tensor(struct hf_model *h, const char *name, float *data, uint64_t ne0, uint64_t ne1)
+{
+	if (h->n == h->cap) {
+		size_t cap = h->cap ? 2 * h->cap : 64;
+		struct model_tensor *t = realloc(h->t, cap * sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		h->t = t;
+		h->cap = cap;
+	}
+	char *nm = strdup(name);
+	if (!nm)
+		return -ENOMEM;
+	struct model_tensor *t = &h->t[h->n++];
+	memset(t, 0, sizeof(*t));
+	t->name = nm;
+	t->n_dims = ne1 == 1 ? 1 : 2;
+	t->ne[0] = ne0;
+	t->ne[1] = ne1;
+	t->ne[2] = t->ne[3] = 1;
+	t->type = GGUF_TENSOR_F32;
+	t->data = data;
+	t->n_bytes = ne0 * ne1 * 4;
+	return 0;
+}
+
+/* Grouped-by-K-head to tiled order: item (kh, s) of [H_k][r] moves to s*H_k + kh. */
+static int tiled_index(int i, int Hk, int r)
+{
+	int kh = i / r, s = i % r;
+	return s * Hk + kh;
+}
+
+struct conv_ctx {
+	struct hf_model *h;
+	const struct st_file *f;
+	const char *path;
+	char *err;
+	size_t errlen;
+};
+
+/* Loads a safetensors tensor of exactly rows x cols (cols = 1 for vectors; 3-D [rows][1][cols]
+ * accepted for conv1d) as fp32. */
+static float *load_f32(struct conv_ctx *cc, const char *name, uint64_t rows, uint64_t cols)
+{
+	const struct st_tensor *t = st_find(cc->f, name);
+	if (!t) {
+		set_err(cc->err, cc->errlen, "%s: missing tensor '%s'", cc->path, name);
+		return NULL;
+	}
+	uint64_t r = t->n_dims >= 1 ? t->shape[0] : 1, c = 1;
+	for (int i = 1; i < t->n_dims; i++)
+		c *= t->shape[i];
+	int ok = r == rows && c == cols;
+	if (t->n_dims == 3 && t->shape[1] != 1)
+		ok = 0;
+	if (!ok) {
+		set_err(cc->err, cc->errlen, "%s: tensor '%s' has %d-D shape [%llu, %llu, ...], expected %llu x %llu",
+			cc->path, name, t->n_dims, (unsigned long long)(t->n_dims > 0 ? t->shape[0] : 0),
+			(unsigned long long)(t->n_dims > 1 ? t->shape[1] : 0), (unsigned long long)rows,
+			(unsigned long long)cols);
+		return NULL;
+	}
+	float *v = malloc(sizeof(float) * rows * cols);
+	if (!v) {
+		set_err(cc->err, cc->errlen, "%s: out of memory", cc->path);
+		return NULL;
+	}
+	kern_row_to_f32(t->type, t->data, v, (int)(rows * cols));
+	return v;
+}
+
+enum { RO_NONE, RO_ROWS, RO_COLS };
+
+/* Converts one tensor: load, optional +1, optional V-head reorder of rows [v0, v0+nv*hd) (or of
+ * columns), then add under `gname` with ggml shape (cols, rows). */
+static int convert(struct conv_ctx *cc, const char *hname, const char *gname, uint64_t rows, uint64_t cols,
+		   int plus_one, int reorder, uint64_t v0, int hd)
+{
+	float *v = load_f32(cc, hname, rows, cols);
+	if (!v)
+		return -EINVAL;
+	const struct model_config *c = &cc->h->cfg;
+	int Hk = c->ssm_n_k_heads, Hv = c->ssm_n_v_heads, r = Hv / Hk;
+	if (plus_one)
+		for (uint64_t i = 0; i < rows * cols; i++)
+			v[i] += 1.0f;
+	if (reorder != RO_NONE && r > 1) {
+		float *o = malloc(sizeof(float) * rows * cols);
+		if (!o) {
+			free(v);
+			set_err(cc->err, cc->errlen, "%s: out of memory", cc->path);
+			return -ENOMEM;
+		}
+		memcpy(o, v, sizeof(float) * rows * cols);
+		for (int hh = 0; hh < Hv; hh++) {
+			int nh = tiled_index(hh, Hk, r);
+			for (int e = 0; e < hd; e++) {
+				uint64_t src = v0 + (uint64_t)hh * hd + e, dst = v0 + (uint64_t)nh * hd + e;
+				if (reorder == RO_ROWS)
+					memcpy(o + dst * cols, v + src * cols, sizeof(float) * cols);
+				else
+					for (uint64_t row = 0; row < rows; row++)
+						o[row * cols + dst] = v[row * cols + src];
+			}
+		}
+		free(v);
+		v = o;
+	}
+	/* ggml order: ne0 is the contiguous dimension; a vector is (rows) alone. */
+	if (cols == 1 ? add_tensor(cc->h, gname, v, rows, 1) : add_tensor(cc->h, gname, v, cols, rows)) {
+		free(v);
+		set_err(cc->err, cc->errlen, "%s: out of memory", cc->path);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static const struct model_tensor *hf_find(void *ctx, const char *name)
+{
+	struct hf_model *h = ctx;
+	for (size_t i = 0; i < h->n; i++)
+		if (strcmp(h->t[i].name, name) == 0)
+			return &h->t[i];
+	return NULL;
+}
+
+/* Finds the prefix under which the text model's tensors live. */
+static const char *text_prefix(const struct st_file *f)
+{
+	static const char *const prefixes[] = { "model.language_model.", "model.", "" };
+	char name[128];
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		snprintf(name, sizeof(name), "%sembed_tokens.weight", prefixes[i]);
+		if (st_find(f, name))
+			return prefixes[i];
+	}
+	return NULL;
+}
+
+struct hf_model *hf_model_import(const char *dir, char *err, size_t errlen)
+{
+	char cpath[4096], spath[4096];
+	snprintf(cpath, sizeof(cpath), "%s/config.json", dir);
+	snprintf(spath, sizeof(spath), "%s/model.safetensors", dir);
+	struct hf_model *h = calloc(1, sizeof(*h));
+	if (!h) {
+		set_err(err, errlen, "%s: out of memory", dir);
+		return NULL;
+	}
+	int tied = 0;
+	if (read_config(cpath, &h->cfg, &tied, err, errlen)) {
+		hf_model_free(h);
+		return NULL;
+	}
+	h->source = strdup(spath);
+	struct st_file *f = st_open(spath, err, errlen);
+	if (!f || !h->source) {
+		st_close(f);
+		hf_model_free(h);
+		return NULL;
+	}
+	const struct model_config *c = &h->cfg;
+	struct conv_ctx cc = { h, f, spath, err, errlen };
+	const char *pre = text_prefix(f);
+	if (!pre) {
+		set_err(err, errlen, "%s: missing tensor 'model.embed_tokens.weight'", spath);
+		goto fail;
+	}
+	int E = c->n_embd, d = c->ssm_head_dim, Hk = c->ssm_n_k_heads, Hv = c->ssm_n_v_heads, hd = c->head_dim;
+	uint64_t key_dim = (uint64_t)Hk * d, conv_dim = 2 * key_dim + (uint64_t)Hv * d;
+	char hn[256], gn[128];
+#define H(s) (snprintf(hn, sizeof(hn), "%s%s", pre, s), hn)
+	if (convert(&cc, H("embed_tokens.weight"), "token_embd.weight", (uint64_t)c->n_vocab, E, 0, RO_NONE, 0, 0) ||
+	    convert(&cc, H("norm.weight"), "output_norm.weight", E, 1, 1, RO_NONE, 0, 0))
+		goto fail;
+	if (!tied && convert(&cc, "lm_head.weight", "output.weight", (uint64_t)c->n_vocab, E, 0, RO_NONE, 0, 0))
+		goto fail;
+	for (int il = 0; il < c->n_layer; il++) {
+		int attn = (il + 1) % c->full_attn_interval == 0;
+#define HL(s) (snprintf(hn, sizeof(hn), "%slayers.%d.%s", pre, il, s), hn)
+#define GL(s) (snprintf(gn, sizeof(gn), "blk.%d.%s", il, s), gn)
+		if (convert(&cc, HL("input_layernorm.weight"), GL("attn_norm.weight"), E, 1, 1, RO_NONE, 0, 0) ||
+		    convert(&cc, HL("post_attention_layernorm.weight"), GL("post_attention_norm.weight"), E, 1, 1,
+			    RO_NONE, 0, 0) ||
+		    convert(&cc, HL("mlp.gate_proj.weight"), GL("ffn_gate.weight"), c->n_ff, E, 0, RO_NONE, 0, 0) ||
+		    convert(&cc, HL("mlp.up_proj.weight"), GL("ffn_up.weight"), c->n_ff, E, 0, RO_NONE, 0, 0) ||
+		    convert(&cc, HL("mlp.down_proj.weight"), GL("ffn_down.weight"), E, c->n_ff, 0, RO_NONE, 0, 0))
+			goto fail;
+		if (attn) {
+			if (convert(&cc, HL("self_attn.q_proj.weight"), GL("attn_q.weight"), (uint64_t)c->n_head * hd * 2, E,
+				    0, RO_NONE, 0, 0) ||
+			    convert(&cc, HL("self_attn.k_proj.weight"), GL("attn_k.weight"), (uint64_t)c->n_head_kv * hd, E, 0,
+				    RO_NONE, 0, 0) ||
+			    convert(&cc, HL("self_attn.v_proj.weight"), GL("attn_v.weight"), (uint64_t)c->n_head_kv * hd, E, 0,
+				    RO_NONE, 0, 0) ||
+			    convert(&cc, HL("self_attn.o_proj.weight"), GL("attn_output.weight"), E, (uint64_t)c->n_head * hd,
+				    0, RO_NONE, 0, 0) ||
+			    convert(&cc, HL("self_attn.q_norm.weight"), GL("attn_q_norm.weight"), hd, 1, 1, RO_NONE, 0, 0) ||
+			    convert(&cc, HL("self_attn.k_norm.weight"), GL("attn_k_norm.weight"), hd, 1, 1, RO_NONE, 0, 0))
+				goto fail;
+			continue;
+		}
+		if (convert(&cc, HL("linear_attn.in_proj_qkv.weight"), GL("attn_qkv.weight"), conv_dim, E, 0, RO_ROWS,
+			    2 * key_dim, d) ||
+		    convert(&cc, HL("linear_attn.in_proj_z.weight"), GL("attn_gate.weight"), (uint64_t)Hv * d, E, 0,
+			    RO_ROWS, 0, d) ||
+		    convert(&cc, HL("linear_attn.in_proj_b.weight"), GL("ssm_beta.weight"), Hv, E, 0, RO_ROWS, 0, 1) ||
+		    convert(&cc, HL("linear_attn.in_proj_a.weight"), GL("ssm_alpha.weight"), Hv, E, 0, RO_ROWS, 0, 1) ||
+		    convert(&cc, HL("linear_attn.dt_bias"), GL("ssm_dt.bias"), Hv, 1, 0, RO_ROWS, 0, 1) ||
+		    convert(&cc, HL("linear_attn.A_log"), GL("ssm_a"), Hv, 1, 0, RO_ROWS, 0, 1) ||
+		    convert(&cc, HL("linear_attn.conv1d.weight"), GL("ssm_conv1d.weight"), conv_dim,
+			    (uint64_t)c->ssm_conv_kernel, 0, RO_ROWS, 2 * key_dim, d) ||
+		    convert(&cc, HL("linear_attn.norm.weight"), GL("ssm_norm.weight"), d, 1, 0, RO_NONE, 0, 0) ||
+		    convert(&cc, HL("linear_attn.out_proj.weight"), GL("ssm_out.weight"), E, (uint64_t)Hv * d, 0, RO_COLS,
+			    0, d))
+			goto fail;
+		/* ssm_a = −exp(A_log), in place. */
+		float *av = (float *)hf_find(h, GL("ssm_a"))->data;
+		for (int i = 0; i < Hv; i++)
+			av[i] = -expf(av[i]);
+#undef HL
+#undef GL
+	}
+#undef H
+	st_close(f);
+	return h;
+fail:
+	st_close(f);
+	hf_model_free(h);
+	return NULL;
+}
+
+struct model *hf_model_create(struct hf_model *h, int n_threads, char *err, size_t errlen)
+{
+	return model_create(&h->cfg, hf_find, h, h->source, n_threads, err, errlen);
+}
+
+int hf_model_write_gguf(const struct hf_model *h, struct gguf_writer *w, uint32_t matrix_type, const char *path,
+			char *err, size_t errlen)
+{
+	if (matrix_type != GGUF_TENSOR_F32 && matrix_type != GGUF_TENSOR_F16 && matrix_type != GGUF_TENSOR_BF16 &&
+	    matrix_type != GGUF_TENSOR_Q8_0) {
+		set_err(err, errlen, "%s: matrix type %u unsupported (F32, F16, BF16, Q8_0)", path, matrix_type);
+		return -EINVAL;
+	}
+	int rc = model_config_to_gguf(&h->cfg, w);
+	if (rc) {
+		set_err(err, errlen, "%s: cannot add the config keys", path);
+		return rc;
+	}
+	for (size_t i = 0; i < h->n && !rc; i++) {
+		const struct model_tensor *t = &h->t[i];
+		const float *v = t->data;
+		uint32_t type = GGUF_TENSOR_F32;
+		/* Matrices are converted; norms, conv kernels and per-head vectors stay fp32, as
+		 * llama.cpp's converter keeps them. Q8_0 needs rows that are a multiple of 32. */
+		int is_matrix = t->n_dims == 2 && strstr(t->name, "ssm_conv1d") == NULL;
+		if (is_matrix && (matrix_type != GGUF_TENSOR_Q8_0 || t->ne[0] % 32 == 0))
+			type = matrix_type;
+		uint64_t n = t->ne[0] * t->ne[1];
+		if (type == GGUF_TENSOR_F32) {
+			rc = gguf_writer_add_tensor(w, t->name, t->n_dims, t->ne, type, v, n * 4);
+			continue;
+		}
+		uint64_t nb = type == GGUF_TENSOR_Q8_0 ? n / 32 * 34 : n * 2;
+		uint8_t *buf = malloc(nb);
+		if (!buf) {
+			rc = -ENOMEM;
+			break;
+		}
+		if (type == GGUF_TENSOR_Q8_0) {
+			for (uint64_t r = 0; r < t->ne[1]; r++)
+				kern_quantize_q8_0(v + r * t->ne[0], buf + r * (t->ne[0] / 32 * 34), (int)t->ne[0]);
+		} else {
+			for (uint64_t k = 0; k < n; k++) {
+				uint16_t x = type == GGUF_TENSOR_F16 ? kern_f32_to_f16(v[k]) : kern_f32_to_bf16(v[k]);
+				memcpy(buf + 2 * k, &x, 2);
+			}
+		}
+		rc = gguf_writer_add_tensor(w, t->name, t->n_dims, t->ne, type, buf, nb);
+		free(buf);
+	}
+	if (rc) {
+		set_err(err, errlen, "%s: cannot add tensors to the GGUF writer (%s)", path, strerror(-rc));
+		return rc;
+	}
+	return gguf_writer_write(w, path, err, errlen);
+}

@@ -1,0 +1,209 @@
+/* real — see real.h. A pass's rows arrive from the scheduler grouped by
+ * sequence with each sequence's rows consecutive and in position order (decode
+ * rows are one per sequence, a prompt chunk is contiguous), which is what
+ * model_forward requires. Token pieces are decoded one id at a time; the
+ * scheduler holds back incomplete UTF-8 before text reaches a client. */
+#include "server/real.h"
+#include "server/engine.h"
+#include "core/buf.h"
+#include "model/gguf.h"
+#include "model/model.h"
+#include "model/tokenizer.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct real_engine {
+	struct engine base;
+	struct model *m;
+	struct model_state *st;
+	struct tokenizer *tok;
+	unsigned char *used;   /* (n_slots) */
+	int32_t *tokens;       /* (cap) batch scratch */
+	int32_t *slots;        /* (cap) */
+	int32_t *pos;          /* (cap) */
+	uint8_t *want;         /* (cap) */
+	size_t cap;
+	char name[256];
+};
+
+static int real_tokenize(struct engine *e, const char *text, size_t len, int32_t *ids, size_t cap, size_t *n)
+{
+	struct real_engine *r = (struct real_engine *)e;
+	int32_t *out = NULL;
+	size_t k = 0;
+	int rc = tok_encode(r->tok, text, len, true, true, &out, &k);
+	if (rc != 0)
+		return rc;
+	memcpy(ids, out, (k < cap ? k : cap) * sizeof(int32_t));
+	*n = k;
+	free(out);
+	return 0;
+}
+
+static int real_detokenize(struct engine *e, int32_t id, struct buf *out)
+{
+	struct real_engine *r = (struct real_engine *)e;
+	char *text = NULL, *one = NULL;
+	size_t len = 0, len1 = 0;
+	int rc;
+	if (tok_model_kind(r->tok) == TOK_MODEL_SPM) {
+		/* SentencePiece drops the leading space of the first token decoded; a
+		 * generated token is never first, so decode it as the second of two and
+		 * keep the bytes it adds. */
+		int32_t two[2] = { id, id };
+		rc = tok_decode(r->tok, two, 2, false, &text, &len);
+		if (rc == 0)
+			rc = tok_decode(r->tok, &id, 1, false, &one, &len1);
+		if (rc == 0 && len >= len1)
+			rc = buf_append(out, text + len1, len - len1);
+	} else {
+		rc = tok_decode(r->tok, &id, 1, false, &text, &len);
+		if (rc == 0)
+			rc = buf_append(out, text, len);
+	}
+	free(text);
+	free(one);
+	return rc;
+}
+
+static bool real_is_eog(struct engine *e, int32_t id)
+{
+	return tok_is_eog(((struct real_engine *)e)->tok, id);
+}
+
+static int real_forward(struct engine *e, const struct engine_row *rows, size_t n, float *logits)
+{
+	struct real_engine *r = (struct real_engine *)e;
+	if (n > r->cap) {
+		size_t c = n * 2;
+		int32_t *t = realloc(r->tokens, c * sizeof *t);
+		if (t)
+			r->tokens = t;
+		int32_t *s = realloc(r->slots, c * sizeof *s);
+		if (s)
+			r->slots = s;
+		int32_t *p = realloc(r->pos, c * sizeof *p);
+		if (p)
+			r->pos = p;
+		uint8_t *w = realloc(r->want, c);
+		if (w)
+			r->want = w;
+		if (!t || !s || !p || !w)
+			return -ENOMEM;
+		r->cap = c;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (rows[i].slot < 0 || rows[i].slot >= e->n_slots || !r->used[rows[i].slot])
+			return -EINVAL;
+		r->tokens[i] = rows[i].token;
+		r->slots[i] = rows[i].slot;
+		r->pos[i] = rows[i].pos;
+		r->want[i] = rows[i].want_logits;
+	}
+	struct model_batch b = { .n_rows = (int)n, .tokens = r->tokens, .slots = r->slots, .pos = r->pos,
+				 .want_logits = r->want };
+	return model_forward(r->m, r->st, &b, logits);
+}
+
+static int real_slot_alloc(struct engine *e)
+{
+	struct real_engine *r = (struct real_engine *)e;
+	for (int i = 0; i < e->n_slots; i++)
+		if (!r->used[i]) {
+			int rc = model_state_slot_reset(r->st, i);
+			if (rc != 0)
+				return rc;
+			r->used[i] = 1;
+			return i;
+		}
+	return -ENOSPC;
+}
+
+static void real_slot_free(struct engine *e, int slot)
+{
+	struct real_engine *r = (struct real_engine *)e;
+	if (slot >= 0 && slot < e->n_slots)
+		r->used[slot] = 0;
+}
+
+static void real_destroy(struct engine *e)
+{
+	struct real_engine *r = (struct real_engine *)e;
+	model_state_destroy(r->st);
+	tok_destroy(r->tok);
+	model_free(r->m);
+	free(r->used);
+	free(r->tokens);
+	free(r->slots);
+	free(r->pos);
+	free(r->want);
+	free(r);
+}
+
+static const struct engine_ops real_ops = {
+	.tokenize = real_tokenize,
+	.detokenize = real_detokenize,
+	.is_eog = real_is_eog,
+	.forward = real_forward,
+	.slot_alloc = real_slot_alloc,
+	.slot_free = real_slot_free,
+	.host_row_ns = NULL,
+	.destroy = real_destroy,
+};
+
+struct engine *real_engine_open(const char *path, int n_slots, int n_ctx, int n_threads, char *err, size_t errlen)
+{
+	struct real_engine *r = calloc(1, sizeof *r);
+	if (!r) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	r->base.ops = &real_ops;
+	r->m = model_load(path, n_threads, err, errlen);
+	if (!r->m)
+		goto fail;
+	const struct gguf *g = model_gguf(r->m);
+	if (!g) {
+		snprintf(err, errlen, "%s: no GGUF metadata to build a tokenizer from", path);
+		goto fail;
+	}
+	char terr[512];
+	r->tok = tok_load_gguf(g, terr, sizeof terr);
+	if (!r->tok) {
+		snprintf(err, errlen, "%s: tokenizer: %s", path, terr);
+		goto fail;
+	}
+	const struct model_config *cfg = model_get_config(r->m);
+	if ((size_t)cfg->n_vocab < tok_vocab_size(r->tok)) {
+		snprintf(err, errlen, "%s: the tokenizer has %zu tokens but the model only %d rows of embeddings", path,
+			 tok_vocab_size(r->tok), cfg->n_vocab);
+		goto fail;
+	}
+	r->st = model_state_create(r->m, n_slots, n_ctx);
+	r->used = calloc((size_t)n_slots, 1);
+	if (!r->st || !r->used) {
+		snprintf(err, errlen, "cannot allocate %d state slots of %d positions", n_slots, n_ctx);
+		goto fail;
+	}
+	const char *slash = strrchr(path, '/');
+	snprintf(r->name, sizeof r->name, "%s", slash ? slash + 1 : path);
+	r->base.name = r->name;
+	r->base.n_vocab = cfg->n_vocab;
+	r->base.n_logits = cfg->n_vocab;
+	r->base.n_sample = (int32_t)tok_vocab_size(r->tok); /* padding rows beyond the vocabulary never win */
+	r->base.eos = tok_eos(r->tok);
+	r->base.n_ctx = n_ctx;
+	r->base.n_slots = n_slots;
+	r->base.time_scale = 1;
+	r->base.chat_template = gguf_get_str(g, "tokenizer.chat_template");
+	r->base.bos_text = tok_bos(r->tok) >= 0 ? tok_piece(r->tok, tok_bos(r->tok)) : NULL;
+	r->base.eos_text = tok_eos(r->tok) >= 0 ? tok_piece(r->tok, tok_eos(r->tok)) : NULL;
+	atomic_init(&r->base.state_copies, 0);
+	return &r->base;
+fail:
+	real_destroy(&r->base);
+	return NULL;
+}

@@ -1,0 +1,16 @@
+/* real — the engine (engine.h) over the project's hybrid Gated DeltaNet model
+ * (model/model.h) and the tokenizer its GGUF carries (model/tokenizer.h).
+ * Recurrent states live in the model's slot pool and are read and written in
+ * place by the forward pass: the engine never copies a state, so its
+ * state_copies counter stays 0. Arguments are borrowed. */
+#ifndef SIXI_SERVER_REAL_H
+#define SIXI_SERVER_REAL_H
+#include <stddef.h>
+
+struct engine;
+
+/* Loads path (a qwen35 GGUF), builds the tokenizer and n_slots states of n_ctx
+ * positions. n_threads <= 0: all CPUs. NULL with "what, and what to do" in err. */
+struct engine *real_engine_open(const char *path, int n_slots, int n_ctx, int n_threads, char *err,
+				size_t errlen);
+#endif

@@ -1,0 +1,127 @@
+/* sampler — see sampler.h. Order of the filters, as in the common servers:
+ * temperature scales the logits, top-k keeps the k largest, softmax, min-p
+ * drops tokens below min_p x the largest probability, top-p keeps the smallest
+ * prefix (by descending probability) whose mass reaches top_p, then one draw.
+ * Work per call: O(V) for the greedy path and the softmax, plus a sort of the
+ * candidates that survive a cheap pre-cut (tokens more than 40 nats below the
+ * maximum after temperature carry less than 1e-17 of the mass and are dropped
+ * before sorting), so large vocabularies do not sort 200k entries per row. */
+#include "server/sampler.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+
+struct cand {
+	int32_t id;
+	float p; /* logit, then probability */
+};
+
+static uint64_t splitmix64(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9E3779B97F4A7C15ULL);
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+	return z ^ (z >> 31);
+}
+
+void sampler_rng_seed(struct sampler_rng *r, uint64_t seed)
+{
+	r->s[0] = splitmix64(&seed);
+	r->s[1] = splitmix64(&seed);
+	if (!r->s[0] && !r->s[1])
+		r->s[1] = 1;
+}
+
+double sampler_rng_uniform(struct sampler_rng *r)
+{
+	uint64_t s1 = r->s[0];
+	const uint64_t s0 = r->s[1];
+	r->s[0] = s0;
+	s1 ^= s1 << 23;
+	r->s[1] = s1 ^ s0 ^ (s1 >> 17) ^ (s0 >> 26);
+	return (double)((r->s[1] + s0) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+void sampler_scratch_finish(struct sampler_scratch *sc)
+{
+	if (!sc)
+		return;
+	free(sc->cand);
+	sc->cand = NULL;
+	sc->cap = 0;
+}
+
+static int by_p_desc(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+	if (x->p != y->p)
+		return x->p < y->p ? 1 : -1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+int32_t sampler_pick(const struct sampler_params *p, struct sampler_rng *rng, const float *logits, size_t n_vocab,
+		     struct sampler_scratch *sc)
+{
+	size_t best = 0;
+	for (size_t i = 1; i < n_vocab; i++)
+		if (logits[i] > logits[best])
+			best = i;
+	if (p->temperature <= 0 || p->top_k == 1)
+		return (int32_t)best;
+	if (sc->cap < n_vocab) {
+		void *c = realloc(sc->cand, n_vocab * sizeof(struct cand));
+		if (!c)
+			return -ENOMEM;
+		sc->cand = c;
+		sc->cap = n_vocab;
+	}
+	struct cand *cand = sc->cand;
+	float inv_t = (float)(1.0 / p->temperature);
+	float maxl = logits[best] * inv_t;
+	size_t n = 0;
+	for (size_t i = 0; i < n_vocab; i++) {
+		float l = logits[i] * inv_t;
+		if (l >= maxl - 40.0f) /* the pre-cut: see the file-top comment */
+			cand[n++] = (struct cand){ (int32_t)i, l };
+	}
+	qsort(cand, n, sizeof *cand, by_p_desc);
+	if (p->top_k > 0 && (size_t)p->top_k < n)
+		n = (size_t)p->top_k;
+	double sum = 0;
+	for (size_t i = 0; i < n; i++) {
+		cand[i].p = expf(cand[i].p - maxl);
+		sum += cand[i].p;
+	}
+	for (size_t i = 0; i < n; i++)
+		cand[i].p = (float)(cand[i].p / sum);
+	if (p->min_p > 0) {
+		float cut = (float)(p->min_p * cand[0].p);
+		size_t k = 1;
+		while (k < n && cand[k].p >= cut)
+			k++;
+		n = k;
+	}
+	if (p->top_p < 1.0) {
+		double acc = 0;
+		size_t k = 0;
+		while (k < n) {
+			acc += cand[k].p;
+			k++;
+			if (acc >= p->top_p)
+				break;
+		}
+		n = k;
+	}
+	double mass = 0;
+	for (size_t i = 0; i < n; i++)
+		mass += cand[i].p;
+	double u = sampler_rng_uniform(rng) * mass;
+	double acc = 0;
+	for (size_t i = 0; i < n; i++) {
+		acc += cand[i].p;
+		if (u < acc)
+			return cand[i].id;
+	}
+	return cand[n - 1].id;
+}

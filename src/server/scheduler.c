@@ -1,0 +1,818 @@
+/* sched — see scheduler.h for the design. Details:
+ * - One mutex (s->lock) guards every sequence's state and output; the two long
+ *   operations, the forward pass and sampling a row, run without it. A
+ *   sequence in S_RUNNING belongs to the executor, in S_SAMPLING to the
+ *   sampler, so their token arrays and text need no lock while there.
+ * - Prompt chunks (interleave on): the chunk budget goes to the sequences with
+ *   the fewest prompt rows left first, so a short follow-up is not stuck
+ *   behind a long document; every ready decoding sequence rides along.
+ *   Interleave off reproduces the old behaviour for comparison: prompts are
+ *   prefilled one at a time in arrival order, so a new request waits for every
+ *   prompt ahead of it; each chunk is a pass of its own, alternating with
+ *   decode passes.
+ * - Slots are released only by the executor (engines are single-threaded).
+ * - Prefix cache (off by default): a finished sequence's slot is kept with the
+ *   ids it has consumed; a new prompt that starts with all of them takes the
+ *   slot over and prefills only the rest. Nothing is copied (recurrent state
+ *   cannot be truncated, so only whole-history prefixes match).
+ * Workload assumption: up to a few hundred sequences; per-pass work outside the
+ * engine is O(sequences). */
+#include "server/scheduler.h"
+#include "server/engine.h"
+#include "server/metrics.h"
+#include "core/buf.h"
+#include "core/clock.h"
+#include "core/log.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum seq_state {
+	S_WAIT,     /* no slot yet */
+	S_PREFILL,  /* prompt rows left */
+	S_READY,    /* next row known */
+	S_RUNNING,  /* in a pass */
+	S_SAMPLING, /* pass done, logits with the sampler */
+	S_FINISHED, /* output final; slot to be released by the executor */
+};
+
+struct sched_seq {
+	/* immutable after submit */
+	int32_t *toks;            /* (n_prompt + max_tokens) prompt, then sampled ids */
+	size_t n_prompt;
+	int64_t max_tokens;
+	struct sampler_params sp;
+	struct sampler_rng rng;
+	char **stop;              /* (n_stop) */
+	size_t n_stop;
+	bool ignore_eos;
+	int64_t t_arrive_ns;
+	uint64_t order;           /* arrival order */
+	/* state, under s->lock (or owned as the header says) */
+	enum seq_state state;
+	int slot;
+	size_t n_fed;             /* positions consumed by the engine */
+	size_t n_chunk;           /* rows in the current pass */
+	int64_t n_gen;            /* ids sampled */
+	bool cancelled;
+	int refs;                 /* caller + scheduler */
+	/* sampler-owned text */
+	struct buf gen;           /* all generated text */
+	size_t emitted;           /* bytes of gen moved to out */
+	/* output, under s->lock */
+	struct buf out;           /* text not yet taken */
+	enum sched_finish finish;
+	int64_t completion_tokens;  /* n_gen as last published */
+	int64_t cached_tokens;
+	int64_t queue_ns;
+};
+
+struct retained {
+	int slot;                 /* -1 = empty */
+	int32_t *toks;            /* (n) ids the slot's state has consumed */
+	size_t n;
+	int64_t last_used_ns;
+};
+
+struct batch_item {
+	struct sched_seq *seq;
+	const float *logits;      /* (n_logits) */
+};
+
+struct batch {
+	struct batch *next;
+	size_t n_items;
+	struct batch_item *items; /* (n_items) */
+	float *logits;            /* (n_items, n_logits) */
+};
+
+struct sched {
+	struct engine *e;
+	struct sched_config cfg;
+	struct metrics *m;
+	void (*notify)(void *);
+	void *notify_arg;
+	pthread_mutex_t lock;
+	pthread_cond_t exec_cv;   /* executor: work or a sampled row arrived */
+	pthread_cond_t samp_cv;   /* sampler: a batch arrived */
+	pthread_t exec_thread, samp_thread;
+	bool threads_started;
+	bool stopping;
+	struct sched_seq **seqs;  /* (n_seqs) in arrival order, not yet removed */
+	size_t n_seqs, cap_seqs;
+	uint64_t next_order;
+	int n_sampling;           /* sequences in S_SAMPLING */
+	struct batch *q_head, *q_tail; /* sampler queue */
+	int64_t last_pass_ns;
+	bool last_was_prompt_pass; /* interleave off: alternate prompt chunks and decode passes */
+	struct retained *ret;     /* (n_slots) */
+	/* executor scratch */
+	struct engine_row *rows;  /* (cap_rows) */
+	size_t cap_rows;
+	struct sched_seq **members; /* (cap_members) */
+	size_t cap_members;
+};
+
+void sched_config_default(struct sched_config *c)
+{
+	*c = (struct sched_config){ .straggler_wait = true, .straggler_frac = 0.2, .straggler_min_ns = 4000000,
+				    .straggler_max_ns = 40000000, .prefill_chunk = 512, .interleave = true,
+				    .prefix_cache = false };
+}
+
+static void seq_free(struct sched_seq *q)
+{
+	free(q->toks);
+	for (size_t i = 0; i < q->n_stop; i++)
+		free(q->stop[i]);
+	free(q->stop);
+	buf_finish(&q->gen);
+	buf_finish(&q->out);
+	free(q);
+}
+
+/* Under lock. */
+static void seq_unref(struct sched_seq *q)
+{
+	if (--q->refs == 0)
+		seq_free(q);
+}
+
+static void seq_finish(struct sched *s, struct sched_seq *q, enum sched_finish why)
+{
+	if (q->finish == SCHED_RUNNING)
+		q->finish = why;
+	q->state = S_FINISHED;
+	if (why == SCHED_CANCELLED)
+		metrics_add(s->m, requests_cancelled, 1);
+}
+
+/* ---- slots and the prefix cache (executor thread, under lock) ---- */
+
+static void retained_drop(struct sched *s, struct retained *r)
+{
+	s->e->ops->slot_free(s->e, r->slot);
+	free(r->toks);
+	r->toks = NULL;
+	r->slot = -1;
+	r->n = 0;
+}
+
+static void slot_release(struct sched *s, struct sched_seq *q)
+{
+	if (q->slot < 0)
+		return;
+	if (s->cfg.prefix_cache && q->finish != SCHED_ERROR && q->n_fed > 0) {
+		struct retained *r = &s->ret[q->slot];
+		free(r->toks);
+		r->toks = malloc(q->n_fed * sizeof(int32_t));
+		if (r->toks) {
+			memcpy(r->toks, q->toks, q->n_fed * sizeof(int32_t));
+			r->n = q->n_fed;
+			r->slot = q->slot;
+			r->last_used_ns = clock_now_ns();
+			q->slot = -1;
+			return;
+		}
+	}
+	s->e->ops->slot_free(s->e, q->slot);
+	q->slot = -1;
+}
+
+static int slot_acquire(struct sched *s, struct sched_seq *q)
+{
+	if (s->cfg.prefix_cache) {
+		struct retained *best = NULL;
+		for (int i = 0; i < s->e->n_slots; i++) {
+			struct retained *r = &s->ret[i];
+			/* At least one prompt row must remain: its logits give the first token. */
+			if (r->slot >= 0 && r->n < q->n_prompt && (!best || r->n > best->n) &&
+			    memcmp(r->toks, q->toks, r->n * sizeof(int32_t)) == 0)
+				best = r;
+		}
+		if (best) {
+			q->slot = best->slot;
+			q->n_fed = best->n;
+			q->cached_tokens = (int64_t)best->n;
+			free(best->toks);
+			best->toks = NULL;
+			best->slot = -1;
+			best->n = 0;
+			return 0;
+		}
+	}
+	int slot = s->e->ops->slot_alloc(s->e);
+	if (slot == -ENOSPC && s->cfg.prefix_cache) {
+		struct retained *lru = NULL;
+		for (int i = 0; i < s->e->n_slots; i++)
+			if (s->ret[i].slot >= 0 && (!lru || s->ret[i].last_used_ns < lru->last_used_ns))
+				lru = &s->ret[i];
+		if (lru) {
+			retained_drop(s, lru);
+			slot = s->e->ops->slot_alloc(s->e);
+		}
+	}
+	if (slot < 0)
+		return slot;
+	q->slot = slot;
+	q->n_fed = 0;
+	return 0;
+}
+
+/* Releases finished and cancelled sequences, admits waiting ones (FIFO). */
+static void housekeeping(struct sched *s)
+{
+	size_t w = 0;
+	for (size_t i = 0; i < s->n_seqs; i++) {
+		struct sched_seq *q = s->seqs[i];
+		if (q->cancelled && (q->state == S_WAIT || q->state == S_PREFILL || q->state == S_READY))
+			seq_finish(s, q, SCHED_CANCELLED);
+		if (q->state == S_FINISHED) {
+			slot_release(s, q);
+			seq_unref(q);
+			continue;
+		}
+		s->seqs[w++] = q;
+	}
+	s->n_seqs = w;
+	for (size_t i = 0; i < s->n_seqs; i++) {
+		struct sched_seq *q = s->seqs[i];
+		if (q->state != S_WAIT)
+			continue;
+		if (slot_acquire(s, q) != 0)
+			break; /* FIFO: later arrivals do not overtake */
+		q->state = S_PREFILL;
+		q->queue_ns = clock_now_ns() - q->t_arrive_ns;
+		metrics_observe(s->m, &s->m->queue_seconds, (double)q->queue_ns / 1e9);
+		metrics_add(s->m, cached_tokens, q->cached_tokens);
+	}
+}
+
+/* ---- executor ---- */
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap ? *cap : 64;
+	while (n < need)
+		n *= 2;
+	void *np = realloc(*p, n * elem);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = n;
+	return 0;
+}
+
+static int cmp_remaining(const void *a, const void *b)
+{
+	const struct sched_seq *x = *(struct sched_seq *const *)a, *y = *(struct sched_seq *const *)b;
+	size_t rx = x->n_prompt - x->n_fed, ry = y->n_prompt - y->n_fed;
+	if (rx != ry)
+		return rx < ry ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* Adds the rows of q's next prompt chunk (at most budget rows). */
+static size_t add_chunk(struct sched *s, struct sched_seq *q, size_t budget, size_t *n_rows)
+{
+	size_t k = q->n_prompt - q->n_fed;
+	if (k > budget)
+		k = budget;
+	for (size_t j = 0; j < k; j++) {
+		size_t pos = q->n_fed + j;
+		s->rows[(*n_rows)++] = (struct engine_row){ .slot = q->slot, .token = q->toks[pos], .pos = (int32_t)pos,
+							    .want_logits = pos + 1 == q->n_prompt };
+	}
+	q->n_chunk = k;
+	q->state = S_RUNNING;
+	return k;
+}
+
+/* Builds the next pass into s->rows / s->members; returns the member count. */
+static size_t build_pass(struct sched *s, size_t *n_rows_out)
+{
+	size_t n_members = 0, n_rows = 0;
+	size_t need = s->n_seqs + (size_t)s->cfg.prefill_chunk + 1;
+	if (grow((void **)&s->rows, &s->cap_rows, need, sizeof *s->rows) != 0 ||
+	    grow((void **)&s->members, &s->cap_members, s->n_seqs + 1, sizeof *s->members) != 0)
+		return 0;
+	struct sched_seq *first_prefill = NULL;
+	for (size_t i = 0; i < s->n_seqs; i++)
+		if (s->seqs[i]->state == S_PREFILL && !first_prefill)
+			first_prefill = s->seqs[i];
+	bool any_ready = false;
+	for (size_t i = 0; i < s->n_seqs; i++)
+		any_ready |= s->seqs[i]->state == S_READY;
+	if (!s->cfg.interleave && first_prefill && (s->last_was_prompt_pass == false || !any_ready)) {
+		/* The old way: prompts one at a time in arrival order, each chunk in a
+		 * pass of its own; decode passes alternate with the chunks. */
+		add_chunk(s, first_prefill, (size_t)s->cfg.prefill_chunk, &n_rows);
+		s->members[n_members++] = first_prefill;
+		metrics_add(s->m, prefill_chunks, 1);
+		s->last_was_prompt_pass = true;
+		*n_rows_out = n_rows;
+		return n_members;
+	}
+	s->last_was_prompt_pass = false;
+	for (size_t i = 0; i < s->n_seqs; i++) {
+		struct sched_seq *q = s->seqs[i];
+		if (q->state != S_READY)
+			continue;
+		s->rows[n_rows++] = (struct engine_row){ .slot = q->slot, .token = q->toks[q->n_fed],
+							 .pos = (int32_t)q->n_fed, .want_logits = true };
+		q->n_chunk = 0;
+		q->state = S_RUNNING;
+		s->members[n_members++] = q;
+	}
+	if (!s->cfg.interleave) {
+		*n_rows_out = n_rows;
+		return n_members; /* the old way: decode passes carry no prompt rows */
+	}
+	size_t first_prefill_member = n_members;
+	for (size_t i = 0; i < s->n_seqs; i++)
+		if (s->seqs[i]->state == S_PREFILL)
+			s->members[n_members++] = s->seqs[i];
+	qsort(s->members + first_prefill_member, n_members - first_prefill_member, sizeof *s->members,
+	      cmp_remaining);
+	size_t budget = (size_t)s->cfg.prefill_chunk;
+	size_t kept = first_prefill_member;
+	for (size_t i = first_prefill_member; i < n_members && budget > 0; i++) {
+		budget -= add_chunk(s, s->members[i], budget, &n_rows);
+		s->members[kept++] = s->members[i];
+		metrics_add(s->m, prefill_chunks, 1);
+	}
+	*n_rows_out = n_rows;
+	return kept;
+}
+
+static bool has_work(struct sched *s)
+{
+	for (size_t i = 0; i < s->n_seqs; i++)
+		if (s->seqs[i]->state == S_READY || s->seqs[i]->state == S_PREFILL)
+			return true;
+	return false;
+}
+
+static void straggler_wait(struct sched *s)
+{
+	if (!s->cfg.straggler_wait || s->n_sampling == 0)
+		return;
+	double scale = s->e->time_scale > 0 ? s->e->time_scale : 1;
+	int64_t w = (int64_t)(s->cfg.straggler_frac * (double)s->last_pass_ns);
+	int64_t lo = (int64_t)((double)s->cfg.straggler_min_ns / scale), hi = (int64_t)((double)s->cfg.straggler_max_ns / scale);
+	w = w < lo ? lo : w > hi ? hi : w;
+	int64_t t0 = clock_now_ns();
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	int64_t dl = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec + w;
+	ts.tv_sec = dl / 1000000000LL;
+	ts.tv_nsec = dl % 1000000000LL;
+	while (s->n_sampling > 0 && !s->stopping)
+		if (pthread_cond_timedwait(&s->exec_cv, &s->lock, &ts) == ETIMEDOUT)
+			break;
+	metrics_add(s->m, straggler_waits, 1);
+	metrics_observe(s->m, &s->m->straggler_wait_seconds, (double)(clock_now_ns() - t0) / 1e9);
+}
+
+static void *exec_main(void *arg)
+{
+	struct sched *s = arg;
+	size_t n_logits = (size_t)s->e->n_logits;
+	pthread_mutex_lock(&s->lock);
+	while (!s->stopping) {
+		housekeeping(s);
+		if (!has_work(s)) {
+			pthread_cond_wait(&s->exec_cv, &s->lock);
+			continue;
+		}
+		straggler_wait(s);
+		housekeeping(s); /* new arrivals during the wait join this pass */
+		if (s->stopping)
+			break;
+		size_t n_rows = 0;
+		bool split = s->n_sampling > 0;
+		size_t n_members = build_pass(s, &n_rows);
+		if (n_members == 0) {
+			pthread_cond_wait(&s->exec_cv, &s->lock);
+			continue;
+		}
+		size_t n_want = 0;
+		for (size_t i = 0; i < n_rows; i++)
+			n_want += s->rows[i].want_logits;
+		struct batch *b = calloc(1, sizeof *b);
+		float *logits = b ? malloc((n_want ? n_want : 1) * n_logits * sizeof(float)) : NULL;
+		struct batch_item *items = b ? calloc(n_want ? n_want : 1, sizeof *items) : NULL;
+		int rc = (b && logits && items) ? 0 : -ENOMEM;
+		pthread_mutex_unlock(&s->lock);
+		int64_t t0 = clock_now_ns();
+		if (rc == 0)
+			rc = s->e->ops->forward(s->e, s->rows, n_rows, logits);
+		int64_t dt = clock_now_ns() - t0;
+		pthread_mutex_lock(&s->lock);
+		s->last_pass_ns = dt;
+		metrics_add(s->m, passes, 1);
+		metrics_add(s->m, rows, n_rows);
+		metrics_add(s->m, decode_rows, n_want);
+		metrics_add(s->m, prefill_rows, n_rows - n_want);
+		if (split)
+			metrics_add(s->m, split_passes, 1);
+		metrics_observe(s->m, &s->m->rows_per_pass, (double)n_rows);
+		metrics_observe(s->m, &s->m->pass_seconds, (double)dt / 1e9);
+		size_t k = 0;
+		for (size_t i = 0; i < n_members; i++) {
+			struct sched_seq *q = s->members[i];
+			if (rc != 0) {
+				log_error("forward pass failed: %s", strerror(-rc));
+				seq_finish(s, q, SCHED_ERROR);
+				continue;
+			}
+			bool prompt_done = true;
+			if (q->n_chunk > 0) {
+				q->n_fed += q->n_chunk;
+				prompt_done = q->n_fed == q->n_prompt;
+			} else {
+				q->n_fed += 1;
+			}
+			if (!prompt_done) {
+				q->state = q->cancelled ? (seq_finish(s, q, SCHED_CANCELLED), S_FINISHED) : S_PREFILL;
+				continue;
+			}
+			items[k] = (struct batch_item){ q, logits + k * n_logits };
+			k++;
+			q->state = S_SAMPLING;
+			s->n_sampling++;
+		}
+		if (rc != 0 || k == 0) {
+			free(logits);
+			free(items);
+			free(b);
+			if (rc != 0 && s->notify)
+				s->notify(s->notify_arg);
+			continue;
+		}
+		b->n_items = k;
+		b->items = items;
+		b->logits = logits;
+		if (s->q_tail)
+			s->q_tail->next = b;
+		else
+			s->q_head = b;
+		s->q_tail = b;
+		pthread_cond_signal(&s->samp_cv);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+/* ---- sampler ---- */
+
+static bool utf8_cont(unsigned char c) { return (c & 0xC0) == 0x80; }
+
+/* Bytes at the end of p[0..n) that form an incomplete UTF-8 sequence. */
+static size_t utf8_incomplete_tail(const char *p, size_t n)
+{
+	size_t i = n, back = 0;
+	while (i > 0 && back < 4 && utf8_cont((unsigned char)p[i - 1])) {
+		i--;
+		back++;
+	}
+	if (i == 0)
+		return 0;
+	unsigned char lead = (unsigned char)p[i - 1];
+	size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+	return need > back + 1 ? back + 1 : 0;
+}
+
+/* Appends p[0..n) to out with every invalid UTF-8 sequence replaced by U+FFFD, so
+ * that clients always receive valid JSON strings (a random or badly sampled model
+ * can emit stray continuation bytes). */
+static int utf8_append_valid(struct buf *out, const char *p, size_t n)
+{
+	size_t i = 0, run = 0; /* run: start of the pending valid bytes */
+	int rc = 0;
+	while (i < n && rc == 0) {
+		unsigned char c = (unsigned char)p[i];
+		size_t need = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+		bool ok = need > 0 && i + need <= n;
+		for (size_t k = 1; ok && k < need; k++)
+			ok = utf8_cont((unsigned char)p[i + k]);
+		if (ok && need == 3) /* overlongs and surrogates */
+			ok = !(c == 0xE0 && (unsigned char)p[i + 1] < 0xA0) && !(c == 0xED && (unsigned char)p[i + 1] >= 0xA0);
+		if (ok && need == 4)
+			ok = !(c == 0xF0 && (unsigned char)p[i + 1] < 0x90) && !(c == 0xF4 && (unsigned char)p[i + 1] >= 0x90);
+		if (ok) {
+			i += need;
+			continue;
+		}
+		rc = buf_append(out, p + run, i - run);
+		if (rc == 0)
+			rc = buf_append(out, "\xEF\xBF\xBD", 3);
+		i++;
+		run = i;
+	}
+	if (rc == 0)
+		rc = buf_append(out, p + run, n - run);
+	return rc;
+}
+
+/* Decides what of q->gen can be shown; returns true when a stop string ended it. */
+static bool text_advance(struct sched_seq *q, bool final, size_t *safe_end)
+{
+	const char *g = q->gen.data ? q->gen.data : "";
+	size_t len = q->gen.len;
+	size_t hit = len;
+	for (size_t i = 0; i < q->n_stop; i++) {
+		size_t sl = strlen(q->stop[i]);
+		if (sl == 0 || len - q->emitted < sl)
+			continue;
+		const char *f = memmem(g + q->emitted, len - q->emitted, q->stop[i], sl);
+		if (f && (size_t)(f - g) < hit)
+			hit = (size_t)(f - g);
+	}
+	if (hit < len) {
+		*safe_end = hit;
+		return true;
+	}
+	size_t end = len;
+	if (!final) {
+		/* Hold back a tail that could still become a stop string. */
+		for (size_t i = 0; i < q->n_stop; i++) {
+			size_t sl = strlen(q->stop[i]);
+			for (size_t k = sl > 1 ? sl - 1 : 0; k > 0; k--)
+				if (k <= len - q->emitted && memcmp(g + len - k, q->stop[i], k) == 0) {
+					if (len - k < end)
+						end = len - k;
+					break;
+				}
+		}
+		end -= utf8_incomplete_tail(g, end);
+	}
+	*safe_end = end < q->emitted ? q->emitted : end;
+	return false;
+}
+
+static void sample_row(struct sched *s, struct sched_seq *q, const float *logits, struct sampler_scratch *sc)
+{
+	enum sched_finish fin = SCHED_RUNNING;
+	int32_t tok = -1;
+	pthread_mutex_lock(&s->lock);
+	bool cancelled = q->cancelled; /* set by the caller's thread */
+	pthread_mutex_unlock(&s->lock);
+	if (cancelled) {
+		fin = SCHED_CANCELLED;
+	} else {
+		tok = sampler_pick(&q->sp, &q->rng, logits, (size_t)s->e->n_sample, sc);
+		if (tok < 0)
+			fin = SCHED_ERROR;
+	}
+	size_t safe_end = q->emitted;
+	if (fin == SCHED_RUNNING) {
+		q->toks[q->n_prompt + (size_t)q->n_gen] = tok;
+		q->n_gen++;
+		bool eos = !q->ignore_eos && (s->e->ops->is_eog ? s->e->ops->is_eog(s->e, tok) : tok == s->e->eos);
+		if (!eos && s->e->ops->detokenize(s->e, tok, &q->gen) != 0)
+			fin = SCHED_ERROR;
+		bool at_limit = q->n_gen >= q->max_tokens || q->n_prompt + (size_t)q->n_gen >= (size_t)s->e->n_ctx;
+		if (text_advance(q, eos || at_limit, &safe_end))
+			fin = SCHED_STOP;
+		else if (eos)
+			fin = SCHED_STOP;
+		else if (at_limit)
+			fin = SCHED_LENGTH;
+	}
+	pthread_mutex_lock(&s->lock);
+	if (safe_end > q->emitted) {
+		if (utf8_append_valid(&q->out, q->gen.data + q->emitted, safe_end - q->emitted) != 0)
+			fin = SCHED_ERROR;
+		q->emitted = safe_end;
+	}
+	if (tok >= 0)
+		metrics_add(s->m, completion_tokens, 1);
+	q->completion_tokens = q->n_gen;
+	s->n_sampling--;
+	if (fin != SCHED_RUNNING)
+		seq_finish(s, q, fin);
+	else
+		q->state = S_READY;
+	pthread_cond_signal(&s->exec_cv);
+	pthread_mutex_unlock(&s->lock);
+	if (s->notify)
+		s->notify(s->notify_arg);
+}
+
+static void *samp_main(void *arg)
+{
+	struct sched *s = arg;
+	struct sampler_scratch sc = { 0 };
+	pthread_mutex_lock(&s->lock);
+	for (;;) {
+		while (!s->q_head && !s->stopping)
+			pthread_cond_wait(&s->samp_cv, &s->lock);
+		if (s->stopping)
+			break;
+		struct batch *b = s->q_head;
+		s->q_head = b->next;
+		if (!s->q_head)
+			s->q_tail = NULL;
+		pthread_mutex_unlock(&s->lock);
+		int64_t host_ns = s->e->ops->host_row_ns ? s->e->ops->host_row_ns(s->e) : 0;
+		int64_t t0 = clock_now_ns();
+		for (size_t i = 0; i < b->n_items; i++) {
+			/* The simulated host work per row, against one deadline per row from
+			 * the batch start so that sleep overshoot does not accumulate. */
+			int64_t left = t0 + (int64_t)(i + 1) * host_ns - clock_now_ns();
+			if (host_ns > 0 && left > 0)
+				clock_sleep_ns(left);
+			sample_row(s, b->items[i].seq, b->items[i].logits, &sc);
+		}
+		free(b->items);
+		free(b->logits);
+		free(b);
+		pthread_mutex_lock(&s->lock);
+	}
+	pthread_mutex_unlock(&s->lock);
+	sampler_scratch_finish(&sc);
+	return NULL;
+}
+
+/* ---- public ---- */
+
+struct sched *sched_create(struct engine *e, const struct sched_config *c, struct metrics *m,
+			   void (*notify)(void *arg), void *notify_arg)
+{
+	struct sched *s = calloc(1, sizeof *s);
+	if (!s)
+		return NULL;
+	s->e = e;
+	s->cfg = *c;
+	if (s->cfg.prefill_chunk < 1)
+		s->cfg.prefill_chunk = 1;
+	s->m = m;
+	s->notify = notify;
+	s->notify_arg = notify_arg;
+	s->ret = calloc((size_t)e->n_slots, sizeof *s->ret);
+	if (!s->ret) {
+		free(s);
+		return NULL;
+	}
+	for (int i = 0; i < e->n_slots; i++)
+		s->ret[i].slot = -1;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->exec_cv, &ca);
+	pthread_cond_init(&s->samp_cv, &ca);
+	pthread_condattr_destroy(&ca);
+	if (pthread_create(&s->exec_thread, NULL, exec_main, s) != 0) {
+		errno = EAGAIN;
+		sched_destroy(s);
+		return NULL;
+	}
+	if (pthread_create(&s->samp_thread, NULL, samp_main, s) != 0) {
+		pthread_mutex_lock(&s->lock);
+		s->stopping = true;
+		pthread_cond_broadcast(&s->exec_cv);
+		pthread_mutex_unlock(&s->lock);
+		pthread_join(s->exec_thread, NULL);
+		errno = EAGAIN;
+		free(s->ret);
+		free(s);
+		return NULL;
+	}
+	s->threads_started = true;
+	return s;
+}
+
+void sched_destroy(struct sched *s)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->lock);
+	s->stopping = true;
+	pthread_cond_broadcast(&s->exec_cv);
+	pthread_cond_broadcast(&s->samp_cv);
+	pthread_mutex_unlock(&s->lock);
+	if (s->threads_started) {
+		pthread_join(s->exec_thread, NULL);
+		pthread_join(s->samp_thread, NULL);
+	}
+	while (s->q_head) {
+		struct batch *b = s->q_head;
+		s->q_head = b->next;
+		free(b->items);
+		free(b->logits);
+		free(b);
+	}
+	for (size_t i = 0; i < s->n_seqs; i++) {
+		if (s->seqs[i]->slot >= 0)
+			s->e->ops->slot_free(s->e, s->seqs[i]->slot);
+		seq_unref(s->seqs[i]);
+	}
+	for (int i = 0; i < s->e->n_slots; i++)
+		if (s->ret[i].slot >= 0)
+			retained_drop(s, &s->ret[i]);
+	free(s->seqs);
+	free(s->ret);
+	free(s->rows);
+	free(s->members);
+	pthread_cond_destroy(&s->exec_cv);
+	pthread_cond_destroy(&s->samp_cv);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+struct sched_seq *sched_submit(struct sched *s, const struct sched_seq_params *p)
+{
+	if (p->n_prompt == 0 || p->max_tokens < 1) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct sched_seq *q = calloc(1, sizeof *q);
+	if (!q)
+		return NULL;
+	buf_init(&q->gen);
+	buf_init(&q->out);
+	q->toks = malloc((p->n_prompt + (size_t)p->max_tokens) * sizeof(int32_t));
+	q->stop = p->n_stop ? calloc(p->n_stop, sizeof(char *)) : NULL;
+	if (!q->toks || (p->n_stop && !q->stop))
+		goto fail;
+	memcpy(q->toks, p->prompt, p->n_prompt * sizeof(int32_t));
+	for (size_t i = 0; i < p->n_stop; i++) {
+		q->stop[i] = strdup(p->stop[i]);
+		q->n_stop = i + 1;
+		if (!q->stop[i])
+			goto fail;
+	}
+	q->n_prompt = p->n_prompt;
+	q->max_tokens = p->max_tokens;
+	q->sp = p->sampling;
+	sampler_rng_seed(&q->rng, p->seed);
+	q->ignore_eos = p->ignore_eos;
+	q->t_arrive_ns = clock_now_ns();
+	q->state = S_WAIT;
+	q->slot = -1;
+	q->refs = 2;
+	q->queue_ns = -1;
+	pthread_mutex_lock(&s->lock);
+	if (grow((void **)&s->seqs, &s->cap_seqs, s->n_seqs + 1, sizeof *s->seqs) != 0) {
+		pthread_mutex_unlock(&s->lock);
+		goto fail;
+	}
+	q->order = s->next_order++;
+	s->seqs[s->n_seqs++] = q;
+	pthread_cond_signal(&s->exec_cv);
+	pthread_mutex_unlock(&s->lock);
+	return q;
+fail:
+	seq_free(q);
+	errno = ENOMEM;
+	return NULL;
+}
+
+int sched_seq_take(struct sched *s, struct sched_seq *q, struct buf *text, struct sched_status *st)
+{
+	int rc = 0;
+	pthread_mutex_lock(&s->lock);
+	if (q->out.len && text)
+		rc = buf_append(text, q->out.data, q->out.len);
+	buf_reset(&q->out);
+	st->finish = q->finish;
+	st->completion_tokens = q->completion_tokens;
+	st->cached_tokens = q->cached_tokens;
+	st->queue_ns = q->queue_ns;
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+void sched_seq_release(struct sched *s, struct sched_seq *q)
+{
+	if (!q)
+		return;
+	pthread_mutex_lock(&s->lock);
+	if (q->finish == SCHED_RUNNING)
+		q->cancelled = true;
+	pthread_cond_signal(&s->exec_cv);
+	seq_unref(q);
+	pthread_mutex_unlock(&s->lock);
+}
+
+void sched_counts(struct sched *s, int64_t *active, int64_t *waiting)
+{
+	int64_t a = 0, w = 0;
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < s->n_seqs; i++) {
+		if (s->seqs[i]->state == S_WAIT)
+			w++;
+		else if (s->seqs[i]->state != S_FINISHED)
+			a++;
+	}
+	pthread_mutex_unlock(&s->lock);
+	*active = a;
+	*waiting = w;
+}

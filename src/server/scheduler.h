@@ -1,0 +1,77 @@
+/* scheduler (sched_*) — continuous batching over an engine (engine.h).
+ *
+ * Two threads. The executor builds each pass from one row per ready decoding
+ * sequence plus prompt rows up to a chunk budget, and runs it without holding
+ * the scheduler lock. The sampler turns each pass's logits into tokens, one row
+ * after another (sampling, detokenising, stop strings), and marks each sequence
+ * ready again. Before a pass the executor waits for sequences still being
+ * sampled (the straggler wait: a fraction of the last pass time, clamped; only
+ * when one is pending), so streams a few ms late share the pass instead of
+ * forcing another full weight read. A sequence missing from a pass simply joins
+ * the next one: the pass is never split in two.
+ *
+ * Ownership: sched_submit copies its inputs; the returned sequence is shared by
+ * the caller and the scheduler until both let go (sched_seq_release for the
+ * caller). All sequences must be released before sched_destroy. */
+#ifndef SIXI_SERVER_SCHEDULER_H
+#define SIXI_SERVER_SCHEDULER_H
+#include "server/sampler.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct buf;
+struct engine;
+struct metrics;
+struct sched;
+struct sched_seq;
+
+struct sched_config {
+	bool straggler_wait;      /* wait for pending sequences before a pass */
+	double straggler_frac;    /* of the last pass time (0.2) */
+	int64_t straggler_min_ns; /* clamp, in real (unscaled) time: 4 ms */
+	int64_t straggler_max_ns; /* 40 ms */
+	int32_t prefill_chunk;    /* prompt rows per pass */
+	bool interleave;          /* decode rows of other sequences run between prompt chunks */
+	bool prefix_cache;        /* keep finished sequences' slots to reuse their prefix */
+};
+void sched_config_default(struct sched_config *c);
+
+enum sched_finish { SCHED_RUNNING = 0, SCHED_STOP, SCHED_LENGTH, SCHED_CANCELLED, SCHED_ERROR };
+
+struct sched_seq_params {
+	const int32_t *prompt;     /* (n_prompt) ids, copied */
+	size_t n_prompt;           /* >= 1 */
+	int64_t max_tokens;        /* >= 1 */
+	struct sampler_params sampling;
+	uint64_t seed;
+	const char *const *stop;   /* (n_stop) strings, copied */
+	size_t n_stop;
+	bool ignore_eos;
+};
+
+struct sched_status {
+	enum sched_finish finish;
+	int64_t completion_tokens;
+	int64_t cached_tokens;     /* prompt tokens reused from the prefix cache */
+	int64_t queue_ns;          /* arrival to slot; -1 while waiting */
+};
+
+/* notify(arg) is called from the scheduler's threads whenever some sequence has
+ * new output; it must be cheap and thread-safe (e.g. an eventfd write).
+ * NULL with errno set on failure. */
+struct sched *sched_create(struct engine *e, const struct sched_config *c, struct metrics *m,
+			   void (*notify)(void *arg), void *notify_arg);
+void sched_destroy(struct sched *s);
+
+/* NULL with errno set (ENOMEM, EINVAL for an empty prompt). */
+struct sched_seq *sched_submit(struct sched *s, const struct sched_seq_params *p);
+/* Appends text produced since the last call to text (may be NULL to discard). */
+__attribute__((warn_unused_result)) int sched_seq_take(struct sched *s, struct sched_seq *q, struct buf *text,
+							 struct sched_status *st);
+/* The caller is done with q; a running sequence is cancelled. */
+void sched_seq_release(struct sched *s, struct sched_seq *q);
+/* Sequences holding a slot / waiting for one. */
+void sched_counts(struct sched *s, int64_t *active, int64_t *waiting);
+#endif

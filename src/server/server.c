@@ -1,0 +1,885 @@
+/* server — see server.h. Request handling runs on the HTTP loop thread: parse
+ * and validate the body, tokenise, submit one sequence per choice, then answer
+ * from the wake callback as the scheduler produces text. Validation errors are
+ * 400s with an OpenAI-style error object naming the field and what to send
+ * instead; unknown fields are ignored, as OpenAI servers do, and logged.
+ * Chat prompts are rendered with the model's Jinja chat template (or the one
+ * --chat-template names) through src/eval/jinja; without one, with a built-in
+ * ChatML rendering (<|im_start|>role\n...<|im_end|>). What it does not do:
+ * logprobs, tools, images, echo, best_of. */
+#include "server/server.h"
+#include "server/engine.h"
+#include "server/metrics.h"
+#include "core/buf.h"
+#include "core/clock.h"
+#include "core/json.h"
+#include "core/log.h"
+#include "eval/jinja.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_CHOICES 16
+#define MAX_STOPS 4
+
+struct choice {
+	struct sched_seq *q;
+	bool done;
+	bool role_sent;
+	enum sched_finish finish;
+	int64_t completion_tokens;
+	int64_t cached_tokens;
+	struct buf text; /* whole text (non-streaming) */
+};
+
+struct gen {
+	struct server *srv;
+	struct http_conn *conn; /* NULL once the client is gone */
+	bool stream, chat, include_usage;
+	int n;
+	int64_t prompt_tokens;
+	int64_t created;
+	char id[40];
+	struct choice ch[MAX_CHOICES];
+	struct gen *prev, *next;
+};
+
+struct server {
+	struct engine *e;
+	struct server_config cfg;
+	struct metrics metrics;
+	struct http_server *http;
+	struct sched *sched;
+	struct gen *gens;
+	struct sched_seq *warm;
+	int64_t warm_start_ns;
+	bool ready;
+	bool warm_failed;
+	uint64_t next_id;
+	int stop_fd;
+	struct buf scratch; /* response building, loop thread only */
+	struct jinja_template *tmpl; /* chat template, or NULL for ChatML */
+};
+
+void server_config_default(struct server_config *c)
+{
+	*c = (struct server_config){
+		.http = { .host = "127.0.0.1", .port = 8080, .max_body_bytes = 8u << 20, .max_header_bytes = 16384,
+			  .header_timeout_ns = 10000000000LL, .body_timeout_ns = 30000000000LL,
+			  .idle_timeout_ns = 120000000000LL, .max_conns = 4096, .max_out_bytes = 64u << 20 },
+		.shutdown_drain_ns = 2000000000LL,
+	};
+	sched_config_default(&c->sched);
+}
+
+/* ---- small helpers ---- */
+
+static void respond_json(struct http_conn *c, int status, cJSON *obj)
+{
+	char *s = cJSON_PrintUnformatted(obj);
+	if (!s) {
+		http_respond(c, 500, "application/json", "{\"error\":{\"message\":\"out of memory\"}}", 37);
+		return;
+	}
+	http_respond(c, status, "application/json", s, strlen(s));
+	free(s);
+}
+
+static cJSON *error_obj(const char *msg, const char *type, const char *param)
+{
+	cJSON *root = cJSON_CreateObject();
+	cJSON *e = cJSON_AddObjectToObject(root, "error");
+	cJSON_AddStringToObject(e, "message", msg);
+	cJSON_AddStringToObject(e, "type", type);
+	if (param)
+		cJSON_AddStringToObject(e, "param", param);
+	else
+		cJSON_AddNullToObject(e, "param");
+	cJSON_AddNullToObject(e, "code");
+	return root;
+}
+
+static void respond_error(struct server *s, struct http_conn *c, int status, const char *param, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static void respond_error(struct server *s, struct http_conn *c, int status, const char *param, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (status >= 400 && status < 500)
+		metrics_add(&s->metrics, requests_rejected, 1);
+	log_info("%d: %s", status, msg);
+	cJSON *o = error_obj(msg, status >= 500 ? "server_error" : "invalid_request_error", param);
+	respond_json(c, status, o);
+	cJSON_Delete(o);
+}
+
+static const char *finish_name(enum sched_finish f)
+{
+	return f == SCHED_STOP ? "stop" : f == SCHED_LENGTH ? "length" : "error";
+}
+
+static bool is_integer(const cJSON *v)
+{
+	return cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble == floor(v->valuedouble);
+}
+
+/* ---- request parsing ---- */
+
+struct gen_req {
+	int32_t *prompt;
+	size_t n_prompt;
+	int64_t max_tokens;
+	bool max_given;
+	struct sampler_params sp;
+	uint64_t seed;
+	bool seed_given;
+	const char *stop[MAX_STOPS];
+	size_t n_stop;
+	bool ignore_eos;
+	int n;
+	bool stream, include_usage;
+};
+
+/* Returns 0, or writes an error into msg/param and returns -EINVAL. */
+static int tokenize_text(struct server *s, const char *text, struct gen_req *r, char *msg, size_t ml)
+{
+	size_t len = strlen(text);
+	size_t cap = len + 64, n = 0;
+	for (int attempt = 0; attempt < 2; attempt++) {
+		int32_t *ids = realloc(r->prompt, cap * sizeof(int32_t));
+		if (!ids) {
+			snprintf(msg, ml, "out of memory");
+			return -ENOMEM;
+		}
+		r->prompt = ids;
+		int rc = s->e->ops->tokenize(s->e, text, len, ids, cap, &n);
+		if (rc != 0) {
+			snprintf(msg, ml, "the prompt could not be tokenised (%s)", strerror(-rc));
+			return -EINVAL;
+		}
+		if (n <= cap)
+			break;
+		cap = n;
+	}
+	r->n_prompt = n;
+	return 0;
+}
+
+static int parse_prompt(struct server *s, const cJSON *p, struct gen_req *r, char *msg, size_t ml)
+{
+	if (cJSON_IsString(p))
+		return tokenize_text(s, p->valuestring, r, msg, ml);
+	if (cJSON_IsArray(p)) {
+		int n = cJSON_GetArraySize(p);
+		if (n == 1 && cJSON_IsString(p->child))
+			return tokenize_text(s, p->child->valuestring, r, msg, ml);
+		r->prompt = malloc((size_t)(n > 0 ? n : 1) * sizeof(int32_t));
+		if (!r->prompt) {
+			snprintf(msg, ml, "out of memory");
+			return -ENOMEM;
+		}
+		int i = 0;
+		for (const cJSON *it = p->child; it; it = it->next, i++) {
+			if (!is_integer(it) || it->valuedouble < 0 || it->valuedouble >= s->e->n_vocab) {
+				snprintf(msg, ml,
+					 "prompt[%d] must be a token id, an integer in [0, %d); send a string or an "
+					 "array of token ids",
+					 i, s->e->n_vocab);
+				return -EINVAL;
+			}
+			r->prompt[i] = (int32_t)it->valuedouble;
+		}
+		r->n_prompt = (size_t)n;
+		return 0;
+	}
+	snprintf(msg, ml, "prompt must be a string or an array of token ids");
+	return -EINVAL;
+}
+
+static int render_chat(struct server *s, const cJSON *msgs, struct gen_req *r, char *msg, size_t ml)
+{
+	if (!cJSON_IsArray(msgs) || cJSON_GetArraySize(msgs) == 0) {
+		snprintf(msg, ml, "messages must be a non-empty array of {\"role\", \"content\"} objects");
+		return -EINVAL;
+	}
+	struct buf t;
+	buf_init(&t);
+	int rc = 0, i = 0;
+	for (const cJSON *m = msgs->child; m && rc == 0 && s->tmpl; m = m->next, i++) {
+		const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+		if (!cJSON_IsObject(m) || !cJSON_IsString(role)) {
+			snprintf(msg, ml, "messages[%d] must be an object with a string \"role\"", i);
+			rc = -EINVAL;
+		}
+	}
+	if (s->tmpl && rc == 0) {
+		cJSON *ctx = cJSON_CreateObject();
+		cJSON_AddItemToObject(ctx, "messages", cJSON_Duplicate(msgs, true));
+		cJSON_AddTrueToObject(ctx, "add_generation_prompt");
+		cJSON_AddStringToObject(ctx, "bos_token", s->e->bos_text ? s->e->bos_text : "");
+		cJSON_AddStringToObject(ctx, "eos_token", s->e->eos_text ? s->e->eos_text : "");
+		char terr[256];
+		rc = jinja_render_chat(s->tmpl, ctx, &t, terr, sizeof terr);
+		cJSON_Delete(ctx);
+		if (rc != 0)
+			snprintf(msg, ml, "the chat template cannot render these messages: %s", terr);
+		else
+			rc = tokenize_text(s, t.data ? t.data : "", r, msg, ml);
+		buf_finish(&t);
+		return rc == 0 ? 0 : -EINVAL;
+	}
+	for (const cJSON *m = msgs->child; m && rc == 0; m = m->next, i++) {
+		const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+		const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
+		if (!cJSON_IsObject(m) || !cJSON_IsString(role)) {
+			snprintf(msg, ml, "messages[%d] must be an object with a string \"role\"", i);
+			rc = -EINVAL;
+			break;
+		}
+		rc |= buf_printf(&t, "<|im_start|>%s\n", role->valuestring);
+		if (cJSON_IsString(content)) {
+			rc |= buf_puts(&t, content->valuestring);
+		} else if (cJSON_IsArray(content)) {
+			for (const cJSON *part = content->child; part; part = part->next) {
+				const char *text = json_get_str(part, "text");
+				if (!text) {
+					snprintf(msg, ml, "messages[%d].content parts must be {\"type\": \"text\", \"text\": ...}", i);
+					rc = -EINVAL;
+					break;
+				}
+				rc |= buf_puts(&t, text);
+			}
+		} else if (content && !cJSON_IsNull(content)) {
+			snprintf(msg, ml, "messages[%d].content must be a string or an array of text parts", i);
+			rc = -EINVAL;
+		}
+		if (rc == 0)
+			rc |= buf_puts(&t, "<|im_end|>\n");
+	}
+	if (rc == 0)
+		rc = buf_puts(&t, "<|im_start|>assistant\n");
+	if (rc == 0)
+		rc = tokenize_text(s, t.data, r, msg, ml);
+	else if (rc != -EINVAL)
+		snprintf(msg, ml, "out of memory");
+	buf_finish(&t);
+	return rc == 0 ? 0 : -EINVAL;
+}
+
+static const char *const known_fields[] = {
+	"model", "prompt", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k",
+	"min_p", "seed", "stop", "ignore_eos", "n", "stream", "stream_options",
+};
+
+/* Parses and validates; on error returns the HTTP status with msg/param set. */
+static int parse_request(struct server *s, const struct http_request *hr, bool chat, struct gen_req *r, char *msg,
+			 size_t ml, const char **param)
+{
+	char perr[256];
+	*param = NULL;
+	cJSON *root = json_parse_n(hr->body, hr->body_len, perr, sizeof perr);
+	int status = 400;
+	if (!root) {
+		snprintf(msg, ml, "the body is not valid JSON (%s); send a JSON object", perr);
+		return 400;
+	}
+	if (!cJSON_IsObject(root)) {
+		snprintf(msg, ml, "the body must be a JSON object");
+		goto out;
+	}
+	*r = (struct gen_req){ .sp = { .temperature = 1.0, .top_p = 1.0 }, .n = 1 };
+	for (const cJSON *it = root->child; it; it = it->next) {
+		bool known = false;
+		for (size_t i = 0; i < sizeof known_fields / sizeof known_fields[0]; i++)
+			known |= strcmp(it->string, known_fields[i]) == 0;
+		if (!known) {
+			metrics_add(&s->metrics, unknown_fields, 1);
+			log_info("ignoring unknown request field \"%s\"", it->string);
+		}
+	}
+	const cJSON *v;
+#define FIELD(name) (v = cJSON_GetObjectItemCaseSensitive(root, name)) != NULL && !cJSON_IsNull(v)
+#define BAD(name, ...) do { *param = name; snprintf(msg, ml, __VA_ARGS__); goto out; } while (0)
+	if (chat) {
+		if (!(v = cJSON_GetObjectItemCaseSensitive(root, "messages")))
+			BAD("messages", "messages is required for /v1/chat/completions");
+		if (render_chat(s, v, r, msg, ml) != 0) {
+			*param = "messages";
+			goto out;
+		}
+	} else {
+		if (!(v = cJSON_GetObjectItemCaseSensitive(root, "prompt")))
+			BAD("prompt", "prompt is required for /v1/completions");
+		if (parse_prompt(s, v, r, msg, ml) != 0) {
+			*param = "prompt";
+			goto out;
+		}
+	}
+	if (r->n_prompt == 0)
+		BAD(chat ? "messages" : "prompt", "the prompt is empty; send at least one token");
+	if (r->n_prompt >= (size_t)s->e->n_ctx)
+		BAD(chat ? "messages" : "prompt",
+		    "the prompt is %zu tokens but the context is %d; shorten it to at most %d tokens", r->n_prompt,
+		    s->e->n_ctx, s->e->n_ctx - 1);
+	int64_t room = s->e->n_ctx - (int64_t)r->n_prompt;
+	const char *mt = FIELD("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+	if (FIELD(mt)) {
+		if (!is_integer(v))
+			BAD(mt, "%s must be an integer", mt);
+		if (v->valuedouble < 1)
+			BAD(mt, "%s must be at least 1 (got %.0f)", mt, v->valuedouble);
+		if (v->valuedouble > (double)room)
+			BAD(mt, "%s is %.0f but the prompt (%zu tokens) leaves room for %lld in the context of %d", mt,
+			    v->valuedouble, r->n_prompt, (long long)room, s->e->n_ctx);
+		r->max_tokens = (int64_t)v->valuedouble;
+		r->max_given = true;
+	} else {
+		r->max_tokens = chat ? room : (room < 16 ? room : 16); /* OpenAI's legacy default is 16 */
+	}
+	if (FIELD("temperature")) {
+		if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 2)
+			BAD("temperature", "temperature must be a number in [0, 2]");
+		r->sp.temperature = v->valuedouble;
+	}
+	if (FIELD("top_p")) {
+		if (!cJSON_IsNumber(v) || v->valuedouble <= 0 || v->valuedouble > 1)
+			BAD("top_p", "top_p must be a number in (0, 1]");
+		r->sp.top_p = v->valuedouble;
+	}
+	if (FIELD("top_k")) {
+		if (!is_integer(v) || v->valuedouble < -1 || v->valuedouble > 1e9)
+			BAD("top_k", "top_k must be an integer >= 0 (0 or -1 turns it off)");
+		r->sp.top_k = v->valuedouble < 0 ? 0 : (int64_t)v->valuedouble;
+	}
+	if (FIELD("min_p")) {
+		if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 1)
+			BAD("min_p", "min_p must be a number in [0, 1]");
+		r->sp.min_p = v->valuedouble;
+	}
+	if (FIELD("seed")) {
+		if (!is_integer(v))
+			BAD("seed", "seed must be an integer");
+		r->seed = (uint64_t)(int64_t)v->valuedouble;
+		r->seed_given = true;
+	}
+	if (FIELD("stop")) {
+		if (cJSON_IsString(v)) {
+			r->stop[r->n_stop++] = v->valuestring;
+		} else if (cJSON_IsArray(v) && cJSON_GetArraySize(v) <= MAX_STOPS) {
+			for (const cJSON *it = v->child; it; it = it->next) {
+				if (!cJSON_IsString(it))
+					BAD("stop", "stop must be a string or an array of up to %d strings", MAX_STOPS);
+				r->stop[r->n_stop++] = it->valuestring;
+			}
+		} else {
+			BAD("stop", "stop must be a string or an array of up to %d strings", MAX_STOPS);
+		}
+	}
+	if (FIELD("ignore_eos")) {
+		if (!cJSON_IsBool(v))
+			BAD("ignore_eos", "ignore_eos must be true or false");
+		r->ignore_eos = cJSON_IsTrue(v);
+	}
+	if (FIELD("n")) {
+		if (!is_integer(v) || v->valuedouble < 1 || v->valuedouble > MAX_CHOICES)
+			BAD("n", "n must be an integer in [1, %d]", MAX_CHOICES);
+		r->n = (int)v->valuedouble;
+	}
+	if (FIELD("stream")) {
+		if (!cJSON_IsBool(v))
+			BAD("stream", "stream must be true or false");
+		r->stream = cJSON_IsTrue(v);
+	}
+	if (FIELD("stream_options")) {
+		const cJSON *iu = cJSON_GetObjectItemCaseSensitive(v, "include_usage");
+		if (!cJSON_IsObject(v) || (iu && !cJSON_IsBool(iu)))
+			BAD("stream_options", "stream_options must be an object like {\"include_usage\": true}");
+		r->include_usage = cJSON_IsTrue(iu);
+	}
+#undef FIELD
+#undef BAD
+	status = 0;
+	/* The stop strings point into root; copy them before it is freed. */
+	for (size_t i = 0; i < r->n_stop; i++) {
+		r->stop[i] = strdup(r->stop[i]);
+		if (!r->stop[i]) {
+			r->n_stop = i;
+			snprintf(msg, ml, "out of memory");
+			status = 500;
+			break;
+		}
+	}
+out:
+	if (status != 0)
+		r->n_stop = 0; /* stop strings were borrowed from root */
+	cJSON_Delete(root);
+	return status;
+}
+
+static void gen_req_finish(struct gen_req *r)
+{
+	free(r->prompt);
+	for (size_t i = 0; i < r->n_stop; i++)
+		free((char *)r->stop[i]);
+}
+
+/* ---- generations in flight ---- */
+
+static void gen_free(struct gen *g)
+{
+	struct server *s = g->srv;
+	for (int i = 0; i < g->n; i++) {
+		sched_seq_release(s->sched, g->ch[i].q);
+		buf_finish(&g->ch[i].text);
+	}
+	if (g->prev)
+		g->prev->next = g->next;
+	else
+		s->gens = g->next;
+	if (g->next)
+		g->next->prev = g->prev;
+	free(g);
+}
+
+static void gen_on_close(void *user)
+{
+	struct gen *g = user;
+	log_info("client went away; cancelling %s", g->id);
+	g->conn = NULL;
+	gen_free(g);
+}
+
+static cJSON *chunk_base(struct gen *g)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "id", g->id);
+	cJSON_AddStringToObject(o, "object", g->chat ? (g->stream ? "chat.completion.chunk" : "chat.completion")
+						     : "text_completion");
+	cJSON_AddNumberToObject(o, "created", (double)g->created);
+	cJSON_AddStringToObject(o, "model", g->srv->e->name);
+	return o;
+}
+
+static void add_usage(struct gen *g, cJSON *o)
+{
+	int64_t comp = 0, cached = 0;
+	for (int i = 0; i < g->n; i++) {
+		comp += g->ch[i].completion_tokens;
+		cached = g->ch[i].cached_tokens > cached ? g->ch[i].cached_tokens : cached;
+	}
+	cJSON *u = cJSON_AddObjectToObject(o, "usage");
+	cJSON_AddNumberToObject(u, "prompt_tokens", (double)g->prompt_tokens);
+	cJSON_AddNumberToObject(u, "completion_tokens", (double)comp);
+	cJSON_AddNumberToObject(u, "total_tokens", (double)(g->prompt_tokens + comp));
+	cJSON *d = cJSON_AddObjectToObject(u, "prompt_tokens_details");
+	cJSON_AddNumberToObject(d, "cached_tokens", (double)cached);
+}
+
+static void sse_send(struct gen *g, cJSON *o)
+{
+	char *s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	if (!s)
+		return;
+	struct buf *b = &g->srv->scratch;
+	buf_reset(b);
+	if (buf_printf(b, "data: %s\n\n", s) == 0)
+		http_stream_write(g->conn, b->data, b->len);
+	free(s);
+}
+
+/* One streamed chunk for choice i: text and/or finish reason. */
+static void send_chunk(struct gen *g, int i, const char *text, size_t len, const char *finish)
+{
+	cJSON *o = chunk_base(g);
+	cJSON *arr = cJSON_AddArrayToObject(o, "choices");
+	cJSON *c = cJSON_CreateObject();
+	cJSON_AddItemToArray(arr, c);
+	cJSON_AddNumberToObject(c, "index", i);
+	char *t = strndup(text ? text : "", len);
+	if (g->chat) {
+		cJSON *d = cJSON_AddObjectToObject(c, "delta");
+		if (!g->ch[i].role_sent) {
+			cJSON_AddStringToObject(d, "role", "assistant");
+			g->ch[i].role_sent = true;
+		}
+		if (len || !finish)
+			cJSON_AddStringToObject(d, "content", t ? t : "");
+	} else {
+		cJSON_AddStringToObject(c, "text", t ? t : "");
+		cJSON_AddNullToObject(c, "logprobs");
+	}
+	free(t);
+	if (finish)
+		cJSON_AddStringToObject(c, "finish_reason", finish);
+	else
+		cJSON_AddNullToObject(c, "finish_reason");
+	sse_send(g, o);
+}
+
+static void send_error_event(struct gen *g, const char *msg)
+{
+	cJSON *o = error_obj(msg, "server_error", NULL);
+	sse_send(g, o);
+}
+
+static void respond_full(struct gen *g)
+{
+	cJSON *o = chunk_base(g);
+	cJSON *arr = cJSON_AddArrayToObject(o, "choices");
+	for (int i = 0; i < g->n; i++) {
+		cJSON *c = cJSON_CreateObject();
+		cJSON_AddItemToArray(arr, c);
+		cJSON_AddNumberToObject(c, "index", i);
+		const char *t = g->ch[i].text.data ? g->ch[i].text.data : "";
+		if (g->chat) {
+			cJSON *m = cJSON_AddObjectToObject(c, "message");
+			cJSON_AddStringToObject(m, "role", "assistant");
+			cJSON_AddStringToObject(m, "content", t);
+		} else {
+			cJSON_AddStringToObject(c, "text", t);
+			cJSON_AddNullToObject(c, "logprobs");
+		}
+		cJSON_AddStringToObject(c, "finish_reason", finish_name(g->ch[i].finish));
+	}
+	add_usage(g, o);
+	respond_json(g->conn, 200, o);
+	cJSON_Delete(o);
+}
+
+/* Moves new output to the client; finishes the response when all choices are done. */
+static void gen_pump(struct gen *g)
+{
+	struct server *s = g->srv;
+	bool all_done = true, failed = false;
+	for (int i = 0; i < g->n; i++) {
+		struct choice *c = &g->ch[i];
+		if (c->done)
+			continue;
+		struct sched_status st;
+		size_t before = c->text.len;
+		if (sched_seq_take(s->sched, c->q, &c->text, &st) != 0)
+			st.finish = SCHED_ERROR;
+		c->completion_tokens = st.completion_tokens;
+		c->cached_tokens = st.cached_tokens;
+		bool fin = st.finish != SCHED_RUNNING;
+		if (g->stream) {
+			size_t nl = c->text.len - before;
+			if (fin && (st.finish == SCHED_STOP || st.finish == SCHED_LENGTH))
+				send_chunk(g, i, c->text.data + before, nl, finish_name(st.finish));
+			else if (nl || (g->chat && !c->role_sent))
+				send_chunk(g, i, c->text.data + before, nl, NULL);
+			buf_reset(&c->text); /* streamed text need not be kept */
+		}
+		if (fin) {
+			c->done = true;
+			c->finish = st.finish;
+			failed |= st.finish == SCHED_ERROR || st.finish == SCHED_CANCELLED;
+		} else {
+			all_done = false;
+		}
+	}
+	for (int i = 0; i < g->n; i++)
+		failed |= g->ch[i].done && (g->ch[i].finish == SCHED_ERROR || g->ch[i].finish == SCHED_CANCELLED);
+	if (!all_done || !g->conn)
+		return;
+	http_conn_set_user(g->conn, NULL, NULL);
+	if (g->stream) {
+		if (failed) {
+			send_error_event(g, "generation failed on the server; see its log");
+		} else if (g->include_usage) {
+			cJSON *o = chunk_base(g);
+			cJSON_AddArrayToObject(o, "choices");
+			add_usage(g, o);
+			sse_send(g, o);
+		}
+		http_stream_write(g->conn, "data: [DONE]\n\n", 14);
+		http_stream_end(g->conn);
+	} else if (failed) {
+		respond_error(s, g->conn, 500, NULL, "generation failed on the server; see its log");
+	} else {
+		respond_full(g);
+	}
+	g->conn = NULL;
+	gen_free(g);
+}
+
+static void on_wake(void *arg)
+{
+	struct server *s = arg;
+	if (s->warm) {
+		struct sched_status st;
+		if (sched_seq_take(s->sched, s->warm, NULL, &st) == 0 && st.finish != SCHED_RUNNING) {
+			if (st.finish != SCHED_ERROR && st.completion_tokens > 0) {
+				s->ready = true;
+				log_info("ready: warm-up generation of %lld token(s) took %.1f ms",
+					 (long long)st.completion_tokens, (double)(clock_now_ns() - s->warm_start_ns) / 1e6);
+			} else {
+				s->warm_failed = true;
+				log_error("warm-up generation failed; /health stays unavailable");
+			}
+			sched_seq_release(s->sched, s->warm);
+			s->warm = NULL;
+		}
+	}
+	struct gen *g = s->gens;
+	while (g) {
+		struct gen *next = g->next;
+		gen_pump(g);
+		g = next;
+	}
+}
+
+/* ---- endpoints ---- */
+
+static void handle_generate(struct server *s, struct http_conn *c, const struct http_request *hr, bool chat)
+{
+	struct gen_req r;
+	char msg[512];
+	const char *param = NULL;
+	memset(&r, 0, sizeof r);
+	int status = parse_request(s, hr, chat, &r, msg, sizeof msg, &param);
+	if (status) {
+		respond_error(s, c, status, param, "%s", msg);
+		gen_req_finish(&r);
+		return;
+	}
+	if (!s->ready) {
+		respond_error(s, c, 503, NULL, "the server is still warming up; retry when /health says ok");
+		gen_req_finish(&r);
+		return;
+	}
+	struct gen *g = calloc(1, sizeof *g);
+	if (!g) {
+		respond_error(s, c, 500, NULL, "out of memory");
+		gen_req_finish(&r);
+		return;
+	}
+	g->srv = s;
+	g->conn = c;
+	g->stream = r.stream;
+	g->chat = chat;
+	g->include_usage = r.include_usage;
+	g->prompt_tokens = (int64_t)r.n_prompt;
+	g->created = (int64_t)time(NULL);
+	snprintf(g->id, sizeof g->id, "%s-%llu", chat ? "chatcmpl" : "cmpl", (unsigned long long)++s->next_id);
+	uint64_t seed = r.seed_given ? r.seed : (uint64_t)clock_now_ns() ^ (s->next_id * 0x9E3779B97F4A7C15ULL);
+	for (int i = 0; i < r.n; i++) {
+		struct sched_seq_params p = { .prompt = r.prompt, .n_prompt = r.n_prompt, .max_tokens = r.max_tokens,
+					      .sampling = r.sp, .seed = seed + (uint64_t)i, .stop = r.stop,
+					      .n_stop = r.n_stop, .ignore_eos = r.ignore_eos };
+		g->ch[i].q = sched_submit(s->sched, &p);
+		buf_init(&g->ch[i].text);
+		g->n = i + 1;
+		if (!g->ch[i].q) {
+			g->conn = NULL;
+			gen_free(g);
+			respond_error(s, c, 500, NULL, "could not queue the request: %s", strerror(errno));
+			gen_req_finish(&r);
+			return;
+		}
+	}
+	metrics_add(&s->metrics, requests, 1);
+	metrics_add(&s->metrics, prompt_tokens, r.n_prompt * (size_t)r.n);
+	gen_req_finish(&r);
+	g->next = s->gens;
+	if (s->gens)
+		s->gens->prev = g;
+	s->gens = g;
+	http_conn_set_user(c, g, gen_on_close);
+	if (g->stream)
+		http_stream_begin(c, 200, "text/event-stream");
+}
+
+static void handle_metrics(struct server *s, struct http_conn *c)
+{
+	struct metrics_gauges gg = { .connections = http_server_conn_count(s->http),
+				     .state_copies = atomic_load(&s->e->state_copies), .ready = s->ready };
+	sched_counts(s->sched, &gg.active_sequences, &gg.waiting_requests);
+	struct buf b;
+	buf_init(&b);
+	if (metrics_render(&s->metrics, &gg, &b) != 0)
+		respond_error(s, c, 500, NULL, "out of memory");
+	else
+		http_respond(c, 200, "text/plain; version=0.0.4", b.data, b.len);
+	buf_finish(&b);
+}
+
+static void handle_models(struct server *s, struct http_conn *c)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "object", "list");
+	cJSON *arr = cJSON_AddArrayToObject(o, "data");
+	cJSON *m = cJSON_CreateObject();
+	cJSON_AddItemToArray(arr, m);
+	cJSON_AddStringToObject(m, "id", s->e->name);
+	cJSON_AddStringToObject(m, "object", "model");
+	cJSON_AddNumberToObject(m, "created", 0);
+	cJSON_AddStringToObject(m, "owned_by", "sixi");
+	cJSON_AddNumberToObject(m, "context_length", s->e->n_ctx);
+	respond_json(c, 200, o);
+	cJSON_Delete(o);
+}
+
+static void handler(void *ctx, struct http_conn *c, const struct http_request *req)
+{
+	struct server *s = ctx;
+	bool get = strcmp(req->method, "GET") == 0, post = strcmp(req->method, "POST") == 0;
+	const char *p = req->path;
+	if (strcmp(p, "/v1/completions") == 0 || strcmp(p, "/v1/chat/completions") == 0) {
+		if (!post)
+			respond_error(s, c, 405, NULL, "%s takes POST", p);
+		else
+			handle_generate(s, c, req, p[4] == 'c' && p[5] == 'h');
+	} else if (strcmp(p, "/health") == 0) {
+		if (s->ready)
+			http_respond(c, 200, "application/json", "{\"status\":\"ok\"}", 15);
+		else if (s->warm_failed)
+			http_respond(c, 503, "application/json", "{\"status\":\"error\"}", 18);
+		else
+			http_respond(c, 503, "application/json", "{\"status\":\"loading\"}", 20);
+	} else if (strcmp(p, "/metrics") == 0 && get) {
+		handle_metrics(s, c);
+	} else if (strcmp(p, "/v1/models") == 0 && get) {
+		handle_models(s, c);
+	} else {
+		respond_error(s, c, 404, NULL, "no endpoint %s %s (try POST /v1/completions, POST /v1/chat/completions, "
+					       "GET /v1/models, /health, /metrics)", req->method, p);
+	}
+}
+
+/* ---- lifecycle ---- */
+
+static void notify(void *arg)
+{
+	http_server_wake(arg);
+}
+
+static void on_stop(void *arg)
+{
+	struct server *s = arg;
+	uint64_t junk[16];
+	ssize_t r = read(s->stop_fd, junk, sizeof junk); /* drain a signalfd/eventfd */
+	(void)r;
+	log_info("shutting down: ending in-flight requests");
+	while (s->gens) {
+		struct gen *g = s->gens;
+		if (g->conn) {
+			http_conn_set_user(g->conn, NULL, NULL);
+			if (g->stream) {
+				send_error_event(g, "the server is shutting down; this generation was cut short");
+				http_stream_end(g->conn);
+			} else {
+				respond_error(s, g->conn, 503, NULL, "the server is shutting down");
+			}
+			g->conn = NULL;
+		}
+		gen_free(g);
+	}
+	http_server_shutdown(s->http, s->cfg.shutdown_drain_ns);
+}
+
+struct server *server_create(struct engine *e, const struct server_config *c, char *err, size_t errlen)
+{
+	struct server *s = calloc(1, sizeof *s);
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	s->e = e;
+	s->cfg = *c;
+	s->stop_fd = -1;
+	buf_init(&s->scratch);
+	metrics_init(&s->metrics);
+	const char *src = e->chat_template;
+	char *loaded = NULL;
+	size_t src_len = src ? strlen(src) : 0;
+	if (c->chat_template_path) {
+		loaded = jinja_source_load(c->chat_template_path, &src_len, NULL, err, errlen);
+		if (!loaded)
+			goto fail;
+		src = loaded;
+	}
+	if (src) {
+		char terr[256];
+		s->tmpl = jinja_parse(src, src_len, terr, sizeof terr);
+		if (!s->tmpl)
+			snprintf(err, errlen, "chat template of %s: %s", c->chat_template_path ? c->chat_template_path : e->name,
+				 terr);
+	}
+	free(loaded);
+	if (src && !s->tmpl)
+		goto fail;
+	s->http = http_server_create(&c->http, handler, s, err, errlen);
+	if (!s->http)
+		goto fail;
+	http_server_set_wake(s->http, on_wake, s);
+	s->sched = sched_create(e, &c->sched, &s->metrics, notify, s->http);
+	if (!s->sched) {
+		snprintf(err, errlen, "cannot start the scheduler: %s", strerror(errno));
+		goto fail;
+	}
+	/* The warm-up: a real generation through the whole path before /health says ok. */
+	int32_t ids[64];
+	size_t n = 0;
+	static const char hello[] = "Hello";
+	if (e->ops->tokenize(e, hello, sizeof hello - 1, ids, 64, &n) != 0 || n == 0 || n > 64) {
+		ids[0] = 0;
+		n = 1;
+	}
+	struct sched_seq_params p = { .prompt = ids, .n_prompt = n, .max_tokens = 1, .sampling = { .top_p = 1 },
+				      .ignore_eos = true };
+	s->warm_start_ns = clock_now_ns();
+	s->warm = sched_submit(s->sched, &p);
+	if (!s->warm) {
+		snprintf(err, errlen, "cannot submit the warm-up generation: %s", strerror(errno));
+		goto fail;
+	}
+	return s;
+fail:
+	server_destroy(s);
+	return NULL;
+}
+
+int server_port(const struct server *s) { return http_server_port(s->http); }
+
+int server_run(struct server *s, int stop_fd)
+{
+	s->stop_fd = stop_fd;
+	if (stop_fd >= 0) {
+		int rc = http_server_watch_fd(s->http, stop_fd, on_stop, s);
+		if (rc != 0)
+			return rc;
+	}
+	return http_server_run(s->http);
+}
+
+void server_destroy(struct server *s)
+{
+	if (!s)
+		return;
+	while (s->gens) {
+		if (s->gens->conn)
+			http_conn_set_user(s->gens->conn, NULL, NULL);
+		s->gens->conn = NULL;
+		gen_free(s->gens);
+	}
+	if (s->sched && s->warm)
+		sched_seq_release(s->sched, s->warm);
+	/* Connections first (their close callbacks may touch gens), then the scheduler. */
+	http_server_destroy(s->http);
+	sched_destroy(s->sched);
+	metrics_finish(&s->metrics);
+	buf_finish(&s->scratch);
+	jinja_destroy(s->tmpl);
+	free(s);
+}

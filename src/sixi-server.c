@@ -1,0 +1,436 @@
+/* sixi-server — the bundled OpenAI-compatible server. main() parses arguments,
+ * sizes the configuration before anything is allocated (src/plan for a model,
+ * the simulator's own memory model for --simulate), builds an engine (the real
+ * model or the simulated device) and runs the server until SIGINT or SIGTERM. */
+#include "core/args.h"
+#include "core/log.h"
+#include <cjson/cJSON.h>
+#include "server/engine.h"
+#include "server/server.h"
+#include "server/real.h"
+#include "server/sim.h"
+#include "model/tiny.h"
+#include "model/tok_cmd.h"
+#include "plan/plan.h"
+#include "plan/plan_gguf.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: sixi-server --simulate PRESET|FILE.json [options]\n"
+		"       sixi-server --model FILE.gguf [options]\n"
+		"       sixi-server --write-tiny PATH   (writes the embedded tiny model as GGUF)\n"
+		"       sixi-server --tokenize FILE TEXT | --detokenize FILE ID...\n"
+		"\n"
+		"Engine:\n"
+		"  --simulate PRESET|FILE  simulated device: presets %s, or a JSON file of fields\n"
+		"                          (base, weight_gb, bandwidth_gbps, decode_row_ms, prefill_row_ms,\n"
+		"                          host_row_ms, context, slots, memory_gb, kv_kib_per_token,\n"
+		"                          state_mib_per_seq, activation_gb)\n"
+		"  --time-scale X          run simulated time X times faster (default 1)\n"
+		"  --model FILE.gguf       the real model\n"
+		"  --parallel N            sequences resident at once (default: 32 simulated, 8 real)\n"
+		"  --context N             positions per sequence (default: 32768 simulated; real: the\n"
+		"                          model's, at most 4096)\n"
+		"  --mem-limit BYTES       refuse configurations needing more (default: simulated device\n"
+		"                          memory - 5%%; real: available memory - 10%%)\n"
+		"  --threads N             CPU threads for the real model\n"
+		"  --chat-template FILE    Jinja chat template (.jinja or tokenizer_config.json) instead of\n"
+		"                          the model's (default: the GGUF's tokenizer.chat_template, else ChatML)\n"
+		"Scheduler:\n"
+		"  --straggler-wait on|off wait for sequences still being sampled before a pass (default on)\n"
+		"  --straggler-frac F      wait this fraction of the last pass time (default 0.2)\n"
+		"  --straggler-min-ms MS   clamp (default 4)\n"
+		"  --straggler-max-ms MS   clamp (default 40)\n"
+		"  --prefill-chunk N       prompt rows per pass (default 512)\n"
+		"  --no-interleave         the old way, for comparison: prompts prefilled one at a time in\n"
+		"                          arrival order (a new request waits for every prompt ahead of it),\n"
+		"                          prompt chunks and decode rows in separate passes\n"
+		"  --prefix-cache          reuse a finished sequence's state for a prompt that extends it\n"
+		"HTTP:\n"
+		"  --host ADDR             bind address (default 127.0.0.1)\n"
+		"  --port N                port, 0 picks a free one (default 8080)\n"
+		"  --port-file FILE        write the bound port to FILE\n"
+		"  --pid-file FILE         write the process id to FILE (removed at exit)\n"
+		"  --max-body BYTES        largest request body (default 8MiB)\n"
+		"  --header-timeout S      seconds for a request's header block (default 10)\n"
+		"  --idle-timeout S        seconds an idle keep-alive connection is kept (default 120)\n"
+		"  --max-conns N           open connections (default 4096)\n"
+		"  --json                  print one JSON line on stdout once listening (port, pid, model,\n"
+		"                          parallel, context)\n"
+		"  --log-level LEVEL       error|warn|info|debug (default info)\n",
+		sim_preset_names());
+}
+
+static int write_file_atomic(const char *path, const char *text)
+{
+	char tmp[4096];
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	FILE *f = fopen(tmp, "w");
+	if (!f)
+		return -errno;
+	int ok = fputs(text, f) >= 0;
+	ok &= fclose(f) == 0;
+	if (!ok || rename(tmp, path) != 0) {
+		unlink(tmp);
+		return -EIO;
+	}
+	return 0;
+}
+
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+/* ---- sizing, before anything is allocated ---- */
+
+/* Reads a preset or file into sim_cfg, applies the flags, prints the breakdown;
+ * -ENOMEM (refused, with what fits) or -EINVAL. */
+static int open_sim(const char *what, double time_scale, int64_t parallel, int64_t context, uint64_t mem_limit,
+		    struct sim_config *out)
+{
+	struct sim_config sim_cfg;
+	char err[1024];
+	if (sim_config_preset(what, &sim_cfg) != 0) {
+		if (access(what, R_OK) != 0) {
+			fprintf(stderr, "sixi-server: --simulate %s: neither a preset (%s) nor a readable file\n", what,
+				sim_preset_names());
+			return -EINVAL;
+		}
+		if (sim_config_load(what, &sim_cfg, err, sizeof err) != 0) {
+			fprintf(stderr, "sixi-server: --simulate: %s\n", err);
+			return -EINVAL;
+		}
+	}
+	sim_cfg.time_scale = time_scale;
+	if (parallel)
+		sim_cfg.n_slots = (int32_t)parallel;
+	if (context)
+		sim_cfg.n_ctx = (int32_t)context;
+	double limit = mem_limit ? (double)mem_limit : sim_cfg.mem_bytes * 0.95;
+	struct sim_size sz = sim_size_of(&sim_cfg, sim_cfg.n_slots, sim_cfg.n_ctx);
+	fprintf(stderr,
+		"sixi-server: %s: %d sequences x %d context: weights %.2f GB + KV %.2f GB + state %.2f GB + "
+		"activations %.2f GB = %.2f GB of %.2f GB allowed\n",
+		sim_cfg.name, sim_cfg.n_slots, sim_cfg.n_ctx, sz.weights / 1e9, sz.kv / 1e9, sz.state / 1e9,
+		sz.activations / 1e9, sz.total / 1e9, limit / 1e9);
+	if (sim_fit_check(&sim_cfg, limit, err, sizeof err) != 0) {
+		fprintf(stderr, "sixi-server: refusing to start: %s\n", err);
+		return -ENOMEM;
+	}
+	*out = sim_cfg;
+	return 0;
+}
+
+/* MemAvailable from /proc/meminfo in bytes, 0 if unknown. */
+static uint64_t mem_available(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[256];
+	unsigned long long kb = 0;
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return (uint64_t)kb * 1024;
+}
+
+/* Sizes a model configuration with src/plan; fills defaults for parallel and context. */
+static int size_model(const char *path, int64_t *parallel, int64_t *context, uint64_t mem_limit, int32_t chunk)
+{
+	char err[1024];
+	struct plan_model pm;
+	plan_model_init(&pm);
+	if (plan_model_from_gguf_file(path, &pm, err, sizeof err) != 0) {
+		fprintf(stderr, "sixi-server: --model %s: %s\n", path, err);
+		return -EINVAL;
+	}
+	if (!*parallel)
+		*parallel = 8;
+	if (!*context)
+		*context = pm.max_context_tokens && pm.max_context_tokens < 4096 ? (int64_t)pm.max_context_tokens : 4096;
+	uint64_t limit = mem_limit ? mem_limit : mem_available() / 10 * 9;
+	struct plan_breakdown b;
+	uint32_t rows = (uint32_t)chunk + (uint32_t)*parallel;
+	if (plan_server_breakdown(&pm, *context, *parallel, 0, rows, &b, err, sizeof err) != 0) {
+		fprintf(stderr, "sixi-server: sizing %s: %s\n", path, err);
+		return -EINVAL;
+	}
+	char t[7][32];
+	fprintf(stderr,
+		"sixi-server: %s: %lld sequences x %lld context: weights %s + KV %s + state %s + conv %s + "
+		"activations %s = %s of %s allowed\n",
+		path, (long long)*parallel, (long long)*context, plan_format_bytes(b.weights_bytes, t[0], 32),
+		plan_format_bytes(b.kv_bytes, t[1], 32), plan_format_bytes(b.ssm_bytes, t[2], 32),
+		plan_format_bytes(b.conv_bytes, t[3], 32), plan_format_bytes(b.activation_bytes, t[4], 32),
+		plan_format_bytes(b.total_bytes, t[5], 32), limit ? plan_format_bytes(limit, t[6], 32) : "(unknown)");
+	if (limit && b.total_bytes > limit) {
+		struct plan_workload w;
+		plan_workload_server(&w, *context, *parallel, 0, rows);
+		int64_t ctx_fit = plan_fit_context(&pm, &w, limit, *context);
+		int64_t seq_fit = plan_fit_sequences(&pm, &w, limit, *parallel);
+		fprintf(stderr,
+			"sixi-server: refusing to start: %lld sequences x %lld context need %s but the limit is %s; "
+			"configurations that fit: --parallel %lld --context %lld, or --parallel %lld --context %lld\n",
+			(long long)*parallel, (long long)*context, t[5], plan_format_bytes(limit, t[1], 32),
+			(long long)*parallel, (long long)ctx_fit, (long long)seq_fit, (long long)*context);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	log_set_program("sixi-server");
+	if (argc > 1 && (strcmp(argv[1], "--tokenize") == 0 || strcmp(argv[1], "--detokenize") == 0))
+		return tok_cmd_main(argc, argv);
+	if (argc > 1 && strcmp(argv[1], "--write-tiny") == 0) {
+		char werr[1024];
+		if (argc != 3) {
+			fprintf(stderr, "sixi-server: usage: sixi-server --write-tiny PATH\n");
+			return 2;
+		}
+		if (model_write_tiny(argv[2], werr, sizeof werr) != 0) {
+			fprintf(stderr, "sixi-server: --write-tiny: %s\n", werr);
+			return 1;
+		}
+		fprintf(stderr, "sixi-server: wrote the tiny model to %s\n", argv[2]);
+		return 0;
+	}
+	struct server_config cfg;
+	server_config_default(&cfg);
+	const char *simulate = NULL, *model = NULL, *port_file = NULL, *pid_file = NULL;
+	double time_scale = 1, strag_min_ms = 4, strag_max_ms = 40;
+	int64_t parallel = 0, context = 0, threads = 0;
+	uint64_t mem_limit = 0;
+	bool json = false;
+	char err[1024];
+	int rc = 1;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		int64_t iv;
+		double dv;
+		uint64_t bv;
+		int r = 0;
+#define NEEDV()                                                                                 \
+	do {                                                                                    \
+		if (!v) {                                                                       \
+			fprintf(stderr, "sixi-server: %s needs a value (see --help)\n", a);   \
+			return 2;                                                               \
+		}                                                                               \
+		i++;                                                                            \
+	} while (0)
+		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			usage(stdout);
+			return 0;
+		} else if (strcmp(a, "--simulate") == 0) {
+			NEEDV();
+			simulate = v;
+		} else if (strcmp(a, "--model") == 0) {
+			NEEDV();
+			model = v;
+		} else if (strcmp(a, "--time-scale") == 0) {
+			NEEDV();
+			r = args_double(a, v, 0.001, 1e6, &time_scale, err, sizeof err);
+		} else if (strcmp(a, "--parallel") == 0) {
+			NEEDV();
+			r = args_i64(a, v, 1, 4096, &parallel, err, sizeof err);
+		} else if (strcmp(a, "--context") == 0) {
+			NEEDV();
+			r = args_i64(a, v, 16, 1 << 22, &context, err, sizeof err);
+		} else if (strcmp(a, "--threads") == 0) {
+			NEEDV();
+			r = args_i64(a, v, 1, 1024, &threads, err, sizeof err);
+		} else if (strcmp(a, "--mem-limit") == 0) {
+			NEEDV();
+			r = args_bytes(a, v, &mem_limit, err, sizeof err);
+		} else if (strcmp(a, "--straggler-wait") == 0) {
+			NEEDV();
+			if (strcmp(v, "on") == 0 || strcmp(v, "off") == 0)
+				cfg.sched.straggler_wait = v[1] == 'n';
+			else
+				r = (snprintf(err, sizeof err, "--straggler-wait %s: say on or off", v), -EINVAL);
+		} else if (strcmp(a, "--straggler-frac") == 0) {
+			NEEDV();
+			r = args_double(a, v, 0, 10, &cfg.sched.straggler_frac, err, sizeof err);
+		} else if (strcmp(a, "--straggler-min-ms") == 0) {
+			NEEDV();
+			r = args_double(a, v, 0, 10000, &strag_min_ms, err, sizeof err);
+		} else if (strcmp(a, "--straggler-max-ms") == 0) {
+			NEEDV();
+			r = args_double(a, v, 0, 10000, &strag_max_ms, err, sizeof err);
+		} else if (strcmp(a, "--prefill-chunk") == 0) {
+			NEEDV();
+			r = args_i64(a, v, 1, 1 << 20, &iv, err, sizeof err);
+			cfg.sched.prefill_chunk = (int32_t)iv;
+		} else if (strcmp(a, "--chat-template") == 0) {
+			NEEDV();
+			cfg.chat_template_path = v;
+		} else if (strcmp(a, "--json") == 0) {
+			json = true;
+		} else if (strcmp(a, "--no-interleave") == 0) {
+			cfg.sched.interleave = false;
+		} else if (strcmp(a, "--prefix-cache") == 0) {
+			cfg.sched.prefix_cache = true;
+		} else if (strcmp(a, "--host") == 0) {
+			NEEDV();
+			cfg.http.host = v;
+		} else if (strcmp(a, "--port") == 0) {
+			NEEDV();
+			r = args_i64(a, v, 0, 65535, &iv, err, sizeof err);
+			cfg.http.port = (int)iv;
+		} else if (strcmp(a, "--port-file") == 0) {
+			NEEDV();
+			port_file = v;
+		} else if (strcmp(a, "--pid-file") == 0) {
+			NEEDV();
+			pid_file = v;
+		} else if (strcmp(a, "--max-body") == 0) {
+			NEEDV();
+			r = args_bytes(a, v, &bv, err, sizeof err);
+			cfg.http.max_body_bytes = (size_t)bv;
+		} else if (strcmp(a, "--header-timeout") == 0) {
+			NEEDV();
+			r = args_double(a, v, 0.01, 3600, &dv, err, sizeof err);
+			cfg.http.header_timeout_ns = (int64_t)(dv * 1e9);
+		} else if (strcmp(a, "--idle-timeout") == 0) {
+			NEEDV();
+			r = args_double(a, v, 0.01, 86400, &dv, err, sizeof err);
+			cfg.http.idle_timeout_ns = (int64_t)(dv * 1e9);
+		} else if (strcmp(a, "--max-conns") == 0) {
+			NEEDV();
+			r = args_i64(a, v, 1, 1000000, &iv, err, sizeof err);
+			cfg.http.max_conns = (int)iv;
+		} else if (strcmp(a, "--log-level") == 0) {
+			NEEDV();
+			enum log_level lv;
+			if (log_level_parse(v, &lv) != 0)
+				r = (snprintf(err, sizeof err, "--log-level %s: use error, warn, info or debug", v), -EINVAL);
+			else
+				log_set_level(lv);
+		} else {
+			fprintf(stderr, "sixi-server: unknown option %s (see --help)\n", a);
+			return 2;
+		}
+#undef NEEDV
+		if (r != 0) {
+			fprintf(stderr, "sixi-server: %s\n", err);
+			return 2;
+		}
+	}
+	cfg.sched.straggler_min_ns = (int64_t)(strag_min_ms * 1e6);
+	cfg.sched.straggler_max_ns = (int64_t)(strag_max_ms * 1e6);
+	if (!simulate && !model) {
+		fprintf(stderr, "sixi-server: say what to serve: --simulate thor (no model needed) or --model FILE.gguf\n");
+		return 2;
+	}
+	if (simulate && model) {
+		fprintf(stderr, "sixi-server: --simulate and --model exclude each other; pick one\n");
+		return 2;
+	}
+	struct engine *e = NULL;
+	struct server *srv = NULL;
+	bool wrote_pid = false;
+	int sfd = -1;
+	struct sim_config sim_cfg;
+	int sized = model ? size_model(model, &parallel, &context, mem_limit, cfg.sched.prefill_chunk)
+			  : open_sim(simulate, time_scale, parallel, context, mem_limit, &sim_cfg);
+	if (sized != 0)
+		return sized == -ENOMEM ? 3 : 2;
+
+	/* Signals become events on the loop: block them in every thread first. */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (sfd < 0) {
+		fprintf(stderr, "sixi-server: signalfd: %s\n", strerror(errno));
+		return 1;
+	}
+	raise_fd_limit();
+
+	if (model) {
+		e = real_engine_open(model, (int)parallel, (int)context, (int)threads, err, sizeof err);
+		if (!e) {
+			fprintf(stderr, "sixi-server: %s\n", err);
+			goto out;
+		}
+	} else {
+		e = sim_engine_create(&sim_cfg);
+		if (!e) {
+			fprintf(stderr, "sixi-server: cannot create the simulated engine: %s\n", strerror(errno));
+			goto out;
+		}
+	}
+	srv = server_create(e, &cfg, err, sizeof err);
+	if (!srv) {
+		fprintf(stderr, "sixi-server: %s\n", err);
+		goto out;
+	}
+	char line[64];
+	if (pid_file) {
+		snprintf(line, sizeof line, "%ld\n", (long)getpid());
+		if (write_file_atomic(pid_file, line) != 0) {
+			fprintf(stderr, "sixi-server: cannot write --pid-file %s\n", pid_file);
+			goto out;
+		}
+		wrote_pid = true;
+	}
+	if (port_file) {
+		snprintf(line, sizeof line, "%d\n", server_port(srv));
+		if (write_file_atomic(port_file, line) != 0) {
+			fprintf(stderr, "sixi-server: cannot write --port-file %s\n", port_file);
+			goto out;
+		}
+	}
+	fprintf(stderr, "listening on %s:%d\n", cfg.http.host, server_port(srv));
+	if (json) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "host", cfg.http.host);
+		cJSON_AddNumberToObject(o, "port", server_port(srv));
+		cJSON_AddNumberToObject(o, "pid", (double)getpid());
+		cJSON_AddStringToObject(o, "model", e->name);
+		cJSON_AddNumberToObject(o, "parallel", e->n_slots);
+		cJSON_AddNumberToObject(o, "context", e->n_ctx);
+		char *text = cJSON_PrintUnformatted(o);
+		if (text)
+			printf("%s\n", text);
+		fflush(stdout);
+		free(text);
+		cJSON_Delete(o);
+	}
+	int r = server_run(srv, sfd);
+	if (r != 0) {
+		fprintf(stderr, "sixi-server: event loop failed: %s\n", strerror(-r));
+		goto out;
+	}
+	log_info("stopped cleanly");
+	rc = 0;
+out:
+	server_destroy(srv);
+	engine_destroy(e);
+	if (wrote_pid)
+		unlink(pid_file);
+	if (sfd >= 0)
+		close(sfd);
+	return rc;
+}

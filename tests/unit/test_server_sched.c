@@ -1,0 +1,275 @@
+/* test_server_sched — the scheduler over the simulated device (run 50x faster
+ * than real time): continuous batching, lengths and finish reasons, stop
+ * strings across token boundaries, temperature 0 alone == in a batch, the
+ * straggler wait against split passes, cancellation, the prefix cache, and
+ * prompt chunking with and without interleaving. Every wait is bounded. */
+#include "test.h"
+#include "core/buf.h"
+#include "core/clock.h"
+#include "server/engine.h"
+#include "server/metrics.h"
+#include "server/scheduler.h"
+#include "server/sim.h"
+
+struct run {
+	struct engine *e;
+	struct sched *s;
+	struct metrics m;
+};
+
+static int start(struct run *r, const struct sched_config *sc, int slots)
+{
+	struct sim_config c;
+	if (sim_config_preset("thor", &c) != 0)
+		return -1;
+	c.time_scale = 50;
+	c.n_slots = slots;
+	c.n_ctx = 4096;
+	metrics_init(&r->m);
+	r->e = sim_engine_create(&c);
+	r->s = r->e ? sched_create(r->e, sc, &r->m, NULL, NULL) : NULL;
+	return r->s ? 0 : -1;
+}
+
+static void stop(struct run *r)
+{
+	sched_destroy(r->s);
+	engine_destroy(r->e);
+	metrics_finish(&r->m);
+}
+
+/* Waits (at most 10 s) for q to finish; appends its text. */
+static struct sched_status wait_done(struct run *r, struct sched_seq *q, struct buf *text)
+{
+	struct sched_status st = { 0 };
+	int64_t t0 = clock_now_ns();
+	while (clock_now_ns() - t0 < 10000000000LL) {
+		if (sched_seq_take(r->s, q, text, &st) != 0 || st.finish != SCHED_RUNNING)
+			break;
+		clock_sleep_ns(200000);
+	}
+	return st;
+}
+
+static struct sched_seq *submit(struct run *r, const char *prompt, int64_t max_tokens, double temp, uint64_t seed,
+				const char *stop1)
+{
+	int32_t ids[4096];
+	size_t n = strlen(prompt);
+	for (size_t i = 0; i < n && i < 4096; i++)
+		ids[i] = (unsigned char)prompt[i];
+	const char *stops[1] = { stop1 };
+	struct sched_seq_params p = { .prompt = ids, .n_prompt = n, .max_tokens = max_tokens,
+				      .sampling = { .temperature = temp, .top_p = 1 }, .seed = seed,
+				      .stop = stops, .n_stop = stop1 ? 1 : 0 };
+	return sched_submit(r->s, &p);
+}
+
+static void test_batching(void)
+{
+	struct sched_config sc;
+	sched_config_default(&sc);
+	struct run r;
+	if (!CHECK(start(&r, &sc, 8) == 0))
+		return;
+	/* Alone, then the same request among 11 others (more than the 8 slots). */
+	struct buf alone, t;
+	buf_init(&alone);
+	struct sched_seq *q = submit(&r, "greedy", 20, 0, 1, NULL);
+	struct sched_status st = wait_done(&r, q, &alone);
+	CHECK_EQ_INT(st.finish, SCHED_LENGTH);
+	CHECK_EQ_INT(st.completion_tokens, 20);
+	CHECK_EQ_INT(alone.len, 20);
+	sched_seq_release(r.s, q);
+	struct sched_seq *qs[12];
+	for (int i = 0; i < 12; i++) {
+		char p[32];
+		snprintf(p, sizeof p, "other prompt %d", i);
+		qs[i] = i == 5 ? submit(&r, "greedy", 20, 0, 1, NULL) : submit(&r, p, 20, 0.9, (uint64_t)i, NULL);
+	}
+	int ok = 0;
+	for (int i = 0; i < 12; i++) {
+		buf_init(&t);
+		st = wait_done(&r, qs[i], &t);
+		ok += st.finish == SCHED_LENGTH && st.completion_tokens == 20 && t.len == 20;
+		if (i == 5)
+			CHECK_EQ_STR(t.data, alone.data);
+		buf_finish(&t);
+		sched_seq_release(r.s, qs[i]);
+	}
+	CHECK_EQ_INT(ok, 12);
+	/* Sequences shared passes: far fewer passes than tokens. */
+	uint64_t passes = atomic_load(&r.m.passes), decode = atomic_load(&r.m.decode_rows);
+	CHECK(decode >= 12 * 20);
+	CHECK(passes < decode / 3);
+	CHECK(atomic_load(&r.m.split_passes) * 10 <= passes); /* a loaded machine may overrun a wait */
+	CHECK(r.m.queue_seconds.count == 13);
+	buf_finish(&alone);
+	int64_t active, waiting;
+	sched_counts(r.s, &active, &waiting);
+	CHECK_EQ_INT(waiting, 0);
+	stop(&r);
+}
+
+static void test_stop_strings(void)
+{
+	struct sched_config sc;
+	sched_config_default(&sc);
+	struct run r;
+	if (!CHECK(start(&r, &sc, 4) == 0))
+		return;
+	struct buf full, cut;
+	buf_init(&full);
+	buf_init(&cut);
+	struct sched_seq *q = submit(&r, "stop strings", 30, 0, 1, NULL);
+	wait_done(&r, q, &full);
+	sched_seq_release(r.s, q);
+	if (CHECK(full.len == 30)) {
+		char stop[4] = { full.data[10], full.data[11], full.data[12], 0 }; /* spans three tokens */
+		size_t at = (size_t)(strstr(full.data, stop) - full.data);
+		q = submit(&r, "stop strings", 30, 0, 1, stop);
+		struct sched_status st = wait_done(&r, q, &cut);
+		sched_seq_release(r.s, q);
+		CHECK_EQ_INT(st.finish, SCHED_STOP);
+		CHECK_EQ_INT(cut.len, at);
+		CHECK(strncmp(cut.data ? cut.data : "", full.data, at) == 0);
+	}
+	buf_finish(&full);
+	buf_finish(&cut);
+	stop(&r);
+}
+
+/* 16 sequences decoding together; returns split passes / passes. */
+static double split_ratio(bool wait)
+{
+	struct sched_config sc;
+	sched_config_default(&sc);
+	sc.straggler_wait = wait;
+	struct run r;
+	if (!CHECK(start(&r, &sc, 16) == 0))
+		return -1;
+	struct sched_seq *qs[16];
+	for (int i = 0; i < 16; i++) {
+		char p[32];
+		snprintf(p, sizeof p, "p%d", i);
+		qs[i] = submit(&r, p, 30, 0.8, (uint64_t)i, NULL);
+	}
+	for (int i = 0; i < 16; i++) {
+		wait_done(&r, qs[i], NULL);
+		sched_seq_release(r.s, qs[i]);
+	}
+	double ratio = (double)atomic_load(&r.m.split_passes) / (double)atomic_load(&r.m.passes);
+	if (wait)
+		CHECK(atomic_load(&r.m.straggler_waits) > 0 && r.m.straggler_wait_seconds.count > 0);
+	else
+		CHECK_EQ_INT(atomic_load(&r.m.straggler_waits), 0);
+	stop(&r);
+	return ratio;
+}
+
+static void test_stragglers(void)
+{
+	double on = split_ratio(true), off = split_ratio(false);
+	printf("split passes: %.2f with the straggler wait, %.2f without\n", on, off);
+	CHECK(on >= 0 && on < 0.15);
+	CHECK(off > 0.3);
+}
+
+static void test_cancel_and_cache(void)
+{
+	struct sched_config sc;
+	sched_config_default(&sc);
+	sc.prefix_cache = true;
+	struct run r;
+	if (!CHECK(start(&r, &sc, 2) == 0))
+		return;
+	/* Cancel a running sequence: it finishes as cancelled and frees its slot. */
+	struct sched_seq *q = submit(&r, "cancel me", 3000, 0.8, 3, NULL);
+	struct sched_status st = { 0 };
+	for (int i = 0; i < 5000 && st.completion_tokens < 2; i++) {
+		CHECK_EQ_INT(sched_seq_take(r.s, q, NULL, &st), 0);
+		clock_sleep_ns(200000);
+	}
+	sched_seq_release(r.s, q);
+	for (int i = 0; i < 5000 && atomic_load(&r.m.requests_cancelled) == 0; i++)
+		clock_sleep_ns(200000);
+	CHECK_EQ_INT(atomic_load(&r.m.requests_cancelled), 1);
+	/* Prefix cache: a prompt that extends a finished conversation reuses its state. */
+	char conv[512] = "The document, long enough to matter. Question one?";
+	struct buf ans;
+	buf_init(&ans);
+	q = submit(&r, conv, 8, 0, 1, NULL);
+	st = wait_done(&r, q, &ans);
+	sched_seq_release(r.s, q);
+	CHECK_EQ_INT(st.cached_tokens, 0);
+	size_t base = strlen(conv);
+	strncat(conv, ans.data ? ans.data : "", sizeof conv - strlen(conv) - 1);
+	strncat(conv, " Question two?", sizeof conv - strlen(conv) - 1);
+	q = submit(&r, conv, 4, 0, 1, NULL);
+	st = wait_done(&r, q, NULL);
+	sched_seq_release(r.s, q);
+	/* The first turn's state holds the prompt and all but the last sampled id. */
+	CHECK_EQ_INT(st.cached_tokens, (int64_t)base + 7);
+	/* A prompt that diverges early gets no reuse. */
+	q = submit(&r, "Something else entirely, longer than before ...", 4, 0, 1, NULL);
+	st = wait_done(&r, q, NULL);
+	sched_seq_release(r.s, q);
+	CHECK_EQ_INT(st.cached_tokens, 0);
+	CHECK_EQ_INT(atomic_load(&r.e->state_copies), 0);
+	buf_finish(&ans);
+	stop(&r);
+}
+
+/* A long prompt in flight, then a short one: with interleaving, the short one's
+ * first token comes within a few passes; without, it waits for the long prompt. */
+static double short_wait(bool interleave, uint64_t *chunks)
+{
+	struct sched_config sc;
+	sched_config_default(&sc);
+	sc.interleave = interleave;
+	sc.prefill_chunk = 256;
+	struct run r;
+	if (!CHECK(start(&r, &sc, 4) == 0))
+		return -1;
+	char longp[4000];
+	memset(longp, 'x', 3999);
+	longp[3999] = 0;
+	struct sched_seq *ql = submit(&r, longp, 2, 0, 1, NULL);
+	clock_sleep_ns(2000000);
+	int64_t t0 = clock_now_ns();
+	struct sched_seq *qs = submit(&r, "short", 2, 0, 1, NULL);
+	struct sched_status st = { 0 };
+	while (st.completion_tokens == 0 && clock_now_ns() - t0 < 10000000000LL) {
+		CHECK_EQ_INT(sched_seq_take(r.s, qs, NULL, &st), 0);
+		clock_sleep_ns(100000);
+	}
+	double waited = (double)(clock_now_ns() - t0) / 1e9 * 50; /* simulated seconds */
+	wait_done(&r, ql, NULL);
+	wait_done(&r, qs, NULL);
+	sched_seq_release(r.s, ql);
+	sched_seq_release(r.s, qs);
+	*chunks = atomic_load(&r.m.prefill_chunks);
+	CHECK_EQ_INT(atomic_load(&r.m.prefill_rows) + atomic_load(&r.m.decode_rows) >= 3999 + 5, 1);
+	stop(&r);
+	return waited;
+}
+
+static void test_interleave(void)
+{
+	uint64_t ci = 0, cn = 0;
+	double wi = short_wait(true, &ci), wn = short_wait(false, &cn);
+	printf("short prompt behind a 4k prompt: first token after %.2f s interleaved, %.2f s not\n", wi, wn);
+	CHECK(wi < 1.0);
+	CHECK(wn > 2.0);
+	CHECK(ci >= 16 && cn >= 16); /* 3999 rows in chunks of 256 */
+}
+
+int main(void)
+{
+	test_batching();
+	test_stop_strings();
+	test_stragglers();
+	test_cancel_and_cache();
+	test_interleave();
+	return test_done();
+}

@@ -1,8 +1,9 @@
 #!/bin/sh
-# The demo behind `./sixi demo`: starts a server on 127.0.0.1, sweeps it with
-# sixi-bench at 1, 4, 16 and 32 streams, and renders the report from the stored
-# rows. The server is the bundled sixi-server on its embedded tiny model when it
-# is built; otherwise the scripted OpenAI-compatible test server.
+# The demo behind `./sixi demo`: starts sixi-server on its embedded tiny model on
+# 127.0.0.1, sweeps it with sixi-bench at 1, 4, 16 and 32 streams, runs a short
+# eval of the bundled demo task set at two temperatures (3 repeats each), and
+# renders both reports from the stored rows. Without a built sixi-server it falls
+# back to the scripted OpenAI-compatible test server and skips the eval.
 set -eu
 BUILD=${1:?usage: demo.sh BUILD_DIR}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -46,3 +47,18 @@ RUN=$(sed -n 's/^run \([0-9]*\) .*/\1/p' "$TMP/sweep.txt" | head -1)
 echo
 "$BUILD/src/sixi-report" bench --db "$DB" "$RUN" --out "$ROOT/reports/demo-bench"
 echo "report: reports/demo-bench.md and reports/demo-bench.html"
+[ "$MODEL" = tiny ] || exit 0
+
+echo
+echo "eval: datasets/demo, 3 repeats at temperature 0.7 and at 1.0, the model's own template"
+for T in 0.7 1.0; do
+	"$BUILD/src/sixi-eval" run --url "$URL" --model tiny --dataset "$ROOT/datasets/demo" --repeats 3 \
+		--temperature "$T" --max-tokens 96 --template "$TMP/tiny.gguf" --name "demo-t$T" --db "$DB" \
+		>/dev/null
+	sqlite3 "$DB" "SELECT max(id) FROM runs WHERE kind = 'eval'" >"$TMP/run-$T"
+	"$BUILD/src/sixi-eval" summary "$(cat "$TMP/run-$T")" --db "$DB"
+done
+echo
+"$BUILD/src/sixi-report" compare --db "$DB" "$(cat "$TMP/run-0.7")" "$(cat "$TMP/run-1.0")" \
+	--out "$ROOT/reports/demo-eval" --allow-config-diff
+echo "report: reports/demo-eval.md and reports/demo-eval.html"

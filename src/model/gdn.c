@@ -216,13 +216,13 @@ void gdn_rule_chunked(float *st, int d_k, int d_v, float scale, const struct gdn
 	}
 }
 
-void gdn_conv_rows(float *win, const float *w, int kw, int channels, const float *x, int x_stride, int n,
-		   float *out, int out_stride)
+void gdn_conv_rows(float *win, const float *w, int kw, int channels, int c0, int c1, const float *x, int x_stride,
+		   int n, float *out, int out_stride)
 {
 	int hist = kw - 1;
 	for (int t = 0; t < n; t++) {
 		float *o = out + (size_t)t * out_stride;
-		for (int c = 0; c < channels; c++) {
+		for (int c = c0; c < c1; c++) {
 			const float *wc = w + (size_t)c * kw;
 			float s = 0;
 			/* Tap i reads input row t − hist + i; negative rows come from the window. */
@@ -235,14 +235,13 @@ void gdn_conv_rows(float *win, const float *w, int kw, int channels, const float
 		}
 	}
 	/* Slide the window: keep the last hist rows of [window | x]. */
-	if (hist <= 0)
-		return;
-	if (n >= hist) {
-		for (int i = 0; i < hist; i++)
-			memcpy(win + (size_t)i * channels, x + (size_t)(n - hist + i) * x_stride, sizeof(float) * channels);
-	} else {
-		memmove(win, win + (size_t)n * channels, sizeof(float) * channels * (size_t)(hist - n));
-		for (int i = 0; i < n; i++)
-			memcpy(win + (size_t)(hist - n + i) * channels, x + (size_t)i * x_stride, sizeof(float) * channels);
+	size_t nc = (size_t)(c1 - c0) * sizeof(float);
+	for (int i = 0; i < hist; i++) {
+		int src = n - hist + i; /* row of [window | x] counted from x's first row */
+		float *dst = win + (size_t)i * channels + c0;
+		if (src >= 0)
+			memcpy(dst, x + (size_t)src * x_stride + c0, nc);
+		else
+			memmove(dst, win + (size_t)(hist + src) * channels + c0, nc);
 	}
 }

@@ -778,6 +778,34 @@ static void matmul(struct pass *p, const struct kern_mat *w, const float *x, int
 	kern_matmul(p->m->pool, w, x, xs, p->N, y, ys);
 }
 
+/* ---- elementwise work, split by rows over the pool ---- */
+
+struct row_job {
+	struct pass *p;
+	void (*row)(struct pass *p, int r);
+};
+
+static void rows_part(void *arg, int ith, int nth)
+{
+	struct row_job *j = arg;
+	int r0 = (int)((long)j->p->N * ith / nth), r1 = (int)((long)j->p->N * (ith + 1) / nth);
+	for (int r = r0; r < r1; r++)
+		j->row(j->p, r);
+}
+
+/* Runs row(p, r) for every row; `cost` is the rough flops a row (threads only when it pays). */
+static void for_rows(struct pass *p, void (*row)(struct pass *, int), double cost)
+{
+	struct row_job j = { p, row };
+	int nth = kern_pool_threads(p->m->pool);
+	double work = cost * p->N;
+	if (work < 65536.0 * nth)
+		nth = work < 65536.0 ? 1 : (int)(work / 65536.0);
+	if (nth > p->N)
+		nth = p->N;
+	kern_pool_run(p->m->pool, rows_part, &j, nth);
+}
+
 /* ---- GDN ---- */
 
 /* Work item i covers (segment i / H_v, head i % H_v). */
@@ -814,51 +842,70 @@ static void gdn_heads(void *arg, int ith, int nth)
 	}
 }
 
+static void conv_part(void *arg, int ith, int nth)
+{
+	struct pass *p = arg;
+	int cd = p->m->conv_dim, c0 = (int)((long)cd * ith / nth), c1 = (int)((long)cd * (ith + 1) / nth);
+	for (int si = 0; si < p->n_seg; si++) {
+		const struct segment *sg = &p->seg[si];
+		gdn_conv_rows(slot_conv(p->s, sg->slot, p->l->index), p->l->conv_w, p->m->cfg.ssm_conv_kernel, cd, c0, c1,
+			      p->a1 + (size_t)sg->r0 * p->w1, p->w1, sg->n, p->a2 + (size_t)sg->r0 * p->w2, p->w2);
+	}
+}
+
+/* After the conv: L2-normalise q and k per K-head; g and β per V-head. */
+static void gdn_pre_row(struct pass *p, int r)
+{
+	const struct model_config *c = &p->m->cfg;
+	const struct layer *l = p->l;
+	int Hv = c->ssm_n_v_heads, Hk = c->ssm_n_k_heads, d = c->ssm_head_dim;
+	float *row = p->a2 + (size_t)r * p->w2;
+	for (int kh = 0; kh < Hk; kh++) {
+		l2_norm(row + kh * d, d);
+		l2_norm(row + Hk * d + kh * d, d);
+	}
+	const float *ab = p->ab + (size_t)r * 2 * Hv;
+	float *gb = p->gb + (size_t)r * 2 * Hv;
+	for (int h = 0; h < Hv; h++) {
+		gb[h] = l->ssm_a[h] * softplus(ab[Hv + h] + l->dt_bias[h]);
+		gb[Hv + h] = 1.0f / (1.0f + expf(-ab[h]));
+	}
+}
+
+/* Gated RMSNorm per head (plain weight), gate SiLU(z). */
+static void gdn_post_row(struct pass *p, int r)
+{
+	const struct model_config *c = &p->m->cfg;
+	int Hv = c->ssm_n_v_heads, d = c->ssm_head_dim;
+	float *o = p->a4 + (size_t)r * p->w4;
+	const float *z = p->a3 + (size_t)r * p->w3;
+	for (int h = 0; h < Hv; h++) {
+		rms_norm(o + h * d, o + h * d, p->l->ssm_norm, d, c->norm_eps);
+		for (int i = 0; i < d; i++)
+			o[h * d + i] *= silu(z[h * d + i]);
+	}
+}
+
 static void layer_gdn(struct pass *p)
 {
 	const struct model_config *c = &p->m->cfg;
 	const struct layer *l = p->l;
-	int N = p->N, Hv = c->ssm_n_v_heads, Hk = c->ssm_n_k_heads, d = c->ssm_head_dim, cd = p->m->conv_dim;
-	int inner = Hv * d;
-	matmul(p, &l->qkv, p->h, c->n_embd, p->a1, p->w1);      /* pre-conv q|k|v */
-	matmul(p, &l->z, p->h, c->n_embd, p->a3, p->w3);        /* z */
-	matmul(p, &l->beta, p->h, c->n_embd, p->ab, 2 * Hv);     /* b */
+	int N = p->N, Hv = c->ssm_n_v_heads, d = c->ssm_head_dim, cd = p->m->conv_dim;
+	matmul(p, &l->qkv, p->h, c->n_embd, p->a1, p->w1);        /* pre-conv q|k|v */
+	matmul(p, &l->z, p->h, c->n_embd, p->a3, p->w3);          /* z */
+	matmul(p, &l->beta, p->h, c->n_embd, p->ab, 2 * Hv);       /* b */
 	matmul(p, &l->alpha, p->h, c->n_embd, p->ab + Hv, 2 * Hv); /* a */
-	for (int si = 0; si < p->n_seg; si++) {
-		const struct segment *sg = &p->seg[si];
-		gdn_conv_rows(slot_conv(p->s, sg->slot, l->index), l->conv_w, c->ssm_conv_kernel, cd,
-			      p->a1 + (size_t)sg->r0 * p->w1, p->w1, sg->n, p->a2 + (size_t)sg->r0 * p->w2, p->w2);
-	}
-	for (int r = 0; r < N; r++) {
-		float *row = p->a2 + (size_t)r * p->w2;
-		for (int kh = 0; kh < Hk; kh++) {
-			l2_norm(row + kh * d, d);
-			l2_norm(row + Hk * d + kh * d, d);
-		}
-		const float *ab = p->ab + (size_t)r * 2 * Hv;
-		float *gb = p->gb + (size_t)r * 2 * Hv;
-		for (int h = 0; h < Hv; h++) {
-			gb[h] = l->ssm_a[h] * softplus(ab[Hv + h] + l->dt_bias[h]);
-			gb[Hv + h] = 1.0f / (1.0f + expf(-ab[h]));
-		}
-	}
-	/* Threads only pay off when there is enough state to sweep (about 6 d² flops a row a head). */
 	int nth = kern_pool_threads(p->m->pool);
+	double conv_work = 30.0 * N * cd; /* an expf a channel a row */
+	int nconv = conv_work < 65536.0 * nth ? (conv_work < 65536.0 ? 1 : (int)(conv_work / 65536.0)) : nth;
+	kern_pool_run(p->m->pool, conv_part, p, nconv);
+	for_rows(p, gdn_pre_row, 30.0 * (2 * c->ssm_n_k_heads * d + Hv));
+	/* Threads only pay off when there is enough state to sweep (about 6 d² flops a row a head). */
 	double work = 6.0 * N * Hv * d * d;
 	if (work < 262144.0)
 		nth = 1;
 	kern_pool_run(p->m->pool, gdn_heads, p, p->n_seg * Hv < nth ? p->n_seg * Hv : nth);
-	/* Gated RMSNorm per head (plain weight), gate SiLU(z). */
-	for (int r = 0; r < N; r++) {
-		float *o = p->a4 + (size_t)r * p->w4;
-		const float *z = p->a3 + (size_t)r * p->w3;
-		for (int h = 0; h < Hv; h++) {
-			rms_norm(o + h * d, o + h * d, l->ssm_norm, d, c->norm_eps);
-			for (int i = 0; i < d; i++)
-				o[h * d + i] *= silu(z[h * d + i]);
-		}
-	}
-	(void)inner;
+	for_rows(p, gdn_post_row, 30.0 * Hv * d);
 	matmul(p, &l->ssm_out, p->a4, p->w4, p->y, c->n_embd);
 }
 
@@ -965,18 +1012,21 @@ static void layer_attn(struct pass *p)
 
 /* ---- MLP ---- */
 
+static void mlp_act_row(struct pass *p, int r)
+{
+	float *g = p->a1 + (size_t)r * p->w1;
+	const float *u = p->a2 + (size_t)r * p->w2;
+	for (int i = 0; i < p->m->cfg.n_ff; i++)
+		g[i] = silu(g[i]) * u[i];
+}
+
 static void layer_mlp(struct pass *p)
 {
 	const struct model_config *c = &p->m->cfg;
 	const struct layer *l = p->l;
 	matmul(p, &l->ffn_gate, p->h, c->n_embd, p->a1, p->w1);
 	matmul(p, &l->ffn_up, p->h, c->n_embd, p->a2, p->w2);
-	for (int r = 0; r < p->N; r++) {
-		float *g = p->a1 + (size_t)r * p->w1;
-		const float *u = p->a2 + (size_t)r * p->w2;
-		for (int i = 0; i < c->n_ff; i++)
-			g[i] = silu(g[i]) * u[i];
-	}
+	for_rows(p, mlp_act_row, 30.0 * c->n_ff);
 	matmul(p, &l->ffn_down, p->a1, p->w1, p->y, c->n_embd);
 }
 

@@ -151,22 +151,30 @@ static void test_conv(void)
 {
 	/* Width 3, two channels; window starts empty. Channel 0 weights [1, 2, 3]: out_t = silu(x_{t-2} + 2x_{t-1} + 3x_t). */
 	float w[6] = { 1, 2, 3, 0, 0, 1 }, win[4] = { 0 }, x[8] = { 1, 10, 2, 20, 3, 30, 4, 40 }, out[8];
-	gdn_conv_rows(win, w, 3, 2, x, 2, 2, out, 2);
+	gdn_conv_rows(win, w, 3, 2, 0, 2, x, 2, 2, out, 2);
 	float pre = 0 * 1 + 1 * 2 + 2 * 3; /* row 1: x_{-1}=0, x_0=1, x_1=2 */
 	CHECK_NEAR(out[2], pre / (1 + expf(-pre)), 1e-6);
 	CHECK_NEAR(win[0], 1, 0);
 	CHECK_NEAR(win[2], 2, 0);
 	/* Two more rows, one at a time, equal a single call over all four. */
 	float win2[4] = { 0 }, out2[8];
-	gdn_conv_rows(win, w, 3, 2, x + 4, 2, 1, out + 4, 2);
-	gdn_conv_rows(win, w, 3, 2, x + 6, 2, 1, out + 6, 2);
-	gdn_conv_rows(win2, w, 3, 2, x, 2, 4, out2, 2);
+	gdn_conv_rows(win, w, 3, 2, 0, 2, x + 4, 2, 1, out + 4, 2);
+	gdn_conv_rows(win, w, 3, 2, 0, 2, x + 6, 2, 1, out + 6, 2);
+	gdn_conv_rows(win2, w, 3, 2, 0, 2, x, 2, 4, out2, 2);
 	for (int i = 0; i < 8; i++)
 		CHECK_NEAR(out[i], out2[i], 1e-7);
 	for (int i = 0; i < 4; i++)
 		CHECK_NEAR(win[i], win2[i], 0);
 	pre = 2 * 1 + 3 * 2 + 4 * 3;
 	CHECK_NEAR(out[6], pre / (1 + expf(-pre)), 1e-6);
+	/* Channels done separately (as threads split them) equal all at once. */
+	float win3[4] = { 0 }, out3[8];
+	gdn_conv_rows(win3, w, 3, 2, 1, 2, x, 2, 4, out3, 2);
+	gdn_conv_rows(win3, w, 3, 2, 0, 1, x, 2, 4, out3, 2);
+	for (int i = 0; i < 8; i++)
+		CHECK_NEAR(out3[i], out2[i], 0);
+	for (int i = 0; i < 4; i++)
+		CHECK_NEAR(win3[i], win2[i], 0);
 }
 
 static void test_matmul_paths(void)

@@ -255,24 +255,26 @@ __attribute__((target("avx2,fma,f16c"))) static void tile_avx2(const float *w, i
 			const float *xa = x + (size_t)r * x_stride, *xb = xa + x_stride, *xc = xb + x_stride;
 			__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0,
 			       c0 = a0, c1 = a0, c2 = a0, c3 = a0;
+			/* 12 accumulators + 3 x + 1 weight = 16 ymm registers: load x once, stream the
+			 * weight rows one at a time (loading all four would spill). */
 			for (int i = 0; i < n8; i += 8) {
-				__m256 v0 = _mm256_loadu_ps(w0 + i), v1 = _mm256_loadu_ps(w1 + i), v2 = _mm256_loadu_ps(w2 + i),
-				       v3 = _mm256_loadu_ps(w3 + i);
-				__m256 xv = _mm256_loadu_ps(xa + i);
-				a0 = _mm256_fmadd_ps(v0, xv, a0);
-				a1 = _mm256_fmadd_ps(v1, xv, a1);
-				a2 = _mm256_fmadd_ps(v2, xv, a2);
-				a3 = _mm256_fmadd_ps(v3, xv, a3);
-				xv = _mm256_loadu_ps(xb + i);
-				b0 = _mm256_fmadd_ps(v0, xv, b0);
-				b1 = _mm256_fmadd_ps(v1, xv, b1);
-				b2 = _mm256_fmadd_ps(v2, xv, b2);
-				b3 = _mm256_fmadd_ps(v3, xv, b3);
-				xv = _mm256_loadu_ps(xc + i);
-				c0 = _mm256_fmadd_ps(v0, xv, c0);
-				c1 = _mm256_fmadd_ps(v1, xv, c1);
-				c2 = _mm256_fmadd_ps(v2, xv, c2);
-				c3 = _mm256_fmadd_ps(v3, xv, c3);
+				__m256 xa8 = _mm256_loadu_ps(xa + i), xb8 = _mm256_loadu_ps(xb + i), xc8 = _mm256_loadu_ps(xc + i);
+				__m256 v = _mm256_loadu_ps(w0 + i);
+				a0 = _mm256_fmadd_ps(v, xa8, a0);
+				b0 = _mm256_fmadd_ps(v, xb8, b0);
+				c0 = _mm256_fmadd_ps(v, xc8, c0);
+				v = _mm256_loadu_ps(w1 + i);
+				a1 = _mm256_fmadd_ps(v, xa8, a1);
+				b1 = _mm256_fmadd_ps(v, xb8, b1);
+				c1 = _mm256_fmadd_ps(v, xc8, c1);
+				v = _mm256_loadu_ps(w2 + i);
+				a2 = _mm256_fmadd_ps(v, xa8, a2);
+				b2 = _mm256_fmadd_ps(v, xb8, b2);
+				c2 = _mm256_fmadd_ps(v, xc8, c2);
+				v = _mm256_loadu_ps(w3 + i);
+				a3 = _mm256_fmadd_ps(v, xa8, a3);
+				b3 = _mm256_fmadd_ps(v, xb8, b3);
+				c3 = _mm256_fmadd_ps(v, xc8, c3);
 			}
 			float *ya = y + (size_t)r * y_stride + o0, *yb = ya + y_stride, *yc = yb + y_stride;
 			ya[0] = hsum256(a0), ya[1] = hsum256(a1), ya[2] = hsum256(a2), ya[3] = hsum256(a3);

@@ -161,13 +161,6 @@ void kern_row_to_f32(uint32_t type, const void *row, float *out, int n)
 	row_to_f32_portable(type, row, out, n);
 }
 
-float kern_dot(const float *a, const float *b, int n)
-{
-	float s = 0;
-	for (int i = 0; i < n; i++)
-		s += a[i] * b[i];
-	return s;
-}
 
 /* ---- portable tile: ROWS_PER_TILE weight rows against every x row ---- */
 
@@ -601,4 +594,164 @@ void kern_matmul(struct kern_pool *p, const struct kern_mat *w, const float *x, 
 	if (nth > n_tiles)
 		nth = n_tiles;
 	kern_pool_run(p, matmul_part, &j, nth);
+}
+
+/* ---- vector primitives ---- */
+
+#if KERN_X86
+__attribute__((target("avx2,fma"))) static float dot_avx2(const float *a, const float *b, int n)
+{
+	__m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+	int i = 0;
+	for (; i + 16 <= n; i += 16) {
+		acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+		acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+	}
+	for (; i + 8 <= n; i += 8)
+		acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+	float s = hsum256(_mm256_add_ps(acc0, acc1));
+	for (; i < n; i++)
+		s += a[i] * b[i];
+	return s;
+}
+
+__attribute__((target("avx2,fma"))) static void axpy_avx2(float *y, float a, const float *x, int n)
+{
+	__m256 av = _mm256_set1_ps(a);
+	int i = 0;
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+	for (; i < n; i++)
+		y[i] += a * x[i];
+}
+
+static int have_avx2(void)
+{
+	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+/* exp(x) for 8 floats: x = n ln2 + r with |r| <= ln2/2, e^r by Cephes' degree-6 polynomial,
+ * 2^n through the exponent bits. Inputs are clamped to [-87.3, 88.7] (results stay normal). */
+__attribute__((target("avx2,fma"))) static inline __m256 exp256(__m256 x)
+{
+	x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.7f));
+	__m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+				   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+	r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+	__m256 p = _mm256_set1_ps(1.9875691500e-4f);
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+	p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+	__m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+	return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+__attribute__((target("avx2,fma"))) static inline __m256 silu256(__m256 v)
+{
+	__m256 one = _mm256_set1_ps(1.0f);
+	return _mm256_div_ps(v, _mm256_add_ps(one, exp256(_mm256_sub_ps(_mm256_setzero_ps(), v))));
+}
+
+__attribute__((target("avx2,fma"))) static int silu_mul_avx2(float *y, const float *m, int n)
+{
+	int i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256 v = silu256(_mm256_loadu_ps(y + i));
+		if (m)
+			v = _mm256_mul_ps(v, _mm256_loadu_ps(m + i));
+		_mm256_storeu_ps(y + i, v);
+	}
+	return i;
+}
+
+__attribute__((target("avx2,fma"))) static int mul_silu_avx2(float *y, const float *z, int n)
+{
+	int i = 0;
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(y + i), silu256(_mm256_loadu_ps(z + i))));
+	return i;
+}
+
+__attribute__((target("avx2,fma"))) static int exp_shift_avx2(float *x, float shift, int n, float *sum)
+{
+	__m256 sh = _mm256_set1_ps(shift), acc = _mm256_setzero_ps();
+	int i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(x + i), sh));
+		_mm256_storeu_ps(x + i, e);
+		acc = _mm256_add_ps(acc, e);
+	}
+	*sum = hsum256(acc);
+	return i;
+}
+#endif
+
+static float silu1(float v)
+{
+	return v / (1.0f + expf(-v));
+}
+
+void kern_silu_mul(float *y, const float *m, int n)
+{
+	int i = 0;
+#if KERN_X86
+	if (have_avx2())
+		i = silu_mul_avx2(y, m, n);
+#endif
+	for (; i < n; i++)
+		y[i] = silu1(y[i]) * (m ? m[i] : 1.0f);
+}
+
+void kern_mul_silu(float *y, const float *z, int n)
+{
+	int i = 0;
+#if KERN_X86
+	if (have_avx2())
+		i = mul_silu_avx2(y, z, n);
+#endif
+	for (; i < n; i++)
+		y[i] *= silu1(z[i]);
+}
+
+float kern_exp_shift(float *x, float shift, int n)
+{
+	int i = 0;
+	float sum = 0;
+#if KERN_X86
+	if (have_avx2())
+		i = exp_shift_avx2(x, shift, n, &sum);
+#endif
+	for (; i < n; i++) {
+		x[i] = expf(x[i] - shift);
+		sum += x[i];
+	}
+	return sum;
+}
+
+float kern_dot(const float *a, const float *b, int n)
+{
+#if KERN_X86
+	if (have_avx2())
+		return dot_avx2(a, b, n);
+#endif
+	float s = 0;
+	for (int i = 0; i < n; i++)
+		s += a[i] * b[i];
+	return s;
+}
+
+void kern_axpy(float *y, float a, const float *x, int n)
+{
+#if KERN_X86
+	if (have_avx2()) {
+		axpy_avx2(y, a, x, n);
+		return;
+	}
+#endif
+	for (int i = 0; i < n; i++)
+		y[i] += a * x[i];
 }

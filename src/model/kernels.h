@@ -45,8 +45,16 @@ void kern_row_to_f32(uint32_t type, const void *row, float *out, int n);
 /* True for the weight types the kernels decode. */
 int kern_type_supported(uint32_t type);
 
-/* Small helpers shared by the layers (portable; they are not the hot path). */
+/* Vector primitives for the per-sequence parts (attention, delta rule): AVX2/FMA when the
+ * CPU has it, else portable. kern_dot returns a·b; kern_axpy does y += a x. */
 float kern_dot(const float *a, const float *b, int n);
+void kern_axpy(float *y, float a, const float *x, int n);
+/* Activations over arrays, with an AVX2 exp (Cephes' polynomial, relative error about 1e-7)
+ * when the CPU has it: kern_silu_mul: y[i] = silu(y[i]) * (m ? m[i] : 1);
+ * kern_mul_silu: y[i] *= silu(z[i]); kern_exp_shift: x[i] = exp(x[i] - shift), returns the sum. */
+void kern_silu_mul(float *y, const float *m, int n);
+void kern_mul_silu(float *y, const float *z, int n);
+float kern_exp_shift(float *x, float shift, int n);
 /* IEEE half and bfloat16 to fp32 and back (round to nearest even). */
 float kern_f16_to_f32(uint16_t h);
 uint16_t kern_f32_to_f16(float f);

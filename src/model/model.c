@@ -763,11 +763,6 @@ static void l2_norm(float *x, int n)
 		x[i] *= r;
 }
 
-static float silu(float v)
-{
-	return v / (1.0f + expf(-v));
-}
-
 static float softplus(float v)
 {
 	return v > 20.0f ? v : log1pf(expf(v)); /* the reference's threshold */
@@ -881,9 +876,8 @@ static void gdn_post_row(struct pass *p, int r)
 	const float *z = p->a3 + (size_t)r * p->w3;
 	for (int h = 0; h < Hv; h++) {
 		rms_norm(o + h * d, o + h * d, p->l->ssm_norm, d, c->norm_eps);
-		for (int i = 0; i < d; i++)
-			o[h * d + i] *= silu(z[h * d + i]);
 	}
+	kern_mul_silu(o, z, Hv * d);
 }
 
 static void layer_gdn(struct pass *p)
@@ -947,28 +941,16 @@ static void attn_heads(void *arg, int ith, int nth)
 		int kvh = h / rep;
 		float mx = -INFINITY;
 		for (int t = 0; t <= pos; t++) {
-			const float *k = K + (size_t)t * kvd + kvh * hd;
-			float sc = 0;
-			for (int i = 0; i < hd; i++)
-				sc += q[i] * k[i];
-			scores[t] = sc * scale;
+			scores[t] = kern_dot(q, K + (size_t)t * kvd + kvh * hd, hd) * scale;
 			if (scores[t] > mx)
 				mx = scores[t];
 		}
-		float sum = 0;
-		for (int t = 0; t <= pos; t++) {
-			scores[t] = expf(scores[t] - mx);
-			sum += scores[t];
-		}
+		float sum = kern_exp_shift(scores, mx, pos + 1);
 		float *o = p->a4 + (size_t)r * p->w4 + h * hd;
 		for (int i = 0; i < hd; i++)
 			o[i] = 0;
-		for (int t = 0; t <= pos; t++) {
-			const float *v = V + (size_t)t * kvd + kvh * hd;
-			float wgt = scores[t] / sum;
-			for (int i = 0; i < hd; i++)
-				o[i] += wgt * v[i];
-		}
+		for (int t = 0; t <= pos; t++)
+			kern_axpy(o, scores[t] / sum, V + (size_t)t * kvd + kvh * hd, hd);
 		const float *gate = q + hd;
 		for (int i = 0; i < hd; i++)
 			o[i] *= 1.0f / (1.0f + expf(-gate[i]));
@@ -1014,10 +996,7 @@ static void layer_attn(struct pass *p)
 
 static void mlp_act_row(struct pass *p, int r)
 {
-	float *g = p->a1 + (size_t)r * p->w1;
-	const float *u = p->a2 + (size_t)r * p->w2;
-	for (int i = 0; i < p->m->cfg.n_ff; i++)
-		g[i] = silu(g[i]) * u[i];
+	kern_silu_mul(p->a1 + (size_t)r * p->w1, p->a2 + (size_t)r * p->w2, p->m->cfg.n_ff);
 }
 
 static void layer_mlp(struct pass *p)

@@ -66,7 +66,8 @@ static int bench(const char *path, int threads, int steps, struct result *res, c
 	}
 	snprintf(desc, desc_len, "%.1fM params, %d layers, n_embd %d, %s, %d threads", params / 1e6, c->n_layer,
 		 c->n_embd, model_isa(m), threads);
-	struct model_state *s = model_state_create(m, n_seq, prompt + steps + long_prompt + 8);
+	/* slot 0 decodes in both phases */
+	struct model_state *s = model_state_create(m, n_seq, prompt + 2 * steps + long_prompt + 8);
 	float *logits = malloc(sizeof(float) * V * (size_t)(long_prompt > n_seq ? long_prompt : n_seq));
 	int32_t tok[1024], slot[1024];
 	uint8_t want[1024];

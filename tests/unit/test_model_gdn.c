@@ -243,8 +243,49 @@ static void test_matmul_paths(void)
 	free(ref);
 }
 
+/* The vector exp/SiLU against libm over a wide range, including values that clamp. */
+static void test_activations(void)
+{
+	enum { N = 1003 };
+	float x[N], y[N], m[N], e[N];
+	for (int i = 0; i < N; i++) {
+		x[i] = -100.0f + 200.0f * i / (N - 1);
+		m[i] = 0.5f + (float)(i % 7);
+	}
+	memcpy(y, x, sizeof(x));
+	kern_silu_mul(y, m, N);
+	double worst = 0;
+	for (int i = 0; i < N; i++) {
+		double ref = (double)x[i] / (1.0 + exp(-(double)x[i])) * m[i];
+		double err = fabs(y[i] - ref) / fmax(fabs(ref), 1e-30);
+		if (fabs(ref) > 1e-30)
+			worst = fmax(worst, err);
+	}
+	printf("silu: worst relative error %.3g\n", worst);
+	CHECK(worst < 1e-6);
+	float in[N];
+	for (int i = 0; i < N; i++)
+		in[i] = e[i] = x[i] * 0.8f; /* keep exp finite: up to e^80 */
+	float shift = 3.0f, sum = kern_exp_shift(e, shift, N);
+	double rsum = 0;
+	worst = 0;
+	for (int i = 0; i < N; i++) {
+		double ref = exp((double)(in[i] - shift));
+		rsum += ref;
+		worst = fmax(worst, fabs(e[i] - ref) / ref);
+	}
+	printf("exp: worst relative error %.3g\n", worst);
+	CHECK(worst < 1e-6);
+	CHECK_NEAR(sum, rsum, 1e-5);
+	float y2[3] = { 1, 2, 3 }, z2[3] = { 0, 1, -1 };
+	kern_mul_silu(y2, z2, 3);
+	CHECK_NEAR(y2[0], 0.0, 0);
+	CHECK_NEAR(y2[1], 2.0 / (1.0 + exp(-1.0)), 1e-6);
+}
+
 int main(void)
 {
+	test_activations();
 	test_hand_step();
 	test_chunked_equals_rows();
 	test_split_runs();

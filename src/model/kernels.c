@@ -187,7 +187,7 @@ static void tile_portable(const float *w, int n_w, int n_in, const float *x, int
 }
 
 #if KERN_X86
-__attribute__((target("avx2,fma,f16c"))) static inline float hsum256(__m256 v)
+__attribute__((target("avx2,fma,f16c"), always_inline)) static inline float hsum256(__m256 v)
 {
 	__m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
 	lo = _mm_add_ps(lo, hi);
@@ -599,7 +599,7 @@ void kern_matmul(struct kern_pool *p, const struct kern_mat *w, const float *x, 
 /* ---- vector primitives ---- */
 
 #if KERN_X86
-__attribute__((target("avx2,fma"))) static float dot_avx2(const float *a, const float *b, int n)
+__attribute__((target("avx2,fma,f16c"))) static float dot_avx2(const float *a, const float *b, int n)
 {
 	__m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
 	int i = 0;
@@ -615,7 +615,7 @@ __attribute__((target("avx2,fma"))) static float dot_avx2(const float *a, const 
 	return s;
 }
 
-__attribute__((target("avx2,fma"))) static void axpy_avx2(float *y, float a, const float *x, int n)
+__attribute__((target("avx2,fma,f16c"))) static void axpy_avx2(float *y, float a, const float *x, int n)
 {
 	__m256 av = _mm256_set1_ps(a);
 	int i = 0;
@@ -627,12 +627,12 @@ __attribute__((target("avx2,fma"))) static void axpy_avx2(float *y, float a, con
 
 static int have_avx2(void)
 {
-	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
 }
 
 /* exp(x) for 8 floats: x = n ln2 + r with |r| <= ln2/2, e^r by Cephes' degree-6 polynomial,
  * 2^n through the exponent bits. Inputs are clamped to [-87.3, 88.7] (results stay normal). */
-__attribute__((target("avx2,fma"))) static inline __m256 exp256(__m256 x)
+__attribute__((target("avx2,fma,f16c"))) static inline __m256 exp256(__m256 x)
 {
 	x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.7f));
 	__m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
@@ -650,13 +650,13 @@ __attribute__((target("avx2,fma"))) static inline __m256 exp256(__m256 x)
 	return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
-__attribute__((target("avx2,fma"))) static inline __m256 silu256(__m256 v)
+__attribute__((target("avx2,fma,f16c"))) static inline __m256 silu256(__m256 v)
 {
 	__m256 one = _mm256_set1_ps(1.0f);
 	return _mm256_div_ps(v, _mm256_add_ps(one, exp256(_mm256_sub_ps(_mm256_setzero_ps(), v))));
 }
 
-__attribute__((target("avx2,fma"))) static int silu_mul_avx2(float *y, const float *m, int n)
+__attribute__((target("avx2,fma,f16c"))) static int silu_mul_avx2(float *y, const float *m, int n)
 {
 	int i = 0;
 	for (; i + 8 <= n; i += 8) {
@@ -668,7 +668,7 @@ __attribute__((target("avx2,fma"))) static int silu_mul_avx2(float *y, const flo
 	return i;
 }
 
-__attribute__((target("avx2,fma"))) static int mul_silu_avx2(float *y, const float *z, int n)
+__attribute__((target("avx2,fma,f16c"))) static int mul_silu_avx2(float *y, const float *z, int n)
 {
 	int i = 0;
 	for (; i + 8 <= n; i += 8)
@@ -676,7 +676,7 @@ __attribute__((target("avx2,fma"))) static int mul_silu_avx2(float *y, const flo
 	return i;
 }
 
-__attribute__((target("avx2,fma"))) static int exp_shift_avx2(float *x, float shift, int n, float *sum)
+__attribute__((target("avx2,fma,f16c"))) static int exp_shift_avx2(float *x, float shift, int n, float *sum)
 {
 	__m256 sh = _mm256_set1_ps(shift), acc = _mm256_setzero_ps();
 	int i = 0;

@@ -333,6 +333,83 @@ __attribute__((target("avx2,fma,f16c"))) static void tile_avx2(const float *w, i
 		}
 	}
 }
+
+/* AVX-512 tile for rows whose length is a multiple of 16: 4 weight rows x 4 x rows, 16
+ * accumulators + 4 x + 1 weight register of the 32 there are. */
+__attribute__((target("avx512f,avx2,fma,f16c"))) static void tile_avx512(const float *w, int n_w, int n_in,
+									const float *x, int x_stride, int n_rows,
+									float *y, int y_stride, int o0)
+{
+	const float *w0 = w, *w1 = w + n_in, *w2 = w + 2 * (size_t)n_in, *w3 = w + 3 * (size_t)n_in;
+	int r = 0;
+	if (n_w == ROWS_PER_TILE) {
+		for (; r + 4 <= n_rows; r += 4) {
+			const float *xa = x + (size_t)r * x_stride, *xb = xa + x_stride, *xc = xb + x_stride,
+				    *xd = xc + x_stride;
+			__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0,
+			       c0 = a0, c1 = a0, c2 = a0, c3 = a0, d0 = a0, d1 = a0, d2 = a0, d3 = a0;
+			for (int i = 0; i < n_in; i += 16) {
+				__m512 xa16 = _mm512_loadu_ps(xa + i), xb16 = _mm512_loadu_ps(xb + i),
+				       xc16 = _mm512_loadu_ps(xc + i), xd16 = _mm512_loadu_ps(xd + i);
+				__m512 v = _mm512_loadu_ps(w0 + i);
+				a0 = _mm512_fmadd_ps(v, xa16, a0);
+				b0 = _mm512_fmadd_ps(v, xb16, b0);
+				c0 = _mm512_fmadd_ps(v, xc16, c0);
+				d0 = _mm512_fmadd_ps(v, xd16, d0);
+				v = _mm512_loadu_ps(w1 + i);
+				a1 = _mm512_fmadd_ps(v, xa16, a1);
+				b1 = _mm512_fmadd_ps(v, xb16, b1);
+				c1 = _mm512_fmadd_ps(v, xc16, c1);
+				d1 = _mm512_fmadd_ps(v, xd16, d1);
+				v = _mm512_loadu_ps(w2 + i);
+				a2 = _mm512_fmadd_ps(v, xa16, a2);
+				b2 = _mm512_fmadd_ps(v, xb16, b2);
+				c2 = _mm512_fmadd_ps(v, xc16, c2);
+				d2 = _mm512_fmadd_ps(v, xd16, d2);
+				v = _mm512_loadu_ps(w3 + i);
+				a3 = _mm512_fmadd_ps(v, xa16, a3);
+				b3 = _mm512_fmadd_ps(v, xb16, b3);
+				c3 = _mm512_fmadd_ps(v, xc16, c3);
+				d3 = _mm512_fmadd_ps(v, xd16, d3);
+			}
+			float *ya = y + (size_t)r * y_stride + o0, *yb = ya + y_stride, *yc = yb + y_stride,
+			      *yd = yc + y_stride;
+			ya[0] = _mm512_reduce_add_ps(a0), ya[1] = _mm512_reduce_add_ps(a1);
+			ya[2] = _mm512_reduce_add_ps(a2), ya[3] = _mm512_reduce_add_ps(a3);
+			yb[0] = _mm512_reduce_add_ps(b0), yb[1] = _mm512_reduce_add_ps(b1);
+			yb[2] = _mm512_reduce_add_ps(b2), yb[3] = _mm512_reduce_add_ps(b3);
+			yc[0] = _mm512_reduce_add_ps(c0), yc[1] = _mm512_reduce_add_ps(c1);
+			yc[2] = _mm512_reduce_add_ps(c2), yc[3] = _mm512_reduce_add_ps(c3);
+			yd[0] = _mm512_reduce_add_ps(d0), yd[1] = _mm512_reduce_add_ps(d1);
+			yd[2] = _mm512_reduce_add_ps(d2), yd[3] = _mm512_reduce_add_ps(d3);
+		}
+		for (; r < n_rows; r++) {
+			const float *xr = x + (size_t)r * x_stride;
+			__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+			for (int i = 0; i < n_in; i += 16) {
+				__m512 xv = _mm512_loadu_ps(xr + i);
+				a0 = _mm512_fmadd_ps(_mm512_loadu_ps(w0 + i), xv, a0);
+				a1 = _mm512_fmadd_ps(_mm512_loadu_ps(w1 + i), xv, a1);
+				a2 = _mm512_fmadd_ps(_mm512_loadu_ps(w2 + i), xv, a2);
+				a3 = _mm512_fmadd_ps(_mm512_loadu_ps(w3 + i), xv, a3);
+			}
+			float *yr = y + (size_t)r * y_stride + o0;
+			yr[0] = _mm512_reduce_add_ps(a0), yr[1] = _mm512_reduce_add_ps(a1);
+			yr[2] = _mm512_reduce_add_ps(a2), yr[3] = _mm512_reduce_add_ps(a3);
+		}
+		return;
+	}
+	for (; r < n_rows; r++) {
+		const float *xr = x + (size_t)r * x_stride;
+		for (int k = 0; k < n_w; k++) {
+			const float *wk = w + (size_t)k * n_in;
+			__m512 a = _mm512_setzero_ps();
+			for (int i = 0; i < n_in; i += 16)
+				a = _mm512_fmadd_ps(_mm512_loadu_ps(wk + i), _mm512_loadu_ps(xr + i), a);
+			y[(size_t)r * y_stride + o0 + k] = _mm512_reduce_add_ps(a);
+		}
+	}
+}
 #endif
 
 /* ---- thread pool ---- */
@@ -345,6 +422,7 @@ __attribute__((target("avx2,fma,f16c"))) static void tile_avx2(const float *w, i
 struct kern_pool {
 	int n_threads;
 	int use_avx2;
+	int use_avx512;              /* matmul tiles on 512-bit vectors (rows a multiple of 16) */
 	pthread_t *threads;
 	pthread_mutex_t mu;
 	pthread_cond_t cv_start;
@@ -434,6 +512,7 @@ struct kern_pool *kern_pool_create(int n_threads, const char *isa)
 #if KERN_X86
 	p->use_avx2 = (!isa || strcmp(isa, "portable") != 0) && __builtin_cpu_supports("avx2") &&
 		      __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+	p->use_avx512 = p->use_avx2 && (!isa || strcmp(isa, "avx2") != 0) && __builtin_cpu_supports("avx512f");
 #endif
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv_start, NULL);
@@ -494,7 +573,7 @@ int kern_pool_threads(const struct kern_pool *p)
 
 const char *kern_pool_isa(const struct kern_pool *p)
 {
-	return p->use_avx2 ? "avx2" : "portable";
+	return p->use_avx512 ? "avx512" : p->use_avx2 ? "avx2" : "portable";
 }
 
 void kern_pool_run(struct kern_pool *p, void (*fn)(void *ctx, int ith, int nth), void *ctx, int n)
@@ -562,7 +641,9 @@ static void matmul_part(void *arg, int ith, int nth)
 			wf = buf;
 		}
 #if KERN_X86
-		if (j->p->use_avx2)
+		if (j->p->use_avx512 && w->n_in % 16 == 0)
+			tile_avx512(wf, n_w, w->n_in, j->x, j->x_stride, j->n_rows, j->y, j->y_stride, o0);
+		else if (j->p->use_avx2)
 			tile_avx2(wf, n_w, w->n_in, j->x, j->x_stride, j->n_rows, j->y, j->y_stride, o0);
 		else
 #endif

@@ -24,12 +24,13 @@ struct kern_mat {
 
 struct kern_pool;
 
-/* n_threads <= 0: one thread per online CPU. isa: NULL or "auto" picks AVX2/FMA when the CPU
- * has it, "portable" forces the plain C path (tests compare the two). NULL and errno on failure. */
+/* n_threads <= 0: one thread per online CPU. isa: NULL or "auto" picks the widest the CPU has
+ * (AVX-512 matrix tiles, else AVX2/FMA), "avx2" stops at AVX2, "portable" forces the plain C
+ * path (tests compare them). NULL and errno on failure. */
 struct kern_pool *kern_pool_create(int n_threads, const char *isa);
 void kern_pool_destroy(struct kern_pool *p);
 int kern_pool_threads(const struct kern_pool *p);
-/* "avx2" or "portable". */
+/* "avx512", "avx2" or "portable": the matmul path. */
 const char *kern_pool_isa(const struct kern_pool *p);
 
 /* Run fn(ctx, i, n) for i in [0, n) on the pool's threads (n <= threads); returns when all end. */

@@ -1,6 +1,6 @@
 /* perf_model — decode throughput of the CPU forward pass.
  *
- *   perf_model [--threads N] [--steps N] [--model FILE.gguf]... [--json]
+ *   perf_model [--threads N] [--steps N] [--isa auto|avx2|portable] [--model FILE.gguf]... [--json]
  *   perf_model --write-tiny PATH | --write-100m PATH
  *   perf_model --model FILE.gguf --greedy TEXT [--steps N]
  *   perf_model --import-hf DIR OUT.gguf [--type f32|f16|bf16|q8_0]
@@ -48,12 +48,18 @@ struct result {
 	double single_tps, batch_tps, prefill_tps;
 };
 
-static int bench(const char *path, int threads, int steps, struct result *res, char *desc, size_t desc_len)
+static int bench(const char *path, int threads, const char *isa, int steps, struct result *res, char *desc,
+		 size_t desc_len)
 {
 	char err[512];
 	struct model *m = model_load(path, threads, err, sizeof(err));
 	if (!m) {
 		fprintf(stderr, "perf_model: %s\n", err);
+		return -1;
+	}
+	if (isa && model_set_isa(m, isa) != 0) {
+		fprintf(stderr, "perf_model: cannot select kernels '%s'\n", isa);
+		model_free(m);
 		return -1;
 	}
 	const struct model_config *c = model_get_config(m);
@@ -171,6 +177,7 @@ int main(int argc, char **argv)
 {
 	const char *greedy_text = NULL, *write_tiny = NULL, *write_100m = NULL, *hf_dir = NULL, *hf_out = NULL;
 	uint32_t hf_type = GGUF_TENSOR_F32;
+	const char *isa = NULL;
 	int threads = 0, steps = 32, json = 0, n_models = 0;
 	const char *models[8];
 	for (int i = 1; i < argc; i++) {
@@ -182,6 +189,8 @@ int main(int argc, char **argv)
 			models[n_models++] = argv[++i];
 		else if (strcmp(argv[i], "--json") == 0)
 			json = 1;
+		else if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc)
+			isa = argv[++i];
 		else if (strcmp(argv[i], "--greedy") == 0 && i + 1 < argc)
 			greedy_text = argv[++i];
 		else if (strcmp(argv[i], "--write-tiny") == 0 && i + 1 < argc)
@@ -198,7 +207,7 @@ int main(int argc, char **argv)
 							   : GGUF_TENSOR_F32;
 		}
 		else {
-			fprintf(stderr, "usage: perf_model [--threads N] [--steps N] [--model FILE.gguf]... [--json]\n"
+			fprintf(stderr, "usage: perf_model [--threads N] [--steps N] [--isa auto|avx2|portable] [--model FILE.gguf]... [--json]\n"
 					"       perf_model --write-tiny PATH | --write-100m PATH\n"
 					"       perf_model --model FILE.gguf --greedy TEXT [--steps N]\n"
 					"       perf_model --import-hf DIR OUT.gguf [--type f32|f16|bf16|q8_0]\n");
@@ -262,7 +271,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < n_models; i++) {
 		struct result r;
 		char desc[256];
-		if (bench(models[i], threads, steps, &r, desc, sizeof(desc))) {
+		if (bench(models[i], threads, isa, steps, &r, desc, sizeof(desc))) {
 			rc = 1;
 			continue;
 		}

@@ -511,13 +511,10 @@ static const struct model_tensor *find_in_array(void *ctx, const char *name)
 	return NULL;
 }
 
-struct model *model_load(const char *path, int n_threads, char *err, size_t errlen)
+struct model *model_load_gguf(struct gguf *g, const char *name, int n_threads, char *err, size_t errlen)
 {
-	struct gguf *g = gguf_open(path, err, errlen);
-	if (!g)
-		return NULL;
 	struct model_config cfg;
-	if (model_config_from_gguf(g, path, &cfg, err, errlen)) {
+	if (model_config_from_gguf(g, name, &cfg, err, errlen)) {
 		gguf_close(g);
 		errno = EINVAL;
 		return NULL;
@@ -529,7 +526,7 @@ struct model *model_load(const char *path, int n_threads, char *err, size_t errl
 	tmp.tensors = calloc(tmp.n_tensors ? tmp.n_tensors : 1, sizeof(*tmp.tensors));
 	if (!tmp.tensors) {
 		gguf_close(g);
-		set_err(err, errlen, "%s: out of memory", path);
+		set_err(err, errlen, "%s: out of memory", name);
 		return NULL;
 	}
 	for (size_t i = 0; i < tmp.n_tensors; i++) {
@@ -542,7 +539,7 @@ struct model *model_load(const char *path, int n_threads, char *err, size_t errl
 		o->data = t->data;
 		o->n_bytes = t->n_bytes;
 	}
-	struct model *m = model_create(&cfg, find_in_array, &tmp, path, n_threads, err, errlen);
+	struct model *m = model_create(&cfg, find_in_array, &tmp, name, n_threads, err, errlen);
 	if (!m) {
 		free(tmp.tensors);
 		gguf_close(g);
@@ -552,6 +549,14 @@ struct model *model_load(const char *path, int n_threads, char *err, size_t errl
 	m->tensors = tmp.tensors;
 	m->n_tensors = tmp.n_tensors;
 	return m;
+}
+
+struct model *model_load(const char *path, int n_threads, char *err, size_t errlen)
+{
+	struct gguf *g = gguf_open(path, err, errlen);
+	if (!g)
+		return NULL;
+	return model_load_gguf(g, path, n_threads, err, errlen);
 }
 
 const struct model_config *model_get_config(const struct model *m)

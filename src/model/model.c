@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -625,6 +626,11 @@ struct model_state *model_state_create(const struct model *m, int n_slots, int n
 	s->conv_floats = (size_t)s->conv_hist * s->conv_dim;
 	s->kv_floats = (size_t)n_ctx * s->kv_dim;
 	s->slot_floats = (s->ssm_floats + s->conv_floats) * s->n_gdn + 2 * s->kv_floats * s->n_attn;
+	if (s->slot_floats > SIZE_MAX / sizeof(float) / (size_t)n_slots) {
+		model_state_destroy(s);
+		errno = ENOMEM;
+		return NULL;
+	}
 	s->data = calloc(s->slot_floats * n_slots, sizeof(float));
 	s->pos = calloc((size_t)n_slots, sizeof(int));
 	if (!s->data || !s->pos) {

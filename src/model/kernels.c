@@ -18,9 +18,21 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define KERN_X86 1
+#include <cpuid.h>
 #include <immintrin.h>
 #else
 #define KERN_X86 0
+#endif
+
+#if KERN_X86
+/* AVX2 + FMA + F16C (CPUID leaf 1 ECX bit 29; not every compiler's __builtin_cpu_supports
+ * knows "f16c"). */
+static int have_avx2(void)
+{
+	unsigned a, b, c, d;
+	int f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
+	return f16c && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
 #endif
 
 #define QK8_0 32
@@ -510,8 +522,7 @@ struct kern_pool *kern_pool_create(int n_threads, const char *isa)
 		n_threads = 256;
 	p->n_threads = n_threads;
 #if KERN_X86
-	p->use_avx2 = (!isa || strcmp(isa, "portable") != 0) && __builtin_cpu_supports("avx2") &&
-		      __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+	p->use_avx2 = (!isa || strcmp(isa, "portable") != 0) && have_avx2();
 	p->use_avx512 = p->use_avx2 && (!isa || strcmp(isa, "avx2") != 0) && __builtin_cpu_supports("avx512f");
 #endif
 	pthread_mutex_init(&p->mu, NULL);
@@ -706,10 +717,6 @@ __attribute__((target("avx2,fma,f16c"))) static void axpy_avx2(float *y, float a
 		y[i] += a * x[i];
 }
 
-static int have_avx2(void)
-{
-	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-}
 
 /* exp(x) for 8 floats: x = n ln2 + r with |r| <= ln2/2, e^r by Cephes' degree-6 polynomial,
  * 2^n through the exponent bits. Inputs are clamped to [-87.3, 88.7] (results stay normal). */

@@ -26,12 +26,22 @@
 
 #if KERN_X86
 /* AVX2 + FMA + F16C (CPUID leaf 1 ECX bit 29; not every compiler's __builtin_cpu_supports
- * knows "f16c"). */
-static int have_avx2(void)
+ * knows "f16c"). CPUID is slow, and very slow under a hypervisor, so it is asked once; the
+ * answer never changes afterwards. */
+static pthread_once_t avx2_once = PTHREAD_ONCE_INIT;
+static int avx2_ok;
+
+static void avx2_probe(void)
 {
 	unsigned a, b, c, d;
 	int f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
-	return f16c && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+	avx2_ok = f16c && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+static int have_avx2(void)
+{
+	pthread_once(&avx2_once, avx2_probe);
+	return avx2_ok;
 }
 #endif
 

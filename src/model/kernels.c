@@ -432,51 +432,6 @@ __attribute__((target("avx512f,avx2,fma,f16c"))) static void tile_avx512(const f
 		}
 	}
 }
-
-/* AVX-512 tile of 8 weight rows x 3 x rows: 24 accumulators + 3 x + 1 weight register. Twice
- * the weight rows of tile_avx512 halve the x traffic per FMA, which is what limits a pass of
- * many rows once the weights are in cache. */
-#define WIDE_TILE 8
-__attribute__((target("avx512f,avx2,fma,f16c"))) static void tile8_avx512(const float *w, int n_in, const float *x,
-									 int x_stride, int n_rows, float *y,
-									 int y_stride, int o0)
-{
-	int r = 0;
-	for (; r + 3 <= n_rows; r += 3) {
-		const float *xa = x + (size_t)r * x_stride, *xb = xa + x_stride, *xc = xb + x_stride;
-		__m512 acc[3][WIDE_TILE];
-		_Pragma("GCC unroll 8") for (int k = 0; k < WIDE_TILE; k++)
-			acc[0][k] = acc[1][k] = acc[2][k] = _mm512_setzero_ps();
-		for (int i = 0; i < n_in; i += 16) {
-			__m512 xa16 = _mm512_loadu_ps(xa + i), xb16 = _mm512_loadu_ps(xb + i), xc16 = _mm512_loadu_ps(xc + i);
-			_Pragma("GCC unroll 8") for (int k = 0; k < WIDE_TILE; k++) {
-				__m512 v = _mm512_loadu_ps(w + (size_t)k * n_in + i);
-				acc[0][k] = _mm512_fmadd_ps(v, xa16, acc[0][k]);
-				acc[1][k] = _mm512_fmadd_ps(v, xb16, acc[1][k]);
-				acc[2][k] = _mm512_fmadd_ps(v, xc16, acc[2][k]);
-			}
-		}
-		_Pragma("GCC unroll 3") for (int j = 0; j < 3; j++) {
-			float *yr = y + (size_t)(r + j) * y_stride + o0;
-			_Pragma("GCC unroll 8") for (int k = 0; k < WIDE_TILE; k++)
-				yr[k] = _mm512_reduce_add_ps(acc[j][k]);
-		}
-	}
-	for (; r < n_rows; r++) {
-		const float *xr = x + (size_t)r * x_stride;
-		__m512 acc[WIDE_TILE];
-		_Pragma("GCC unroll 8") for (int k = 0; k < WIDE_TILE; k++)
-			acc[k] = _mm512_setzero_ps();
-		for (int i = 0; i < n_in; i += 16) {
-			__m512 xv = _mm512_loadu_ps(xr + i);
-			_Pragma("GCC unroll 8") for (int k = 0; k < WIDE_TILE; k++)
-				acc[k] = _mm512_fmadd_ps(_mm512_loadu_ps(w + (size_t)k * n_in + i), xv, acc[k]);
-		}
-		float *yr = y + (size_t)r * y_stride + o0;
-		_Pragma("GCC unroll 8") for (int k = 0; k < WIDE_TILE; k++)
-			yr[k] = _mm512_reduce_add_ps(acc[k]);
-	}
-}
 #endif
 
 /* ---- thread pool ---- */
@@ -500,7 +455,7 @@ struct kern_pool {
 	int n_job;                   /* job fields are written before generation is bumped */
 	void (*fn)(void *, int, int);
 	void *ctx;
-	float **scratch; /* per thread: 8 * scratch_n floats, the decoded weight rows of a tile */
+	float **scratch; /* per thread: ROWS_PER_TILE * scratch_n floats, decoded weight rows */
 	size_t scratch_n;
 };
 
@@ -681,27 +636,16 @@ struct matmul_job {
 	int y_stride;
 };
 
-/* Weight rows per tile: 8 for the AVX-512 path on passes of 3 rows or more, else 4. */
-static int tile_rows(const struct kern_pool *p, const struct kern_mat *w, int n_rows)
-{
-#if KERN_X86
-	if (p->use_avx512 && w->n_in % 16 == 0 && n_rows >= 3)
-		return WIDE_TILE;
-#endif
-	return ROWS_PER_TILE;
-}
-
 static void matmul_part(void *arg, int ith, int nth)
 {
 	struct matmul_job *j = arg;
 	const struct kern_mat *w = j->w;
-	int tr = tile_rows(j->p, w, j->n_rows);
-	int n_tiles = (w->n_out + tr - 1) / tr;
+	int n_tiles = (w->n_out + ROWS_PER_TILE - 1) / ROWS_PER_TILE;
 	int t0 = (int)((long)n_tiles * ith / nth), t1 = (int)((long)n_tiles * (ith + 1) / nth);
 	float *buf = j->p->scratch[ith];
 	for (int t = t0; t < t1; t++) {
-		int o0 = t * tr;
-		int n_w = w->n_out - o0 < tr ? w->n_out - o0 : tr;
+		int o0 = t * ROWS_PER_TILE;
+		int n_w = w->n_out - o0 < ROWS_PER_TILE ? w->n_out - o0 : ROWS_PER_TILE;
 		const float *wf;
 		if (w->type == GGUF_TENSOR_F32 && w->row_bytes == (size_t)w->n_in * 4) {
 			wf = (const float *)((const uint8_t *)w->data + (size_t)o0 * w->row_bytes);
@@ -718,12 +662,8 @@ static void matmul_part(void *arg, int ith, int nth)
 			wf = buf;
 		}
 #if KERN_X86
-		if (tr == WIDE_TILE && n_w == WIDE_TILE)
-			tile8_avx512(wf, w->n_in, j->x, j->x_stride, j->n_rows, j->y, j->y_stride, o0);
-		else if (j->p->use_avx512 && w->n_in % 16 == 0)
-			for (int k0 = 0; k0 < n_w; k0 += ROWS_PER_TILE) /* tiles of 4, the last maybe short */
-				tile_avx512(wf + (size_t)k0 * w->n_in, n_w - k0 < ROWS_PER_TILE ? n_w - k0 : ROWS_PER_TILE,
-					    w->n_in, j->x, j->x_stride, j->n_rows, j->y, j->y_stride, o0 + k0);
+		if (j->p->use_avx512 && w->n_in % 16 == 0)
+			tile_avx512(wf, n_w, w->n_in, j->x, j->x_stride, j->n_rows, j->y, j->y_stride, o0);
 		else if (j->p->use_avx2)
 			tile_avx2(wf, n_w, w->n_in, j->x, j->x_stride, j->n_rows, j->y, j->y_stride, o0);
 		else
@@ -739,7 +679,7 @@ void kern_matmul(struct kern_pool *p, const struct kern_mat *w, const float *x, 
 		return;
 	if (p->scratch_n < (size_t)w->n_in) {
 		for (int i = 0; i < p->n_threads; i++) {
-			float *b = realloc(p->scratch[i], sizeof(float) * 8 * (size_t)w->n_in);
+			float *b = realloc(p->scratch[i], sizeof(float) * ROWS_PER_TILE * (size_t)w->n_in);
 			if (!b)
 				abort(); /* a few KiB per thread; out of memory here has no way to recover */
 			p->scratch[i] = b;
@@ -752,7 +692,7 @@ void kern_matmul(struct kern_pool *p, const struct kern_mat *w, const float *x, 
 	int nth = p->n_threads;
 	if (work < 65536.0 * nth)
 		nth = work < 65536.0 ? 1 : (int)(work / 65536.0);
-	int tr = tile_rows(p, w, n_rows), n_tiles = (w->n_out + tr - 1) / tr;
+	int n_tiles = (w->n_out + ROWS_PER_TILE - 1) / ROWS_PER_TILE;
 	if (nth > n_tiles)
 		nth = n_tiles;
 	kern_pool_run(p, matmul_part, &j, nth);

@@ -57,9 +57,10 @@ bool model_layer_is_attention(const struct model *m, int layer);
 /* The GGUF the model was loaded from (tokenizer.ggml.* keys, tokenizer.chat_template), or
  * NULL for a model built from a Hugging Face directory. */
 const struct gguf *model_gguf(const struct model *m);
-/* "avx2" or "portable": the matmul path in use. */
+/* "avx512", "avx2" or "portable": the matrix-product path in use. */
 const char *model_isa(const struct model *m);
-/* Force the portable kernels (tests compare the paths); call before the first forward. */
+/* Choose the matrix-product path ("auto", "avx2", "portable"; tests and benchmarks compare
+ * them). The per-sequence vector work always takes the widest path the CPU has. */
 int model_set_isa(struct model *m, const char *isa);
 
 /* ---- the state pool ---- */

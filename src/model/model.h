@@ -47,6 +47,9 @@ struct model;
 /* Opens a qwen35 GGUF and checks every key and tensor it needs. n_threads <= 0: all CPUs.
  * NULL on failure with "FILE: what (key or tensor), what is supported" in err. */
 struct model *model_load(const char *path, int n_threads, char *err, size_t errlen);
+/* The same over a GGUF already open (e.g. to read its tokenizer first); takes ownership of g
+ * (closed on failure too). name is used in messages. */
+struct model *model_load_gguf(struct gguf *g, const char *name, int n_threads, char *err, size_t errlen);
 void model_free(struct model *m);
 
 const struct model_config *model_get_config(const struct model *m);
@@ -54,9 +57,10 @@ bool model_layer_is_attention(const struct model *m, int layer);
 /* The GGUF the model was loaded from (tokenizer.ggml.* keys, tokenizer.chat_template), or
  * NULL for a model built from a Hugging Face directory. */
 const struct gguf *model_gguf(const struct model *m);
-/* "avx2" or "portable": the matmul path in use. */
+/* "avx512", "avx2" or "portable": the matrix-product path in use. */
 const char *model_isa(const struct model *m);
-/* Force the portable kernels (tests compare the paths); call before the first forward. */
+/* Choose the matrix-product path ("auto", "avx2", "portable"; tests and benchmarks compare
+ * them). The per-sequence vector work always takes the widest path the CPU has. */
 int model_set_isa(struct model *m, const char *isa);
 
 /* ---- the state pool ---- */

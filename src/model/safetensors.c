@@ -391,10 +391,101 @@ static int tiled_index(int i, int Hk, int r)
 	return s * Hk + kh;
 }
 
+/* The checkpoint's safetensors files: model.safetensors, or the shards that
+ * model.safetensors.index.json's weight_map names. */
+#define MAX_SHARDS 256
+struct shards {
+	struct st_file *f[MAX_SHARDS];
+	char *path[MAX_SHARDS];
+	int n;
+};
+
+static void shards_close(struct shards *sh)
+{
+	for (int i = 0; i < sh->n; i++) {
+		st_close(sh->f[i]);
+		free(sh->path[i]);
+	}
+	sh->n = 0;
+}
+
+static int shards_add(struct shards *sh, const char *dir, const char *file, char *err, size_t errlen)
+{
+	for (int i = 0; i < sh->n; i++) {
+		const char *base = strrchr(sh->path[i], '/');
+		if (strcmp(base ? base + 1 : sh->path[i], file) == 0)
+			return 0;
+	}
+	if (sh->n == MAX_SHARDS) {
+		set_err(err, errlen, "%s: more than %d safetensors shards", dir, MAX_SHARDS);
+		return -EINVAL;
+	}
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	sh->path[sh->n] = strdup(path);
+	sh->f[sh->n] = sh->path[sh->n] ? st_open(path, err, errlen) : NULL;
+	if (!sh->f[sh->n]) {
+		free(sh->path[sh->n]);
+		return -EINVAL;
+	}
+	sh->n++;
+	return 0;
+}
+
+static int shards_open(struct shards *sh, const char *dir, char *err, size_t errlen)
+{
+	char ipath[4096];
+	snprintf(ipath, sizeof(ipath), "%s/model.safetensors.index.json", dir);
+	if (access(ipath, F_OK) != 0)
+		return shards_add(sh, dir, "model.safetensors", err, errlen);
+	char jerr[512];
+	cJSON *root = json_parse_file(ipath, jerr, sizeof(jerr));
+	if (!root) {
+		set_err(err, errlen, "%s", jerr);
+		return -EINVAL;
+	}
+	const cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "weight_map"), *it;
+	int rc = cJSON_IsObject(map) ? 0 : -EINVAL;
+	if (rc)
+		set_err(err, errlen, "%s: no 'weight_map' object", ipath);
+	cJSON_ArrayForEach(it, map)
+	{
+		if (rc)
+			break;
+		/* Shards live beside the index: a name with a path in it is refused. */
+		if (!cJSON_IsString(it) || strchr(it->valuestring, '/') || it->valuestring[0] == '.' ||
+		    !it->valuestring[0]) {
+			set_err(err, errlen, "%s: weight_map entry '%s' is not a file name in the directory", ipath,
+				it->string);
+			rc = -EINVAL;
+			break;
+		}
+		rc = shards_add(sh, dir, it->valuestring, err, errlen);
+	}
+	cJSON_Delete(root);
+	if (rc)
+		shards_close(sh);
+	return rc;
+}
+
+/* A tensor by name in any shard; *path gets the shard's path. */
+static const struct st_tensor *shards_find(const struct shards *sh, const char *name, const char **path)
+{
+	for (int i = 0; i < sh->n; i++) {
+		const struct st_tensor *t = st_find(sh->f[i], name);
+		if (t) {
+			if (path)
+				*path = sh->path[i];
+			return t;
+		}
+	}
+	return NULL;
+}
+
 struct conv_ctx {
 	struct hf_model *h;
-	const struct st_file *f;
-	const char *path;
+	const struct shards *sh;
+	const char *dir;
 	char *err;
 	size_t errlen;
 };
@@ -403,9 +494,10 @@ struct conv_ctx {
  * accepted for conv1d) as fp32. */
 static float *load_f32(struct conv_ctx *cc, const char *name, uint64_t rows, uint64_t cols)
 {
-	const struct st_tensor *t = st_find(cc->f, name);
+	const char *path = cc->dir;
+	const struct st_tensor *t = shards_find(cc->sh, name, &path);
 	if (!t) {
-		set_err(cc->err, cc->errlen, "%s: missing tensor '%s'", cc->path, name);
+		set_err(cc->err, cc->errlen, "%s: missing tensor '%s' (in its safetensors files)", cc->dir, name);
 		return NULL;
 	}
 	uint64_t r = t->n_dims >= 1 ? t->shape[0] : 1, c = 1;
@@ -416,14 +508,14 @@ static float *load_f32(struct conv_ctx *cc, const char *name, uint64_t rows, uin
 		ok = 0;
 	if (!ok) {
 		set_err(cc->err, cc->errlen, "%s: tensor '%s' has %d-D shape [%llu, %llu, ...], expected %llu x %llu",
-			cc->path, name, t->n_dims, (unsigned long long)(t->n_dims > 0 ? t->shape[0] : 0),
+			path, name, t->n_dims, (unsigned long long)(t->n_dims > 0 ? t->shape[0] : 0),
 			(unsigned long long)(t->n_dims > 1 ? t->shape[1] : 0), (unsigned long long)rows,
 			(unsigned long long)cols);
 		return NULL;
 	}
 	float *v = malloc(sizeof(float) * rows * cols);
 	if (!v) {
-		set_err(cc->err, cc->errlen, "%s: out of memory", cc->path);
+		set_err(cc->err, cc->errlen, "%s: out of memory", cc->dir);
 		return NULL;
 	}
 	kern_row_to_f32(t->type, t->data, v, (int)(rows * cols));
@@ -449,7 +541,7 @@ static int convert(struct conv_ctx *cc, const char *hname, const char *gname, ui
 		float *o = malloc(sizeof(float) * rows * cols);
 		if (!o) {
 			free(v);
-			set_err(cc->err, cc->errlen, "%s: out of memory", cc->path);
+			set_err(cc->err, cc->errlen, "%s: out of memory", cc->dir);
 			return -ENOMEM;
 		}
 		memcpy(o, v, sizeof(float) * rows * cols);
@@ -470,7 +562,7 @@ static int convert(struct conv_ctx *cc, const char *hname, const char *gname, ui
 	/* ggml order: ne0 is the contiguous dimension; a vector is (rows) alone. */
 	if (cols == 1 ? add_tensor(cc->h, gname, v, rows, 1) : add_tensor(cc->h, gname, v, cols, rows)) {
 		free(v);
-		set_err(cc->err, cc->errlen, "%s: out of memory", cc->path);
+		set_err(cc->err, cc->errlen, "%s: out of memory", cc->dir);
 		return -ENOMEM;
 	}
 	return 0;
@@ -486,13 +578,13 @@ static const struct model_tensor *hf_find(void *ctx, const char *name)
 }
 
 /* Finds the prefix under which the text model's tensors live. */
-static const char *text_prefix(const struct st_file *f)
+static const char *text_prefix(const struct shards *sh)
 {
 	static const char *const prefixes[] = { "model.language_model.", "model.", "" };
 	char name[128];
 	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
 		snprintf(name, sizeof(name), "%sembed_tokens.weight", prefixes[i]);
-		if (st_find(f, name))
+		if (shards_find(sh, name, NULL))
 			return prefixes[i];
 	}
 	return NULL;
@@ -500,9 +592,8 @@ static const char *text_prefix(const struct st_file *f)
 
 struct hf_model *hf_model_import(const char *dir, char *err, size_t errlen)
 {
-	char cpath[4096], spath[4096];
+	char cpath[4096];
 	snprintf(cpath, sizeof(cpath), "%s/config.json", dir);
-	snprintf(spath, sizeof(spath), "%s/model.safetensors", dir);
 	struct hf_model *h = calloc(1, sizeof(*h));
 	if (!h) {
 		set_err(err, errlen, "%s: out of memory", dir);
@@ -513,18 +604,17 @@ struct hf_model *hf_model_import(const char *dir, char *err, size_t errlen)
 		hf_model_free(h);
 		return NULL;
 	}
-	h->source = strdup(spath);
-	struct st_file *f = st_open(spath, err, errlen);
-	if (!f || !h->source) {
-		st_close(f);
+	h->source = strdup(dir);
+	struct shards sh = { .n = 0 };
+	if (!h->source || shards_open(&sh, dir, err, errlen)) {
 		hf_model_free(h);
 		return NULL;
 	}
 	const struct model_config *c = &h->cfg;
-	struct conv_ctx cc = { h, f, spath, err, errlen };
-	const char *pre = text_prefix(f);
+	struct conv_ctx cc = { h, &sh, dir, err, errlen };
+	const char *pre = text_prefix(&sh);
 	if (!pre) {
-		set_err(err, errlen, "%s: missing tensor 'model.embed_tokens.weight'", spath);
+		set_err(err, errlen, "%s: missing tensor 'model.embed_tokens.weight' (in its safetensors files)", dir);
 		goto fail;
 	}
 	int E = c->n_embd, d = c->ssm_head_dim, Hk = c->ssm_n_k_heads, Hv = c->ssm_n_v_heads, hd = c->head_dim;
@@ -583,10 +673,10 @@ struct hf_model *hf_model_import(const char *dir, char *err, size_t errlen)
 #undef GL
 	}
 #undef H
-	st_close(f);
+	shards_close(&sh);
 	return h;
 fail:
-	st_close(f);
+	shards_close(&sh);
 	hf_model_free(h);
 	return NULL;
 }
@@ -646,4 +736,16 @@ int hf_model_write_gguf(const struct hf_model *h, struct gguf_writer *w, uint32_
 		return rc;
 	}
 	return gguf_writer_write(w, path, err, errlen);
+}
+
+int hf_model_convert(const char *dir, const char *out, uint32_t matrix_type, char *err, size_t errlen)
+{
+	struct hf_model *h = hf_model_import(dir, err, errlen);
+	if (!h)
+		return -EINVAL;
+	struct gguf_writer *w = gguf_writer_create();
+	int rc = w ? hf_model_write_gguf(h, w, matrix_type, out, err, errlen) : -ENOMEM;
+	gguf_writer_destroy(w);
+	hf_model_free(h);
+	return rc;
 }

@@ -7,8 +7,11 @@
  * stored as 1+w (all RMSNorms but the GDN output norm); ssm_a = −exp(A_log); V-heads of
  * in_proj_qkv (V part), in_proj_z, in_proj_b, in_proj_a, A_log, dt_bias, conv1d (V part)
  * and out_proj (columns) reordered from grouped-by-K-head to tiled order; conv1d squeezed.
- * Does not: read sharded checkpoints (model.safetensors.index.json), MoE or MTP weights,
- * vision towers, or tokenizers (a written GGUF gets its tokenizer keys from the caller).
+ * Reads model.safetensors or the shards model.safetensors.index.json names; the text model's
+ * tensors may sit under "model.", "model.language_model." (the multimodal wrapper, whose
+ * config.json nests text_config) or no prefix.
+ * Does not: read MoE or MTP weights, vision towers, or tokenizers (a written GGUF gets its
+ * tokenizer keys from the caller).
  * Errors name the file and the tensor or key; a header that lies about sizes is refused.
  * Ownership: everything returned is freed by the matching close/free. */
 #ifndef SIXI_MODEL_SAFETENSORS_H
@@ -49,4 +52,6 @@ struct model *hf_model_create(struct hf_model *h, int n_threads, char *err, size
 struct gguf_writer;
 int hf_model_write_gguf(const struct hf_model *h, struct gguf_writer *w, uint32_t matrix_type, const char *path,
 			char *err, size_t errlen);
+/* hf_model_import + hf_model_write_gguf into a fresh writer: DIR to OUT (no tokenizer keys). */
+int hf_model_convert(const char *dir, const char *out, uint32_t matrix_type, char *err, size_t errlen);
 #endif

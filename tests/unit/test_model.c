@@ -412,6 +412,126 @@ static void check_bad_safetensors(void)
 	CHECK(h == NULL && strstr(err, "/nonexistent-dir/config.json") != NULL);
 }
 
+/* ---- a sharded, multimodal-wrapper checkpoint made from the fixture ---- */
+
+static int write_safetensors(const char *path, const struct st_tensor *const *t, int n, const char *const *names)
+{
+	cJSON *h = cJSON_CreateObject();
+	uint64_t off = 0;
+	for (int i = 0; i < n; i++) {
+		cJSON *e = cJSON_AddObjectToObject(h, names[i]);
+		cJSON_AddStringToObject(e, "dtype", "F32");
+		cJSON *shape = cJSON_AddArrayToObject(e, "shape");
+		for (int d = 0; d < t[i]->n_dims; d++)
+			cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t[i]->shape[d]));
+		cJSON *o = cJSON_AddArrayToObject(e, "data_offsets");
+		cJSON_AddItemToArray(o, cJSON_CreateNumber((double)off));
+		off += t[i]->n_bytes;
+		cJSON_AddItemToArray(o, cJSON_CreateNumber((double)off));
+	}
+	char *js = cJSON_PrintUnformatted(h);
+	cJSON_Delete(h);
+	FILE *f = fopen(path, "wb");
+	uint64_t len = strlen(js);
+	uint8_t le[8];
+	for (int i = 0; i < 8; i++)
+		le[i] = (uint8_t)(len >> (8 * i));
+	int ok = f && fwrite(le, 1, 8, f) == 8 && fwrite(js, 1, len, f) == len;
+	for (int i = 0; ok && i < n; i++)
+		ok = fwrite(t[i]->data, 1, t[i]->n_bytes, f) == t[i]->n_bytes;
+	if (f)
+		fclose(f);
+	free(js);
+	return ok ? 0 : -1;
+}
+
+static void check_sharded_wrapper(const struct ref *r)
+{
+	char dir[] = "/tmp/sixi-test-shards-XXXXXX", path[256], err[512];
+	if (!CHECK(mkdtemp(dir) != NULL))
+		return;
+	struct st_file *f = st_open(test_src_path(FIX "/model.safetensors"), err, sizeof(err));
+	if (!CHECK(f != NULL))
+		return;
+	/* config.json: the fixture's config nested as text_config of a qwen3_5 wrapper */
+	cJSON *text = json_parse_file(test_src_path(FIX "/config.json"), err, sizeof(err));
+	cJSON *cfg = cJSON_CreateObject();
+	cJSON_AddStringToObject(cfg, "model_type", "qwen3_5");
+	cJSON_AddItemToObject(cfg, "text_config", text);
+	char *js = cJSON_Print(cfg);
+	snprintf(path, sizeof(path), "%s/config.json", dir);
+	write_file(path, js, strlen(js));
+	free(js);
+	cJSON_Delete(cfg);
+	/* two shards, tensors alternating, renamed under model.language_model. */
+	size_t n = st_count(f);
+	const struct st_tensor **part[2];
+	const char **names[2];
+	int cnt[2] = { 0, 0 };
+	char (*renamed)[160] = calloc(n, sizeof(*renamed));
+	cJSON *index = cJSON_CreateObject(), *map = cJSON_AddObjectToObject(index, "weight_map");
+	const char *shard[2] = { "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors" };
+	for (int k = 0; k < 2; k++) {
+		part[k] = calloc(n, sizeof(*part[k]));
+		names[k] = calloc(n, sizeof(*names[k]));
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct st_tensor *t = st_at(f, i);
+		if (strncmp(t->name, "model.", 6) == 0)
+			snprintf(renamed[i], sizeof(renamed[i]), "model.language_model.%s", t->name + 6);
+		else
+			snprintf(renamed[i], sizeof(renamed[i]), "%s", t->name);
+		int k = (int)(i % 2);
+		part[k][cnt[k]] = t;
+		names[k][cnt[k]++] = renamed[i];
+		cJSON_AddStringToObject(map, renamed[i], shard[k]);
+	}
+	for (int k = 0; k < 2; k++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, shard[k]);
+		CHECK_EQ_INT(write_safetensors(path, part[k], cnt[k], names[k]), 0);
+	}
+	js = cJSON_Print(index);
+	snprintf(path, sizeof(path), "%s/model.safetensors.index.json", dir);
+	write_file(path, js, strlen(js));
+	free(js);
+	cJSON_Delete(index);
+
+	struct hf_model *h = hf_model_import(dir, err, sizeof(err));
+	if (CHECK(h != NULL)) {
+		struct model *m = hf_model_create(h, 2, err, sizeof(err));
+		if (CHECK(m != NULL)) {
+			float *out = run_prefill(m, r, 2);
+			double e = rel_err(out, r->logits[2], r->len[2], r->vocab);
+			printf("sharded multimodal-wrapper checkpoint: max relative logit error %.3g\n", e);
+			CHECK(e < 1e-4);
+			free(out);
+			model_free(m);
+		}
+		hf_model_free(h);
+	} else {
+		fprintf(stderr, "%s\n", err);
+	}
+	/* An index that points outside the directory is refused, naming the index. */
+	const char *evil = "{\"weight_map\": {\"model.norm.weight\": \"../elsewhere.safetensors\"}}";
+	write_file(path, evil, strlen(evil));
+	h = hf_model_import(dir, err, sizeof(err));
+	CHECK(h == NULL && strstr(err, "model.safetensors.index.json") != NULL);
+	hf_model_free(h);
+	for (int k = 0; k < 2; k++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, shard[k]);
+		unlink(path);
+		free(part[k]);
+		free(names[k]);
+	}
+	snprintf(path, sizeof(path), "%s/config.json", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/model.safetensors.index.json", dir);
+	unlink(path);
+	rmdir(dir);
+	free(renamed);
+	st_close(f);
+}
+
 int main(void)
 {
 	struct ref r;
@@ -467,6 +587,7 @@ int main(void)
 	free(fast);
 	check_bad_gguf(h);
 	check_bad_safetensors();
+	check_sharded_wrapper(&r);
 
 	model_free(m);
 	hf_model_free(h);

@@ -75,6 +75,30 @@ static inline int test_done(void)
 	return test_failures ? 1 : 0;
 }
 
+/* A whole file, NUL-terminated, malloc'd (caller frees); NULL if unreadable.
+ * *n (optional) receives its length. */
+static inline char *test_slurp(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	char *p = NULL;
+	long len = -1;
+	if (fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0)
+		p = malloc((size_t)len + 1);
+	if (p && fread(p, 1, (size_t)len, f) != (size_t)len) {
+		free(p);
+		p = NULL;
+	}
+	if (p) {
+		p[len] = 0;
+		if (n)
+			*n = (size_t)len;
+	}
+	fclose(f);
+	return p;
+}
+
 /* Path of a file in the source tree (SIXI_SOURCE_ROOT is set by meson). Static buffer. */
 static inline const char *test_src_path(const char *rel)
 {

@@ -18,23 +18,6 @@ static const char *tmp_path(const char *name)
 	return buf;
 }
 
-static unsigned char *slurp(const char *path, size_t *n)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long len = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	unsigned char *p = malloc(len > 0 ? (size_t)len : 1);
-	if (p && fread(p, 1, (size_t)len, f) != (size_t)len) {
-		free(p);
-		p = NULL;
-	}
-	fclose(f);
-	*n = (size_t)len;
-	return p;
-}
 
 /* ---- round trip ---- */
 
@@ -240,7 +223,7 @@ static void test_truncation_and_corruption(void)
 	if (write_sample(path, 0))
 		return;
 	size_t n;
-	unsigned char *img = slurp(path, &n);
+	unsigned char *img = (unsigned char *)test_slurp(path, &n);
 	CHECK(img != NULL);
 	if (!img)
 		return;

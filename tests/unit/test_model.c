@@ -245,19 +245,6 @@ static int write_file(const char *path, const void *data, size_t n)
 	return w == n ? 0 : -1;
 }
 
-static void *read_file(const char *path, size_t *n)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long len = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	void *b = malloc((size_t)len);
-	*n = fread(b, 1, (size_t)len, f);
-	fclose(f);
-	return b;
-}
 
 /* Rewrites the GGUF with one key or tensor changed via a callback on a fresh writer. */
 static void check_bad_gguf(struct hf_model *h)
@@ -269,7 +256,7 @@ static void check_bad_gguf(struct hf_model *h)
 	CHECK_EQ_INT(hf_model_write_gguf(h, w, GGUF_TENSOR_F32, path, err, sizeof(err)), 0);
 	gguf_writer_destroy(w);
 	size_t n;
-	uint8_t *good = read_file(path, &n);
+	uint8_t *good = (uint8_t *)test_slurp(path, &n);
 
 	/* truncated at many points: always an error with the file name, never a crash */
 	for (size_t cut = 0; cut < n; cut += n / 37 + 1) {
@@ -389,7 +376,7 @@ static void check_bad_safetensors(void)
 	CHECK(f == NULL && strstr(err, "header length") != NULL);
 	/* mutations of the fixture's real header */
 	size_t n;
-	uint8_t *real = read_file(test_src_path(FIX "/model.safetensors"), &n);
+	uint8_t *real = (uint8_t *)test_slurp(test_src_path(FIX "/model.safetensors"), &n);
 	if (!CHECK(real != NULL))
 		return;
 	uint64_t x = 99;

@@ -16,19 +16,6 @@
 #include "model/tokenizer.h"
 #include "test.h"
 
-static void *slurp(const char *path, size_t *n)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long len = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	void *b = malloc((size_t)len + 1);
-	*n = fread(b, 1, (size_t)len, f);
-	fclose(f);
-	return b;
-}
 
 static int argmax(const float *v, int n)
 {
@@ -49,7 +36,7 @@ int main(void)
 	CHECK_EQ_INT(model_write_tiny(p1, err, sizeof(err)), 0);
 	CHECK_EQ_INT(model_write_tiny(p2, err, sizeof(err)), 0);
 	size_t n1 = 0, n2 = 0;
-	char *b1 = slurp(p1, &n1), *b2 = slurp(p2, &n2);
+	char *b1 = test_slurp(p1, &n1), *b2 = test_slurp(p2, &n2);
 	CHECK(b1 && b2 && n1 == n2 && memcmp(b1, b2, n1) == 0);
 	printf("tiny model: %zu bytes\n", n1);
 	CHECK(n1 > 500000 && n1 < 8u << 20);

@@ -147,17 +147,6 @@ static off_t file_size(const char *base, const char *suffix)
 	return stat(p, &st) == 0 ? st.st_size : -1;
 }
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return strdup("");
-	static char buf[1 << 20];
-	size_t n = fread(buf, 1, sizeof buf - 1, f);
-	buf[n] = 0;
-	fclose(f);
-	return strdup(buf);
-}
 
 static void compare(void)
 {
@@ -214,7 +203,7 @@ static void compare(void)
 	CHECK(file_size(base, ".md.tmp") < 0);
 	char path[400];
 	snprintf(path, sizeof path, "%s.md", base);
-	char *md = slurp(path);
+	char *md = test_slurp(path, NULL);
 	CHECK(strstr(md, "| Fisher | 56 | 144 | 36 | 164 |") != NULL);
 	CHECK(strstr(md, "## Pre-registered tests") < strstr(md, "## Exploratory (not pre-registered)"));
 	CHECK(strstr(md, "in this order (alternative greater, alpha 0.05).") != NULL);
@@ -225,7 +214,7 @@ static void compare(void)
 		CHECK(file_size(base, "-repeats.svg") > 1000);
 		CHECK(file_size(base, "-repeats.png") > 1000);
 		snprintf(path, sizeof path, "%s.html", base);
-		char *html = slurp(path);
+		char *html = test_slurp(path, NULL);
 		CHECK(strstr(html, "<svg") != NULL);
 		CHECK(strstr(html, "<?xml") == NULL);
 		free(html);
@@ -234,7 +223,7 @@ static void compare(void)
 	}
 	/* the CSV of a table */
 	snprintf(path, sizeof path, "%s-pooled.csv", base);
-	char *csv = slurp(path);
+	char *csv = test_slurp(path, NULL);
 	CHECK(strncmp(csv, "condition,passes,attempts,rate %,", 33) == 0);
 	CHECK(strstr(csv, "A (run 1),56,200,28.0,") != NULL);
 	free(csv);
@@ -269,7 +258,7 @@ static void compare(void)
 	snprintf(sql, sizeof sql, "UPDATE eval_rows SET pass = 0, failure_class = 'wrong' WHERE run = %lld AND "
 		 "task_id = 't49' AND repeat_index = 2", (long long)ra);
 	exec(s, sql);
-	md = slurp(path);
+	md = test_slurp(path, NULL);
 	char *hit = strstr(md, "| Fisher | 56 | 144 |");
 	if (CHECK(hit != NULL)) {
 		memcpy(hit, "| Fisher | 58 | 142 |", 21);

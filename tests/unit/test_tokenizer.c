@@ -29,25 +29,6 @@ static const char *tmp_path(const char *name)
 	return buf[k];
 }
 
-static char *slurp(const char *path, size_t *n)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long len = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	char *p = malloc((size_t)len + 1);
-	if (p && fread(p, 1, (size_t)len, f) != (size_t)len) {
-		free(p);
-		p = NULL;
-	}
-	if (p)
-		p[len] = 0;
-	fclose(f);
-	*n = (size_t)len;
-	return p;
-}
 
 static struct tokenizer *load_gguf_file(const char *path, char *err, size_t errlen)
 {
@@ -125,7 +106,7 @@ static void test_byte_alphabet(void)
 static void test_splits(void)
 {
 	size_t n;
-	char *all = slurp(test_src_path("tests/fixtures/tokenizer/splits.jsonl"), &n);
+	char *all = test_slurp(test_src_path("tests/fixtures/tokenizer/splits.jsonl"), &n);
 	CHECK(all != NULL);
 	if (all)
 		CHECK(compare_splits(all) >= 100);
@@ -316,7 +297,7 @@ static void test_tiny(void)
 	const char *p1 = write_tiny("tiny1.gguf");
 	const char *p2 = write_tiny("tiny2.gguf");
 	size_t n1, n2;
-	char *b1 = slurp(p1, &n1), *b2 = slurp(p2, &n2);
+	char *b1 = test_slurp(p1, &n1), *b2 = test_slurp(p2, &n2);
 	CHECK(b1 && b2 && n1 == n2 && memcmp(b1, b2, n1) == 0); /* deterministic */
 	free(b1);
 	free(b2);
@@ -722,7 +703,7 @@ static int run_cmd(char **argv, int argc, char *out, size_t cap)
 	dup2(saved, 1);
 	close(saved);
 	size_t n;
-	char *s = slurp(path, &n);
+	char *s = test_slurp(path, &n);
 	snprintf(out, cap, "%s", s ? s : "");
 	free(s);
 	return rc;

@@ -10,25 +10,6 @@
 #include <cjson/cJSON.h>
 #include <unistd.h>
 
-static char *slurp(const char *path, size_t *n)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long len = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	char *p = malloc((size_t)len + 1);
-	if (p && fread(p, 1, (size_t)len, f) != (size_t)len) {
-		free(p);
-		p = NULL;
-	}
-	if (p)
-		p[len] = 0;
-	fclose(f);
-	*n = (size_t)len;
-	return p;
-}
 
 static const char sep[] = "\n__ggml_vocab_test__\n";
 
@@ -38,9 +19,9 @@ static int run_vectors(const char *name, const char *path, const struct tokenize
 	char p2[4200];
 	size_t ni, no;
 	snprintf(p2, sizeof p2, "%s.inp", path);
-	char *inp = slurp(p2, &ni);
+	char *inp = test_slurp(p2, &ni);
 	snprintf(p2, sizeof p2, "%s.out", path);
-	char *out = slurp(p2, &no);
+	char *out = test_slurp(p2, &no);
 	CHECK(inp && out);
 	int count = 0, bad = 0;
 	char *ip = inp, *op = out;

@@ -13,6 +13,7 @@
  *
  * Workload: opened once per model file; a vocabulary of 150k tokens is a few
  * hundred thousand small copies, done once. */
+#include "core/err.h"
 #include "model/gguf.h"
 
 #include <assert.h>
@@ -151,20 +152,10 @@ struct reader {
 	size_t errlen;
 };
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (!err || !errlen)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 static int rd_fail(struct reader *r, const char *what, size_t need)
 {
-	set_err(r->err, r->errlen, "%s: truncated or corrupt: %s needs %zu bytes at offset %zu but the file has %zu",
+	err_set(r->err, r->errlen, "%s: truncated or corrupt: %s needs %zu bytes at offset %zu but the file has %zu",
 		r->name, what, need, r->pos, r->size);
 	return -EINVAL;
 }
@@ -193,7 +184,7 @@ static int rd_str(struct reader *r, char **out, const char *what)
 	if (out) {
 		char *s = malloc((size_t)len + 1);
 		if (!s) {
-			set_err(r->err, r->errlen, "%s: out of memory reading %s", r->name, what);
+			err_set(r->err, r->errlen, "%s: out of memory reading %s", r->name, what);
 			return -ENOMEM;
 		}
 		memcpy(s, r->p + r->pos, (size_t)len);
@@ -229,7 +220,7 @@ static int skip_array(struct reader *r, const char *key, int depth)
 	uint64_t n;
 	int rc;
 	if (depth > GGUF_MAX_NESTING) {
-		set_err(r->err, r->errlen, "%s: key '%s': arrays nested deeper than %d", r->name, key, GGUF_MAX_NESTING);
+		err_set(r->err, r->errlen, "%s: key '%s': arrays nested deeper than %d", r->name, key, GGUF_MAX_NESTING);
 		return -EINVAL;
 	}
 	if ((rc = rd_u32(r, &et, "array element type")) || (rc = rd_u64(r, &n, "array length")))
@@ -247,7 +238,7 @@ static int skip_array(struct reader *r, const char *key, int depth)
 	} else {
 		size_t es = scalar_size(et);
 		if (!es) {
-			set_err(r->err, r->errlen, "%s: key '%s': unknown array element type %u", r->name, key, et);
+			err_set(r->err, r->errlen, "%s: key '%s': unknown array element type %u", r->name, key, et);
 			return -EINVAL;
 		}
 		if (n > (r->size - r->pos) / es)
@@ -282,7 +273,7 @@ static int read_array(struct reader *r, struct gguf_kv *kv)
 		kv->strs = malloc((n ? (size_t)n : 1) * sizeof *kv->strs);
 		kv->strs_data = malloc(total ? total : 1);
 		if (!kv->strs || !kv->strs_data) {
-			set_err(r->err, r->errlen, "%s: out of memory reading key '%s'", r->name, kv->key);
+			err_set(r->err, r->errlen, "%s: out of memory reading key '%s'", r->name, kv->key);
 			return -ENOMEM;
 		}
 		size_t pos = start, out = 0;
@@ -305,7 +296,7 @@ static int read_array(struct reader *r, struct gguf_kv *kv)
 	} else {
 		size_t es = scalar_size(et);
 		if (!es) {
-			set_err(r->err, r->errlen, "%s: key '%s': unknown array element type %u", r->name, kv->key, et);
+			err_set(r->err, r->errlen, "%s: key '%s': unknown array element type %u", r->name, kv->key, et);
 			return -EINVAL;
 		}
 		if (n > (r->size - r->pos) / es)
@@ -313,7 +304,7 @@ static int read_array(struct reader *r, struct gguf_kv *kv)
 		size_t bytes = (size_t)n * es;
 		kv->arr = malloc(bytes ? bytes : 1);
 		if (!kv->arr) {
-			set_err(r->err, r->errlen, "%s: out of memory reading key '%s'", r->name, kv->key);
+			err_set(r->err, r->errlen, "%s: out of memory reading key '%s'", r->name, kv->key);
 			return -ENOMEM;
 		}
 		memcpy(kv->arr, r->p + r->pos, bytes);
@@ -338,7 +329,7 @@ static int read_kv(struct reader *r, struct gguf_kv *kv)
 		return read_array(r, kv);
 	size_t es = scalar_size(type);
 	if (!es) {
-		set_err(r->err, r->errlen, "%s: key '%s': unknown value type %u", r->name, kv->key, type);
+		err_set(r->err, r->errlen, "%s: key '%s': unknown value type %u", r->name, kv->key, type);
 		return -EINVAL;
 	}
 	uint8_t tmp[8];
@@ -358,7 +349,7 @@ static int read_tensor_info(struct reader *r, struct gguf *g, size_t i)
 	if ((rc = rd_u32(r, &t->n_dims, "tensor dimension count")))
 		return rc;
 	if (t->n_dims < 1 || t->n_dims > GGUF_MAX_DIMS) {
-		set_err(r->err, r->errlen, "%s: tensor '%s': %u dimensions (supported: 1 to %d)", r->name, t->name,
+		err_set(r->err, r->errlen, "%s: tensor '%s': %u dimensions (supported: 1 to %d)", r->name, t->name,
 			t->n_dims, GGUF_MAX_DIMS);
 		return -EINVAL;
 	}
@@ -368,7 +359,7 @@ static int read_tensor_info(struct reader *r, struct gguf *g, size_t i)
 		if ((rc = rd_u64(r, &t->ne[d], "tensor shape")))
 			return rc;
 		if (t->ne[d] > (uint64_t)INT64_MAX) {
-			set_err(r->err, r->errlen, "%s: tensor '%s': dimension %u is %llu (too large)", r->name, t->name, d,
+			err_set(r->err, r->errlen, "%s: tensor '%s': dimension %u is %llu (too large)", r->name, t->name, d,
 				(unsigned long long)t->ne[d]);
 			return -EINVAL;
 		}
@@ -376,13 +367,13 @@ static int read_tensor_info(struct reader *r, struct gguf *g, size_t i)
 	if ((rc = rd_u32(r, &t->type, "tensor type")) || (rc = rd_u64(r, &t->offset, "tensor offset")))
 		return rc;
 	if (!type_lookup(t->type)) {
-		set_err(r->err, r->errlen,
+		err_set(r->err, r->errlen,
 			"%s: tensor '%s': unsupported type %u (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K and other "
 			"ggml block types up to Q8_K)", r->name, t->name, t->type);
 		return -EINVAL;
 	}
 	if (!tensor_bytes(t->type, t->n_dims, t->ne, &t->n_bytes)) {
-		set_err(r->err, r->errlen, "%s: tensor '%s': shape [%llu x %llu x %llu x %llu] does not fit type %s "
+		err_set(r->err, r->errlen, "%s: tensor '%s': shape [%llu x %llu x %llu x %llu] does not fit type %s "
 			"(ne0 must be a multiple of the block size; size must not overflow)", r->name, t->name,
 			(unsigned long long)t->ne[0], (unsigned long long)t->ne[1], (unsigned long long)t->ne[2],
 			(unsigned long long)t->ne[3], gguf_type_name(t->type));
@@ -414,7 +405,7 @@ static int check_duplicates(struct gguf *g, char *err, size_t errlen)
 	size_t n = g->n_kv > g->n_tensors ? g->n_kv : g->n_tensors;
 	const char **s = malloc((n ? n : 1) * sizeof *s);
 	if (!s) {
-		set_err(err, errlen, "%s: out of memory", g->name);
+		err_set(err, errlen, "%s: out of memory", g->name);
 		return -ENOMEM;
 	}
 	int rc = 0;
@@ -422,7 +413,7 @@ static int check_duplicates(struct gguf *g, char *err, size_t errlen)
 		s[i] = g->kv[i].key;
 	const char *dup = find_duplicate(s, g->n_kv);
 	if (dup) {
-		set_err(err, errlen, "%s: duplicate key '%s'", g->name, dup);
+		err_set(err, errlen, "%s: duplicate key '%s'", g->name, dup);
 		rc = -EINVAL;
 		goto out;
 	}
@@ -430,7 +421,7 @@ static int check_duplicates(struct gguf *g, char *err, size_t errlen)
 		s[i] = g->tensors[i].name;
 	dup = find_duplicate(s, g->n_tensors);
 	if (dup) {
-		set_err(err, errlen, "%s: duplicate tensor '%s'", g->name, dup);
+		err_set(err, errlen, "%s: duplicate tensor '%s'", g->name, dup);
 		rc = -EINVAL;
 	}
 out:
@@ -447,20 +438,20 @@ static int parse(struct gguf *g, char *err, size_t errlen)
 	if ((rc = rd_bytes(&r, magic, 4, "magic")))
 		return rc;
 	if (memcmp(magic, GGUF_MAGIC, 4) != 0) {
-		set_err(err, errlen, "%s: not a GGUF file (magic is not \"GGUF\")", g->name);
+		err_set(err, errlen, "%s: not a GGUF file (magic is not \"GGUF\")", g->name);
 		return -EINVAL;
 	}
 	if ((rc = rd_u32(&r, &g->version, "version")))
 		return rc;
 	if (g->version != 2 && g->version != 3) {
-		set_err(err, errlen, "%s: GGUF version %u is not supported (supported: 2 and 3)", g->name, g->version);
+		err_set(err, errlen, "%s: GGUF version %u is not supported (supported: 2 and 3)", g->name, g->version);
 		return -EINVAL;
 	}
 	if ((rc = rd_u64(&r, &n_tensors, "tensor count")) || (rc = rd_u64(&r, &n_kv, "key/value count")))
 		return rc;
 	/* A key/value takes at least 12 bytes and a tensor info at least 28: bound the counts first. */
 	if (n_kv > (r.size - r.pos) / 12 || n_tensors > (r.size - r.pos) / 28) {
-		set_err(err, errlen, "%s: truncated or corrupt: header claims %llu keys and %llu tensors but only %zu bytes follow",
+		err_set(err, errlen, "%s: truncated or corrupt: header claims %llu keys and %llu tensors but only %zu bytes follow",
 			g->name, (unsigned long long)n_kv, (unsigned long long)n_tensors, r.size - r.pos);
 		return -EINVAL;
 	}
@@ -468,7 +459,7 @@ static int parse(struct gguf *g, char *err, size_t errlen)
 	g->tensors = calloc(n_tensors ? (size_t)n_tensors : 1, sizeof *g->tensors);
 	g->tensor_names = calloc(n_tensors ? (size_t)n_tensors : 1, sizeof *g->tensor_names);
 	if (!g->kv || !g->tensors || !g->tensor_names) {
-		set_err(err, errlen, "%s: out of memory", g->name);
+		err_set(err, errlen, "%s: out of memory", g->name);
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < n_kv; i++) {
@@ -482,7 +473,7 @@ static int parse(struct gguf *g, char *err, size_t errlen)
 	if (ai >= 0) {
 		const struct gguf_kv *kv = &g->kv[ai];
 		if (kv->type != GGUF_TYPE_UINT32 || kv->num.u == 0 || (kv->num.u & (kv->num.u - 1)) != 0) {
-			set_err(err, errlen, "%s: key 'general.alignment' must be a uint32 power of two (it is a %s)",
+			err_set(err, errlen, "%s: key 'general.alignment' must be a uint32 power of two (it is a %s)",
 				g->name, kv_type_name(kv->type));
 			return -EINVAL;
 		}
@@ -501,13 +492,13 @@ static int parse(struct gguf *g, char *err, size_t errlen)
 	for (size_t i = 0; i < g->n_tensors; i++) {
 		struct gguf_tensor *t = &g->tensors[i];
 		if (t->offset % g->alignment != 0) {
-			set_err(err, errlen, "%s: tensor '%s': data offset %llu is not a multiple of the alignment %llu",
+			err_set(err, errlen, "%s: tensor '%s': data offset %llu is not a multiple of the alignment %llu",
 				g->name, t->name, (unsigned long long)t->offset, (unsigned long long)g->alignment);
 			return -EINVAL;
 		}
 		if (g->data_offset > g->size || t->offset > g->size - g->data_offset ||
 		    t->n_bytes > g->size - g->data_offset - t->offset) {
-			set_err(err, errlen, "%s: truncated or corrupt: tensor '%s' (%llu bytes at data offset %llu) "
+			err_set(err, errlen, "%s: truncated or corrupt: tensor '%s' (%llu bytes at data offset %llu) "
 				"extends past the end of the file (%zu bytes)", g->name, t->name,
 				(unsigned long long)t->n_bytes, (unsigned long long)t->offset, g->size);
 			return -EINVAL;
@@ -544,7 +535,7 @@ struct gguf *gguf_open_memory(const void *data, size_t size, const char *name, c
 	struct gguf *g = calloc(1, sizeof *g);
 	if (!g || !(g->name = strdup(name ? name : "(memory)"))) {
 		free(g);
-		set_err(err, errlen, "%s: out of memory", name ? name : "(memory)");
+		err_set(err, errlen, "%s: out of memory", name ? name : "(memory)");
 		return NULL;
 	}
 	g->base = data;
@@ -560,17 +551,17 @@ struct gguf *gguf_open(const char *path, char *err, size_t errlen)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		err_set(err, errlen, "%s: cannot open: %s", path, strerror(errno));
 		return NULL;
 	}
 	struct stat st;
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		set_err(err, errlen, "%s: not a regular file", path);
+		err_set(err, errlen, "%s: not a regular file", path);
 		close(fd);
 		return NULL;
 	}
 	if (st.st_size < 24) {
-		set_err(err, errlen, "%s: truncated: %lld bytes is shorter than a GGUF header (24 bytes)", path,
+		err_set(err, errlen, "%s: truncated: %lld bytes is shorter than a GGUF header (24 bytes)", path,
 			(long long)st.st_size);
 		close(fd);
 		return NULL;
@@ -578,7 +569,7 @@ struct gguf *gguf_open(const char *path, char *err, size_t errlen)
 	void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	close(fd);
 	if (map == MAP_FAILED) {
-		set_err(err, errlen, "%s: cannot map: %s", path, strerror(errno));
+		err_set(err, errlen, "%s: cannot map: %s", path, strerror(errno));
 		return NULL;
 	}
 	struct gguf *g = gguf_open_memory(map, (size_t)st.st_size, path, err, errlen);
@@ -1090,7 +1081,7 @@ int gguf_writer_write(struct gguf_writer *w, const char *path, char *err, size_t
 		off += (align - off % align) % align;
 	}
 	if (head.err) {
-		set_err(err, errlen, "%s: out of memory building the GGUF header", path);
+		err_set(err, errlen, "%s: out of memory building the GGUF header", path);
 		free(head.p);
 		return head.err;
 	}
@@ -1099,7 +1090,7 @@ int gguf_writer_write(struct gguf_writer *w, const char *path, char *err, size_t
 	char *tmp = malloc(plen + 16);
 	if (!tmp) {
 		free(head.p);
-		set_err(err, errlen, "%s: out of memory", path);
+		err_set(err, errlen, "%s: out of memory", path);
 		return -ENOMEM;
 	}
 	snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
@@ -1108,7 +1099,7 @@ int gguf_writer_write(struct gguf_writer *w, const char *path, char *err, size_t
 	FILE *f = NULL;
 	if (fd < 0 || !(f = fdopen(fd, "wb"))) {
 		rc = -errno;
-		set_err(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+		err_set(err, errlen, "%s: cannot create: %s", path, strerror(errno));
 		if (fd >= 0) {
 			close(fd);
 			unlink(tmp);
@@ -1131,7 +1122,7 @@ int gguf_writer_write(struct gguf_writer *w, const char *path, char *err, size_t
 	if (!rc && rename(tmp, path) != 0)
 		rc = -errno;
 	if (rc) {
-		set_err(err, errlen, "%s: write failed: %s", path, strerror(-rc));
+		err_set(err, errlen, "%s: write failed: %s", path, strerror(-rc));
 		unlink(tmp);
 	}
 out:

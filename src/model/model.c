@@ -6,6 +6,7 @@
  * cache of attention layers. A segment longer than GDN_CHUNK_MIN rows (a prefill) takes the
  * chunked delta rule; shorter ones (decode, short verify windows) the row-by-row rule.
  * Precision: fp32 throughout; g, softplus and exp(A_log) in fp32 as the reference does. */
+#include "core/err.h"
 #include "model/model.h"
 
 #include <errno.h>
@@ -24,16 +25,6 @@
 #define GDN_CHUNK_MIN 8
 #define L2_EPS 1e-6f /* the reference's l2norm epsilon, independent of rms eps */
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (!err || !errlen)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* ======== config ======== */
 
@@ -44,32 +35,32 @@ int model_config_check(const struct model_config *c, char *err, size_t errlen)
 	if (c->n_vocab <= 0 || c->n_embd <= 0 || c->n_layer <= 0 || c->n_ff <= 0 || c->n_head <= 0 ||
 	    c->n_head_kv <= 0 || c->head_dim <= 0 || c->ssm_conv_kernel <= 0 || c->ssm_head_dim <= 0 ||
 	    c->ssm_n_k_heads <= 0 || c->ssm_n_v_heads <= 0 || c->full_attn_interval <= 0) {
-		set_err(err, errlen, "a size is zero or negative");
+		err_set(err, errlen, "a size is zero or negative");
 		return -EINVAL;
 	}
 	if (c->n_head % c->n_head_kv) {
-		set_err(err, errlen, "attention.head_count %d is not a multiple of head_count_kv %d", c->n_head,
+		err_set(err, errlen, "attention.head_count %d is not a multiple of head_count_kv %d", c->n_head,
 			c->n_head_kv);
 		return -EINVAL;
 	}
 	if (c->ssm_n_v_heads % c->ssm_n_k_heads) {
-		set_err(err, errlen, "ssm.time_step_rank (V-heads) %d is not a multiple of ssm.group_count %d",
+		err_set(err, errlen, "ssm.time_step_rank (V-heads) %d is not a multiple of ssm.group_count %d",
 			c->ssm_n_v_heads, c->ssm_n_k_heads);
 		return -EINVAL;
 	}
 	if (c->n_rot < 0 || c->n_rot > c->head_dim || c->n_rot % 2) {
-		set_err(err, errlen, "rope.dimension_count %d must be even and at most key_length %d", c->n_rot,
+		err_set(err, errlen, "rope.dimension_count %d must be even and at most key_length %d", c->n_rot,
 			c->head_dim);
 		return -EINVAL;
 	}
 	if (!(c->norm_eps > 0) || !(c->rope_theta > 0)) {
-		set_err(err, errlen, "rms epsilon and rope.freq_base must be positive");
+		err_set(err, errlen, "rms epsilon and rope.freq_base must be positive");
 		return -EINVAL;
 	}
 	if ((long)c->n_embd * c->n_vocab > (1L << 40) || c->n_embd > (1 << 20) || c->n_ff > (1 << 22) ||
 	    c->n_layer > 4096 || (long)c->n_head * c->head_dim > (1 << 20) ||
 	    (long)c->ssm_n_v_heads * c->ssm_head_dim > (1 << 20) || c->ssm_conv_kernel > 64) {
-		set_err(err, errlen, "sizes beyond what this implementation accepts");
+		err_set(err, errlen, "sizes beyond what this implementation accepts");
 		return -EINVAL;
 	}
 	return 0;
@@ -84,12 +75,12 @@ static int key_int(const struct gguf *g, const char *path, const char *suffix, i
 	if (!gguf_get_i64(g, key, &v)) {
 		if (!required)
 			return 0;
-		set_err(err, errlen, "%s: missing or non-integer metadata key '%s' (a qwen35 GGUF needs it)", path,
+		err_set(err, errlen, "%s: missing or non-integer metadata key '%s' (a qwen35 GGUF needs it)", path,
 			key);
 		return -EINVAL;
 	}
 	if (v < 0 || v > (1LL << 31) - 1) {
-		set_err(err, errlen, "%s: metadata key '%s' = %lld is out of range", path, key, (long long)v);
+		err_set(err, errlen, "%s: metadata key '%s' = %lld is out of range", path, key, (long long)v);
 		return -EINVAL;
 	}
 	*out = (int)v;
@@ -105,7 +96,7 @@ static int key_float(const struct gguf *g, const char *path, const char *suffix,
 	if (!gguf_get_f64(g, key, &v)) {
 		if (!required)
 			return 0;
-		set_err(err, errlen, "%s: missing or non-float metadata key '%s' (a qwen35 GGUF needs it)", path, key);
+		err_set(err, errlen, "%s: missing or non-float metadata key '%s' (a qwen35 GGUF needs it)", path, key);
 		return -EINVAL;
 	}
 	*out = (float)v;
@@ -118,11 +109,11 @@ int model_config_from_gguf(const struct gguf *g, const char *path, struct model_
 	memset(c, 0, sizeof(*c));
 	const char *arch = gguf_get_str(g, "general.architecture");
 	if (!arch) {
-		set_err(err, errlen, "%s: missing metadata key 'general.architecture'", path);
+		err_set(err, errlen, "%s: missing metadata key 'general.architecture'", path);
 		return -EINVAL;
 	}
 	if (strcmp(arch, ARCH) != 0) {
-		set_err(err, errlen, "%s: architecture '%s' is not supported (supported: qwen35)", path, arch);
+		err_set(err, errlen, "%s: architecture '%s' is not supported (supported: qwen35)", path, arch);
 		return -EINVAL;
 	}
 	int inner = 0, rc = 0;
@@ -145,7 +136,7 @@ int model_config_from_gguf(const struct gguf *g, const char *path, struct model_
 	    (rc = key_float(g, path, "rope.freq_base", &c->rope_theta, 0, err, errlen)))
 		return rc;
 	if (c->n_head <= 0) {
-		set_err(err, errlen, "%s: qwen35.attention.head_count must be positive", path);
+		err_set(err, errlen, "%s: qwen35.attention.head_count must be positive", path);
 		return -EINVAL;
 	}
 	c->head_dim = c->n_embd / c->n_head;
@@ -154,7 +145,7 @@ int model_config_from_gguf(const struct gguf *g, const char *path, struct model_
 	    (rc = key_int(g, path, "attention.value_length", &vlen, 0, err, errlen)))
 		return rc;
 	if (vlen >= 0 && vlen != c->head_dim) {
-		set_err(err, errlen, "%s: qwen35.attention.value_length %d differs from key_length %d (unsupported)",
+		err_set(err, errlen, "%s: qwen35.attention.value_length %d differs from key_length %d (unsupported)",
 			path, vlen, c->head_dim);
 		return -EINVAL;
 	}
@@ -162,23 +153,23 @@ int model_config_from_gguf(const struct gguf *g, const char *path, struct model_
 	if ((rc = key_int(g, path, "rope.dimension_count", &c->n_rot, 0, err, errlen)))
 		return rc;
 	if (inner != c->ssm_n_v_heads * c->ssm_head_dim) {
-		set_err(err, errlen, "%s: qwen35.ssm.inner_size %d != time_step_rank %d x state_size %d", path, inner,
+		err_set(err, errlen, "%s: qwen35.ssm.inner_size %d != time_step_rank %d x state_size %d", path, inner,
 			c->ssm_n_v_heads, c->ssm_head_dim);
 		return -EINVAL;
 	}
 	const struct gguf_tensor *emb = gguf_tensor_find(g, "token_embd.weight");
 	if (!emb) {
-		set_err(err, errlen, "%s: missing tensor 'token_embd.weight'", path);
+		err_set(err, errlen, "%s: missing tensor 'token_embd.weight'", path);
 		return -EINVAL;
 	}
 	if (emb->ne[1] > (1u << 30)) {
-		set_err(err, errlen, "%s: tensor 'token_embd.weight' has an absurd vocabulary", path);
+		err_set(err, errlen, "%s: tensor 'token_embd.weight' has an absurd vocabulary", path);
 		return -EINVAL;
 	}
 	c->n_vocab = (int)emb->ne[1];
 	char why[256];
 	if (model_config_check(c, why, sizeof(why))) {
-		set_err(err, errlen, "%s: %s", path, why);
+		err_set(err, errlen, "%s: %s", path, why);
 		return -EINVAL;
 	}
 	return 0;
@@ -320,11 +311,11 @@ static const struct model_tensor *get_tensor(struct loader *ld, const char *name
 	const struct model_tensor *t = ld->find(ld->ctx, name);
 	if (!t) {
 		if (!optional)
-			set_err(ld->err, ld->errlen, "%s: missing tensor '%s'", ld->source, name);
+			err_set(ld->err, ld->errlen, "%s: missing tensor '%s'", ld->source, name);
 		return NULL;
 	}
 	if (!kern_type_supported(t->type)) {
-		set_err(ld->err, ld->errlen, "%s: tensor '%s' has type %s (%u); supported: F32, F16, BF16, Q8_0",
+		err_set(ld->err, ld->errlen, "%s: tensor '%s' has type %s (%u); supported: F32, F16, BF16, Q8_0",
 			ld->source, name, type_name(t->type), t->type);
 		return NULL;
 	}
@@ -332,7 +323,7 @@ static const struct model_tensor *get_tensor(struct loader *ld, const char *name
 	for (uint32_t i = 0; i < t->n_dims && i < 4; i++)
 		ne[i] = t->ne[i];
 	if (t->n_dims > 4 || ne[0] != ne0 || ne[1] != ne1 || ne[2] != 1 || ne[3] != 1) {
-		set_err(ld->err, ld->errlen, "%s: tensor '%s' has shape [%llu, %llu, %llu, %llu], expected [%llu, %llu]",
+		err_set(ld->err, ld->errlen, "%s: tensor '%s' has shape [%llu, %llu, %llu, %llu], expected [%llu, %llu]",
 			ld->source, name, (unsigned long long)ne[0], (unsigned long long)ne[1],
 			(unsigned long long)ne[2], (unsigned long long)ne[3], (unsigned long long)ne0,
 			(unsigned long long)ne1);
@@ -340,7 +331,7 @@ static const struct model_tensor *get_tensor(struct loader *ld, const char *name
 	}
 	uint64_t rb = row_bytes(t->type, ne0);
 	if (rb == 0 || t->n_bytes != rb * ne1 || !t->data) {
-		set_err(ld->err, ld->errlen, "%s: tensor '%s': %llu bytes of data do not match its %s shape", ld->source,
+		err_set(ld->err, ld->errlen, "%s: tensor '%s': %llu bytes of data do not match its %s shape", ld->source,
 			name, (unsigned long long)t->n_bytes, type_name(t->type));
 		return NULL;
 	}
@@ -368,7 +359,7 @@ static int get_f32(struct loader *ld, float **out, const char *name, int ne0, in
 		return -EINVAL;
 	float *v = malloc(sizeof(float) * (size_t)ne0 * ne1);
 	if (!v) {
-		set_err(ld->err, ld->errlen, "%s: out of memory", ld->source);
+		err_set(ld->err, ld->errlen, "%s: out of memory", ld->source);
 		return -ENOMEM;
 	}
 	size_t rb = (size_t)row_bytes(t->type, (uint64_t)ne0);
@@ -454,13 +445,13 @@ struct model *model_create(const struct model_config *cfg, model_tensor_find_fn 
 {
 	char why[256];
 	if (model_config_check(cfg, why, sizeof(why))) {
-		set_err(err, errlen, "%s: %s", source, why);
+		err_set(err, errlen, "%s: %s", source, why);
 		errno = EINVAL;
 		return NULL;
 	}
 	struct model *m = calloc(1, sizeof(*m));
 	if (!m) {
-		set_err(err, errlen, "%s: out of memory", source);
+		err_set(err, errlen, "%s: out of memory", source);
 		return NULL;
 	}
 	m->cfg = *cfg;
@@ -470,7 +461,7 @@ struct model *model_create(const struct model_config *cfg, model_tensor_find_fn 
 	struct loader ld = { find, ctx, source, err, errlen };
 	m->layers = calloc((size_t)c->n_layer, sizeof(*m->layers));
 	if (!m->layers) {
-		set_err(err, errlen, "%s: out of memory", source);
+		err_set(err, errlen, "%s: out of memory", source);
 		goto fail;
 	}
 	for (int il = 0; il < c->n_layer; il++) {
@@ -493,7 +484,7 @@ struct model *model_create(const struct model_config *cfg, model_tensor_find_fn 
 	}
 	m->pool = kern_pool_create(n_threads, NULL);
 	if (!m->pool) {
-		set_err(err, errlen, "%s: cannot start %d threads", source, n_threads);
+		err_set(err, errlen, "%s: cannot start %d threads", source, n_threads);
 		goto fail;
 	}
 	return m;
@@ -527,7 +518,7 @@ struct model *model_load_gguf(struct gguf *g, const char *name, int n_threads, c
 	tmp.tensors = calloc(tmp.n_tensors ? tmp.n_tensors : 1, sizeof(*tmp.tensors));
 	if (!tmp.tensors) {
 		gguf_close(g);
-		set_err(err, errlen, "%s: out of memory", name);
+		err_set(err, errlen, "%s: out of memory", name);
 		return NULL;
 	}
 	for (size_t i = 0; i < tmp.n_tensors; i++) {

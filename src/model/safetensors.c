@@ -1,4 +1,5 @@
 /* safetensors — see safetensors.h. Sections: the file reader, the config, the conversion. */
+#include "core/err.h"
 #include "model/safetensors.h"
 
 #include <errno.h>
@@ -16,16 +17,6 @@
 #include "model/gguf.h"
 #include "model/kernels.h"
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (!err || !errlen)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* ======== reader ======== */
 
@@ -60,21 +51,21 @@ struct st_file *st_parse(const void *buf, size_t n, const char *name, char *err,
 {
 	const uint8_t *b = buf;
 	if (n < 8) {
-		set_err(err, errlen, "%s: too short for a safetensors file (%zu bytes)", name, n);
+		err_set(err, errlen, "%s: too short for a safetensors file (%zu bytes)", name, n);
 		return NULL;
 	}
 	uint64_t hlen = 0;
 	for (int i = 7; i >= 0; i--)
 		hlen = hlen << 8 | b[i];
 	if (hlen > n - 8 || hlen > (100u << 20)) {
-		set_err(err, errlen, "%s: header length %llu exceeds the file (%zu bytes)", name, (unsigned long long)hlen,
+		err_set(err, errlen, "%s: header length %llu exceeds the file (%zu bytes)", name, (unsigned long long)hlen,
 			n);
 		return NULL;
 	}
 	char jerr[256];
 	cJSON *root = json_parse_n((const char *)b + 8, (size_t)hlen, jerr, sizeof(jerr));
 	if (!root || !cJSON_IsObject(root)) {
-		set_err(err, errlen, "%s: header is not a JSON object (%s)", name, root ? "wrong type" : jerr);
+		err_set(err, errlen, "%s: header is not a JSON object (%s)", name, root ? "wrong type" : jerr);
 		cJSON_Delete(root);
 		return NULL;
 	}
@@ -85,7 +76,7 @@ struct st_file *st_parse(const void *buf, size_t n, const char *name, char *err,
 		f->names = calloc(cap ? cap : 1, sizeof(*f->names));
 	}
 	if (!f || !f->t || !f->names) {
-		set_err(err, errlen, "%s: out of memory", name);
+		err_set(err, errlen, "%s: out of memory", name);
 		goto fail;
 	}
 	const uint8_t *data = b + 8 + hlen;
@@ -100,7 +91,7 @@ struct st_file *st_parse(const void *buf, size_t n, const char *name, char *err,
 		const cJSON *shape = cJSON_GetObjectItemCaseSensitive(it, "shape");
 		const cJSON *off = cJSON_GetObjectItemCaseSensitive(it, "data_offsets");
 		if (!dt || !cJSON_IsArray(shape) || !cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2) {
-			set_err(err, errlen, "%s: tensor '%s': header entry lacks dtype, shape or data_offsets", name,
+			err_set(err, errlen, "%s: tensor '%s': header entry lacks dtype, shape or data_offsets", name,
 				it->string);
 			goto fail;
 		}
@@ -115,12 +106,12 @@ struct st_file *st_parse(const void *buf, size_t n, const char *name, char *err,
 			t->type = GGUF_TENSOR_BF16;
 			esize = 2;
 		} else {
-			set_err(err, errlen, "%s: tensor '%s' has dtype %s; supported: F32, F16, BF16", name, it->string, dt);
+			err_set(err, errlen, "%s: tensor '%s' has dtype %s; supported: F32, F16, BF16", name, it->string, dt);
 			goto fail;
 		}
 		int nd = cJSON_GetArraySize(shape);
 		if (nd > 4) {
-			set_err(err, errlen, "%s: tensor '%s' has %d dimensions (at most 4 supported)", name, it->string, nd);
+			err_set(err, errlen, "%s: tensor '%s' has %d dimensions (at most 4 supported)", name, it->string, nd);
 			goto fail;
 		}
 		t->n_dims = nd;
@@ -129,12 +120,12 @@ struct st_file *st_parse(const void *buf, size_t n, const char *name, char *err,
 			const cJSON *d = cJSON_GetArrayItem(shape, i);
 			if (!cJSON_IsNumber(d) || d->valuedouble < 0 || d->valuedouble > 1e12 ||
 			    d->valuedouble != floor(d->valuedouble)) {
-				set_err(err, errlen, "%s: tensor '%s' has a bad shape", name, it->string);
+				err_set(err, errlen, "%s: tensor '%s' has a bad shape", name, it->string);
 				goto fail;
 			}
 			t->shape[i] = (uint64_t)d->valuedouble;
 			if (t->shape[i] && count > UINT64_MAX / 16 / t->shape[i]) {
-				set_err(err, errlen, "%s: tensor '%s' shape overflows", name, it->string);
+				err_set(err, errlen, "%s: tensor '%s' shape overflows", name, it->string);
 				goto fail;
 			}
 			count *= t->shape[i];
@@ -142,19 +133,19 @@ struct st_file *st_parse(const void *buf, size_t n, const char *name, char *err,
 		const cJSON *o0 = cJSON_GetArrayItem(off, 0), *o1 = cJSON_GetArrayItem(off, 1);
 		if (!cJSON_IsNumber(o0) || !cJSON_IsNumber(o1) || o0->valuedouble < 0 || o1->valuedouble < o0->valuedouble ||
 		    o1->valuedouble > (double)data_len) {
-			set_err(err, errlen, "%s: tensor '%s': data_offsets lie outside the file's %llu data bytes", name,
+			err_set(err, errlen, "%s: tensor '%s': data_offsets lie outside the file's %llu data bytes", name,
 				it->string, (unsigned long long)data_len);
 			goto fail;
 		}
 		uint64_t begin = (uint64_t)o0->valuedouble, end = (uint64_t)o1->valuedouble;
 		if (end - begin != count * esize) {
-			set_err(err, errlen, "%s: tensor '%s': %llu bytes in data_offsets, but %s x shape needs %llu", name,
+			err_set(err, errlen, "%s: tensor '%s': %llu bytes in data_offsets, but %s x shape needs %llu", name,
 				it->string, (unsigned long long)(end - begin), dt, (unsigned long long)(count * esize));
 			goto fail;
 		}
 		f->names[f->n] = strdup(it->string);
 		if (!f->names[f->n]) {
-			set_err(err, errlen, "%s: out of memory", name);
+			err_set(err, errlen, "%s: out of memory", name);
 			goto fail;
 		}
 		t->name = f->names[f->n];
@@ -176,19 +167,19 @@ struct st_file *st_open(const char *path, char *err, size_t errlen)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		err_set(err, errlen, "%s: cannot open: %s", path, strerror(errno));
 		return NULL;
 	}
 	struct stat sb;
 	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size < 8) {
-		set_err(err, errlen, "%s: not a regular file of at least 8 bytes", path);
+		err_set(err, errlen, "%s: not a regular file of at least 8 bytes", path);
 		close(fd);
 		return NULL;
 	}
 	void *map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	close(fd);
 	if (map == MAP_FAILED) {
-		set_err(err, errlen, "%s: cannot map: %s", path, strerror(errno));
+		err_set(err, errlen, "%s: cannot map: %s", path, strerror(errno));
 		return NULL;
 	}
 	struct st_file *f = st_parse(map, (size_t)sb.st_size, path, err, errlen);
@@ -228,11 +219,11 @@ static int cfg_int(const cJSON *c, const char *key, int *out, int required, cons
 	if (!json_get_i64(c, key, &v)) {
 		if (!required)
 			return 0;
-		set_err(err, errlen, "%s: missing integer key '%s'", path, key);
+		err_set(err, errlen, "%s: missing integer key '%s'", path, key);
 		return -EINVAL;
 	}
 	if (v < 0 || v > (1 << 30)) {
-		set_err(err, errlen, "%s: key '%s' = %lld is out of range", path, key, (long long)v);
+		err_set(err, errlen, "%s: key '%s' = %lld is out of range", path, key, (long long)v);
 		return -EINVAL;
 	}
 	*out = (int)v;
@@ -244,7 +235,7 @@ static int read_config(const char *path, struct model_config *c, int *tied, char
 	char jerr[512];
 	cJSON *root = json_parse_file(path, jerr, sizeof(jerr));
 	if (!root) {
-		set_err(err, errlen, "%s", jerr);
+		err_set(err, errlen, "%s", jerr);
 		return -EINVAL;
 	}
 	int rc = -EINVAL;
@@ -253,7 +244,7 @@ static int read_config(const char *path, struct model_config *c, int *tied, char
 		t = root;
 	const char *mt = json_get_str(t, "model_type");
 	if (!mt || (strcmp(mt, "qwen3_5_text") != 0 && strcmp(mt, "qwen3_5") != 0)) {
-		set_err(err, errlen, "%s: model_type '%s' is not supported (supported: qwen3_5_text)", path,
+		err_set(err, errlen, "%s: model_type '%s' is not supported (supported: qwen3_5_text)", path,
 			mt ? mt : "(none)");
 		goto out;
 	}
@@ -275,7 +266,7 @@ static int read_config(const char *path, struct model_config *c, int *tied, char
 	    cfg_int(t, "max_position_embeddings", &c->n_ctx_train, 0, path, err, errlen))
 		goto out;
 	if (dk != dv) {
-		set_err(err, errlen, "%s: linear_key_head_dim %d != linear_value_head_dim %d (unsupported, as in llama.cpp)",
+		err_set(err, errlen, "%s: linear_key_head_dim %d != linear_value_head_dim %d (unsupported, as in llama.cpp)",
 			path, dk, dv);
 		goto out;
 	}
@@ -297,7 +288,7 @@ static int read_config(const char *path, struct model_config *c, int *tied, char
 	cfg_int(t, "full_attention_interval", &interval, 0, path, err, errlen);
 	if (cJSON_IsArray(lt)) {
 		if (cJSON_GetArraySize(lt) != c->n_layer) {
-			set_err(err, errlen, "%s: layer_types has %d entries for %d layers", path, cJSON_GetArraySize(lt),
+			err_set(err, errlen, "%s: layer_types has %d entries for %d layers", path, cJSON_GetArraySize(lt),
 				c->n_layer);
 			goto out;
 		}
@@ -312,7 +303,7 @@ static int read_config(const char *path, struct model_config *c, int *tied, char
 			const cJSON *e = cJSON_GetArrayItem(lt, i);
 			int full = cJSON_IsString(e) && strcmp(e->valuestring, "full_attention") == 0;
 			if (full != ((i + 1) % interval == 0)) {
-				set_err(err, errlen, "%s: layer_types is not 'full attention every k-th layer' (unsupported)",
+				err_set(err, errlen, "%s: layer_types is not 'full attention every k-th layer' (unsupported)",
 					path);
 				goto out;
 			}
@@ -321,7 +312,7 @@ static int read_config(const char *path, struct model_config *c, int *tied, char
 	c->full_attn_interval = interval;
 	char why[256];
 	if (model_config_check(c, why, sizeof(why))) {
-		set_err(err, errlen, "%s: %s", path, why);
+		err_set(err, errlen, "%s: %s", path, why);
 		goto out;
 	}
 	rc = 0;
@@ -417,7 +408,7 @@ static int shards_add(struct shards *sh, const char *dir, const char *file, char
 			return 0;
 	}
 	if (sh->n == MAX_SHARDS) {
-		set_err(err, errlen, "%s: more than %d safetensors shards", dir, MAX_SHARDS);
+		err_set(err, errlen, "%s: more than %d safetensors shards", dir, MAX_SHARDS);
 		return -EINVAL;
 	}
 	char path[4096];
@@ -441,13 +432,13 @@ static int shards_open(struct shards *sh, const char *dir, char *err, size_t err
 	char jerr[512];
 	cJSON *root = json_parse_file(ipath, jerr, sizeof(jerr));
 	if (!root) {
-		set_err(err, errlen, "%s", jerr);
+		err_set(err, errlen, "%s", jerr);
 		return -EINVAL;
 	}
 	const cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "weight_map"), *it;
 	int rc = cJSON_IsObject(map) ? 0 : -EINVAL;
 	if (rc)
-		set_err(err, errlen, "%s: no 'weight_map' object", ipath);
+		err_set(err, errlen, "%s: no 'weight_map' object", ipath);
 	cJSON_ArrayForEach(it, map)
 	{
 		if (rc)
@@ -455,7 +446,7 @@ static int shards_open(struct shards *sh, const char *dir, char *err, size_t err
 		/* Shards live beside the index: a name with a path in it is refused. */
 		if (!cJSON_IsString(it) || strchr(it->valuestring, '/') || it->valuestring[0] == '.' ||
 		    !it->valuestring[0]) {
-			set_err(err, errlen, "%s: weight_map entry '%s' is not a file name in the directory", ipath,
+			err_set(err, errlen, "%s: weight_map entry '%s' is not a file name in the directory", ipath,
 				it->string);
 			rc = -EINVAL;
 			break;
@@ -497,7 +488,7 @@ static float *load_f32(struct conv_ctx *cc, const char *name, uint64_t rows, uin
 	const char *path = cc->dir;
 	const struct st_tensor *t = shards_find(cc->sh, name, &path);
 	if (!t) {
-		set_err(cc->err, cc->errlen, "%s: missing tensor '%s' (in its safetensors files)", cc->dir, name);
+		err_set(cc->err, cc->errlen, "%s: missing tensor '%s' (in its safetensors files)", cc->dir, name);
 		return NULL;
 	}
 	uint64_t r = t->n_dims >= 1 ? t->shape[0] : 1, c = 1;
@@ -507,7 +498,7 @@ static float *load_f32(struct conv_ctx *cc, const char *name, uint64_t rows, uin
 	if (t->n_dims == 3 && t->shape[1] != 1)
 		ok = 0;
 	if (!ok) {
-		set_err(cc->err, cc->errlen, "%s: tensor '%s' has %d-D shape [%llu, %llu, ...], expected %llu x %llu",
+		err_set(cc->err, cc->errlen, "%s: tensor '%s' has %d-D shape [%llu, %llu, ...], expected %llu x %llu",
 			path, name, t->n_dims, (unsigned long long)(t->n_dims > 0 ? t->shape[0] : 0),
 			(unsigned long long)(t->n_dims > 1 ? t->shape[1] : 0), (unsigned long long)rows,
 			(unsigned long long)cols);
@@ -515,7 +506,7 @@ static float *load_f32(struct conv_ctx *cc, const char *name, uint64_t rows, uin
 	}
 	float *v = malloc(sizeof(float) * rows * cols);
 	if (!v) {
-		set_err(cc->err, cc->errlen, "%s: out of memory", cc->dir);
+		err_set(cc->err, cc->errlen, "%s: out of memory", cc->dir);
 		return NULL;
 	}
 	kern_row_to_f32(t->type, t->data, v, (int)(rows * cols));
@@ -541,7 +532,7 @@ static int convert(struct conv_ctx *cc, const char *hname, const char *gname, ui
 		float *o = malloc(sizeof(float) * rows * cols);
 		if (!o) {
 			free(v);
-			set_err(cc->err, cc->errlen, "%s: out of memory", cc->dir);
+			err_set(cc->err, cc->errlen, "%s: out of memory", cc->dir);
 			return -ENOMEM;
 		}
 		memcpy(o, v, sizeof(float) * rows * cols);
@@ -562,7 +553,7 @@ static int convert(struct conv_ctx *cc, const char *hname, const char *gname, ui
 	/* ggml order: ne0 is the contiguous dimension; a vector is (rows) alone. */
 	if (cols == 1 ? add_tensor(cc->h, gname, v, rows, 1) : add_tensor(cc->h, gname, v, cols, rows)) {
 		free(v);
-		set_err(cc->err, cc->errlen, "%s: out of memory", cc->dir);
+		err_set(cc->err, cc->errlen, "%s: out of memory", cc->dir);
 		return -ENOMEM;
 	}
 	return 0;
@@ -596,7 +587,7 @@ struct hf_model *hf_model_import(const char *dir, char *err, size_t errlen)
 	snprintf(cpath, sizeof(cpath), "%s/config.json", dir);
 	struct hf_model *h = calloc(1, sizeof(*h));
 	if (!h) {
-		set_err(err, errlen, "%s: out of memory", dir);
+		err_set(err, errlen, "%s: out of memory", dir);
 		return NULL;
 	}
 	int tied = 0;
@@ -614,7 +605,7 @@ struct hf_model *hf_model_import(const char *dir, char *err, size_t errlen)
 	struct conv_ctx cc = { h, &sh, dir, err, errlen };
 	const char *pre = text_prefix(&sh);
 	if (!pre) {
-		set_err(err, errlen, "%s: missing tensor 'model.embed_tokens.weight' (in its safetensors files)", dir);
+		err_set(err, errlen, "%s: missing tensor 'model.embed_tokens.weight' (in its safetensors files)", dir);
 		goto fail;
 	}
 	int E = c->n_embd, d = c->ssm_head_dim, Hk = c->ssm_n_k_heads, Hv = c->ssm_n_v_heads, hd = c->head_dim;
@@ -691,12 +682,12 @@ int hf_model_write_gguf(const struct hf_model *h, struct gguf_writer *w, uint32_
 {
 	if (matrix_type != GGUF_TENSOR_F32 && matrix_type != GGUF_TENSOR_F16 && matrix_type != GGUF_TENSOR_BF16 &&
 	    matrix_type != GGUF_TENSOR_Q8_0) {
-		set_err(err, errlen, "%s: matrix type %u unsupported (F32, F16, BF16, Q8_0)", path, matrix_type);
+		err_set(err, errlen, "%s: matrix type %u unsupported (F32, F16, BF16, Q8_0)", path, matrix_type);
 		return -EINVAL;
 	}
 	int rc = model_config_to_gguf(&h->cfg, w);
 	if (rc) {
-		set_err(err, errlen, "%s: cannot add the config keys", path);
+		err_set(err, errlen, "%s: cannot add the config keys", path);
 		return rc;
 	}
 	for (size_t i = 0; i < h->n && !rc; i++) {
@@ -732,7 +723,7 @@ int hf_model_write_gguf(const struct hf_model *h, struct gguf_writer *w, uint32_
 		free(buf);
 	}
 	if (rc) {
-		set_err(err, errlen, "%s: cannot add tensors to the GGUF writer (%s)", path, strerror(-rc));
+		err_set(err, errlen, "%s: cannot add tensors to the GGUF writer (%s)", path, strerror(-rc));
 		return rc;
 	}
 	return gguf_writer_write(w, path, err, errlen);

@@ -17,6 +17,7 @@
  * spaces on decode (so decode(encode(x)) == x), or support WordPiece/Unigram/RWKV
  * vocabularies. Workload: a vocabulary of up to ~250k tokens loaded once; encode runs
  * per request on prompts up to a few hundred kB. */
+#include "core/err.h"
 #include "model/tokenizer.h"
 
 #include <errno.h>
@@ -160,16 +161,6 @@ static int cp_to_byte(uint32_t cp)
 	return -1;
 }
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (!err || !errlen)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 void tok_destroy(struct tokenizer *t)
 {
@@ -322,7 +313,7 @@ static struct tokenizer *tok_build(struct tokenizer *t, const struct tok_src *sr
 	for (size_t i = 0; i < src->n_vocab; i++) {
 		struct tok_entry *e = &t->tok[i];
 		if (src->len[i] > UINT32_MAX / 8) {
-			set_err(err, errlen, "%s: token %zu is too long", where, i);
+			err_set(err, errlen, "%s: token %zu is too long", where, i);
 			goto fail;
 		}
 		memcpy(t->text_pool + off, src->text[i], src->len[i]);
@@ -390,7 +381,7 @@ static struct tokenizer *tok_build(struct tokenizer *t, const struct tok_src *sr
 	}
 	return t;
 oom:
-	set_err(err, errlen, "%s: out of memory building the tokenizer", where);
+	err_set(err, errlen, "%s: out of memory building the tokenizer", where);
 fail:
 	tok_destroy(t);
 	return NULL;
@@ -1212,7 +1203,7 @@ static struct tokenizer *tok_alloc(void)
 static int check_id(const struct tokenizer *t, const char *key, int32_t id, char *err, size_t errlen)
 {
 	if (id < -1 || (id >= 0 && (size_t)id >= t->n_vocab)) {
-		set_err(err, errlen, "%s: id %d is outside the vocabulary (%zu tokens)", key, (int)id, t->n_vocab);
+		err_set(err, errlen, "%s: id %d is outside the vocabulary (%zu tokens)", key, (int)id, t->n_vocab);
 		return -EINVAL;
 	}
 	return 0;
@@ -1228,12 +1219,12 @@ static int finish_specials(struct tokenizer *t, char *err, size_t errlen)
 	    check_id(t, "tokenizer.ggml.padding_token_id", t->pad, err, errlen))
 		return -EINVAL;
 	if (t->add_bos && t->bos < 0) {
-		set_err(err, errlen, "tokenizer.ggml.add_bos_token: true but the vocabulary has no BOS token "
+		err_set(err, errlen, "tokenizer.ggml.add_bos_token: true but the vocabulary has no BOS token "
 			"(set tokenizer.ggml.bos_token_id)");
 		return -EINVAL;
 	}
 	if (t->add_eos && t->eos < 0) {
-		set_err(err, errlen, "tokenizer.ggml.add_eos_token: true but the vocabulary has no EOS token "
+		err_set(err, errlen, "tokenizer.ggml.add_eos_token: true but the vocabulary has no EOS token "
 			"(set tokenizer.ggml.eos_token_id)");
 		return -EINVAL;
 	}
@@ -1295,12 +1286,12 @@ struct tokenizer *tok_load_gguf(const struct gguf *g, char *err, size_t errlen)
 	struct tok_src src = {0};
 	struct tokenizer *t = tok_alloc();
 	if (!t) {
-		set_err(err, errlen, "tokenizer: out of memory");
+		err_set(err, errlen, "tokenizer: out of memory");
 		return NULL;
 	}
 	const char *model = gguf_get_str(g, "tokenizer.ggml.model");
 	if (!model) {
-		set_err(err, errlen, "tokenizer.ggml.model: missing (the file carries no tokenizer)");
+		err_set(err, errlen, "tokenizer.ggml.model: missing (the file carries no tokenizer)");
 		goto fail;
 	}
 	if (strcmp(model, "gpt2") == 0) {
@@ -1309,52 +1300,52 @@ struct tokenizer *tok_load_gguf(const struct gguf *g, char *err, size_t errlen)
 	} else if (strcmp(model, "llama") == 0) {
 		t->model = TOK_MODEL_SPM;
 	} else {
-		set_err(err, errlen, "tokenizer.ggml.model: '%s' is not supported (supported: gpt2, llama)", model);
+		err_set(err, errlen, "tokenizer.ggml.model: '%s' is not supported (supported: gpt2, llama)", model);
 		goto fail;
 	}
 	t->pre = t->model == TOK_MODEL_BPE ? TOK_PRE_DEFAULT : TOK_PRE_NONE;
 	const char *pre = gguf_get_str(g, "tokenizer.ggml.pre");
 	if (pre && t->model == TOK_MODEL_BPE && !pre_from_name(pre, &t->pre)) {
-		set_err(err, errlen, "tokenizer.ggml.pre: '%s' is not supported (supported: default, gpt-2, qwen2, qwen35 "
+		err_set(err, errlen, "tokenizer.ggml.pre: '%s' is not supported (supported: default, gpt-2, qwen2, qwen35 "
 			"and their aliases)", pre);
 		goto fail;
 	}
 	long ki = gguf_find_key(g, "tokenizer.ggml.tokens");
 	if (ki < 0 || gguf_kv_type(g, (size_t)ki) != GGUF_TYPE_ARRAY ||
 	    gguf_kv_array_type(g, (size_t)ki) != GGUF_TYPE_STRING) {
-		set_err(err, errlen, "tokenizer.ggml.tokens: %s", ki < 0 ? "missing" : "not an array of strings");
+		err_set(err, errlen, "tokenizer.ggml.tokens: %s", ki < 0 ? "missing" : "not an array of strings");
 		goto fail;
 	}
 	size_t n_vocab = gguf_kv_array_len(g, (size_t)ki);
 	if (n_vocab == 0 || n_vocab > INT32_MAX) {
-		set_err(err, errlen, "tokenizer.ggml.tokens: %zu tokens (need 1 to 2^31-1)", n_vocab);
+		err_set(err, errlen, "tokenizer.ggml.tokens: %zu tokens (need 1 to 2^31-1)", n_vocab);
 		goto fail;
 	}
 	long ti = gguf_find_key(g, "tokenizer.ggml.token_type");
 	long si = gguf_find_key(g, "tokenizer.ggml.scores");
 	long mi = gguf_find_key(g, "tokenizer.ggml.merges");
 	if (ti >= 0 && (gguf_kv_type(g, (size_t)ti) != GGUF_TYPE_ARRAY || gguf_kv_array_len(g, (size_t)ti) != n_vocab)) {
-		set_err(err, errlen, "tokenizer.ggml.token_type: must be an array of %zu integers", n_vocab);
+		err_set(err, errlen, "tokenizer.ggml.token_type: must be an array of %zu integers", n_vocab);
 		goto fail;
 	}
 	if (si >= 0 && (gguf_kv_type(g, (size_t)si) != GGUF_TYPE_ARRAY || gguf_kv_array_len(g, (size_t)si) != n_vocab)) {
-		set_err(err, errlen, "tokenizer.ggml.scores: must be an array of %zu numbers", n_vocab);
+		err_set(err, errlen, "tokenizer.ggml.scores: must be an array of %zu numbers", n_vocab);
 		goto fail;
 	}
 	size_t n_merges = 0;
 	if (t->model == TOK_MODEL_BPE) {
 		if (mi < 0) {
-			set_err(err, errlen, "tokenizer.ggml.merges: missing (a byte-level BPE vocabulary needs its merge list)");
+			err_set(err, errlen, "tokenizer.ggml.merges: missing (a byte-level BPE vocabulary needs its merge list)");
 			goto fail;
 		}
 		if (gguf_kv_type(g, (size_t)mi) != GGUF_TYPE_ARRAY || gguf_kv_array_type(g, (size_t)mi) != GGUF_TYPE_STRING) {
-			set_err(err, errlen, "tokenizer.ggml.merges: not an array of strings");
+			err_set(err, errlen, "tokenizer.ggml.merges: not an array of strings");
 			goto fail;
 		}
 		n_merges = gguf_kv_array_len(g, (size_t)mi);
 	}
 	if (alloc_src(&src, n_vocab, n_merges, si >= 0)) {
-		set_err(err, errlen, "tokenizer: out of memory");
+		err_set(err, errlen, "tokenizer: out of memory");
 		goto fail;
 	}
 	for (size_t i = 0; i < n_vocab; i++) {
@@ -1363,7 +1354,7 @@ struct tokenizer *tok_load_gguf(const struct gguf *g, char *err, size_t errlen)
 		if (ti >= 0) {
 			int64_t ty;
 			if (!gguf_get_arr_i64(g, (size_t)ti, i, &ty) || ty < 0 || ty > TOK_TYPE_BYTE) {
-				set_err(err, errlen, "tokenizer.ggml.token_type[%zu]: not a token type (0 to 6)", i);
+				err_set(err, errlen, "tokenizer.ggml.token_type[%zu]: not a token type (0 to 6)", i);
 				goto fail;
 			}
 			src.type[i] = (uint8_t)ty;
@@ -1371,7 +1362,7 @@ struct tokenizer *tok_load_gguf(const struct gguf *g, char *err, size_t errlen)
 		if (si >= 0) {
 			double sc;
 			if (!gguf_get_arr_f64(g, (size_t)si, i, &sc)) {
-				set_err(err, errlen, "tokenizer.ggml.scores[%zu]: not a number", i);
+				err_set(err, errlen, "tokenizer.ggml.scores[%zu]: not a number", i);
 				goto fail;
 			}
 			src.score[i] = (float)sc;
@@ -1381,7 +1372,7 @@ struct tokenizer *tok_load_gguf(const struct gguf *g, char *err, size_t errlen)
 		const char *m = gguf_get_arr_str(g, (size_t)mi, i);
 		size_t len = gguf_get_arr_str_len(g, (size_t)mi, i), ll;
 		if (!split_merge(m, len, &ll)) {
-			set_err(err, errlen, "tokenizer.ggml.merges[%zu]: '%.60s' is not two tokens separated by a space", i, m);
+			err_set(err, errlen, "tokenizer.ggml.merges[%zu]: '%.60s' is not two tokens separated by a space", i, m);
 			goto fail;
 		}
 		src.merge_l[i] = m;
@@ -1555,7 +1546,7 @@ struct tokenizer *tok_load_hf_json(const char *path, char *err, size_t errlen)
 	char e[512];
 	cJSON *root = json_parse_file(path, e, sizeof e);
 	if (!root) {
-		set_err(err, errlen, "%s", e);
+		err_set(err, errlen, "%s", e);
 		return NULL;
 	}
 	const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
@@ -1570,25 +1561,25 @@ struct tokenizer *tok_load_hf_json(const char *path, char *err, size_t errlen)
 	const char *unk = json_get_str(root, "model.unk_token");
 	json_get_bool(model, "byte_fallback", &byte_fallback);
 	if (!mtype || strcmp(mtype, "BPE") != 0) {
-		set_err(err, errlen, "%s: model.type is '%s' (supported: BPE)", path, mtype ? mtype : "missing");
+		err_set(err, errlen, "%s: model.type is '%s' (supported: BPE)", path, mtype ? mtype : "missing");
 		goto out;
 	}
 	if (!cJSON_IsObject(vocab)) {
-		set_err(err, errlen, "%s: model.vocab: missing or not an object", path);
+		err_set(err, errlen, "%s: model.vocab: missing or not an object", path);
 		goto out;
 	}
 	if (!cJSON_IsArray(merges)) {
-		set_err(err, errlen, "%s: model.merges: missing (a BPE vocabulary needs its merge list)", path);
+		err_set(err, errlen, "%s: model.merges: missing (a BPE vocabulary needs its merge list)", path);
 		goto out;
 	}
 	if (hf_metaspace(root, &spm, &prefix, &first_only)) {
-		set_err(err, errlen, "%s: pre_tokenizer: a Metaspace that splits words is not supported (only "
+		err_set(err, errlen, "%s: pre_tokenizer: a Metaspace that splits words is not supported (only "
 			"split: false, as Llama and Mistral tokenizers use)", path);
 		goto out;
 	}
 	spm = spm || byte_fallback;
 	if (!spm && (!pt || hf_pre(pt, &pre, &byte_level) || !byte_level || pre == TOK_PRE_NONE)) {
-		set_err(err, errlen, "%s: pre_tokenizer: not a byte-level split this tokenizer knows (supported: ByteLevel "
+		err_set(err, errlen, "%s: pre_tokenizer: not a byte-level split this tokenizer knows (supported: ByteLevel "
 			"with the GPT-2 regex, or Split with the Qwen2, Qwen3.5 or Llama 3 regex followed by ByteLevel; or "
 			"SentencePiece-style BPE with byte_fallback)", path);
 		goto out;
@@ -1597,7 +1588,7 @@ struct tokenizer *tok_load_hf_json(const char *path, char *err, size_t errlen)
 	int64_t max_id = -1;
 	cJSON_ArrayForEach(it, vocab) {
 		if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > INT32_MAX) {
-			set_err(err, errlen, "%s: model.vocab['%.60s']: not a token id", path, it->string);
+			err_set(err, errlen, "%s: model.vocab['%.60s']: not a token id", path, it->string);
 			goto out;
 		}
 		if ((int64_t)it->valuedouble > max_id)
@@ -1606,7 +1597,7 @@ struct tokenizer *tok_load_hf_json(const char *path, char *err, size_t errlen)
 	cJSON_ArrayForEach(it, added) {
 		double id;
 		if (!json_get_double(it, "id", &id) || id < 0 || id > INT32_MAX || !json_get_str(it, "content")) {
-			set_err(err, errlen, "%s: added_tokens: an entry without id or content", path);
+			err_set(err, errlen, "%s: added_tokens: an entry without id or content", path);
 			goto out;
 		}
 		if ((int64_t)id > max_id)
@@ -1615,12 +1606,12 @@ struct tokenizer *tok_load_hf_json(const char *path, char *err, size_t errlen)
 	size_t n_vocab = (size_t)(max_id + 1), n_merges = (size_t)cJSON_GetArraySize(merges);
 	size_t n_entries = (size_t)cJSON_GetArraySize(vocab) + (size_t)cJSON_GetArraySize(added);
 	if (n_vocab > n_entries) {
-		set_err(err, errlen, "%s: model.vocab: ids reach %zu but there are only %zu tokens (ids must be "
+		err_set(err, errlen, "%s: model.vocab: ids reach %zu but there are only %zu tokens (ids must be "
 			"0..N-1 without gaps)", path, n_vocab - 1, n_entries);
 		goto out;
 	}
 	if (alloc_src(&src, n_vocab, n_merges, false) || !(t = tok_alloc())) {
-		set_err(err, errlen, "%s: out of memory", path);
+		err_set(err, errlen, "%s: out of memory", path);
 		goto out;
 	}
 	t->model = spm ? TOK_MODEL_SPM : TOK_MODEL_BPE;
@@ -1652,7 +1643,7 @@ struct tokenizer *tok_load_hf_json(const char *path, char *err, size_t errlen)
 	}
 	for (size_t i = 0; i < n_vocab; i++) {
 		if (!src.text[i]) {
-			set_err(err, errlen, "%s: model.vocab: no token has id %zu (ids must be 0..%zu without gaps)", path, i,
+			err_set(err, errlen, "%s: model.vocab: no token has id %zu (ids must be 0..%zu without gaps)", path, i,
 				n_vocab - 1);
 			goto out;
 		}
@@ -1662,7 +1653,7 @@ struct tokenizer *tok_load_hf_json(const char *path, char *err, size_t errlen)
 		if (cJSON_IsString(it)) {
 			size_t ll, len = strlen(it->valuestring);
 			if (!split_merge(it->valuestring, len, &ll)) {
-				set_err(err, errlen, "%s: model.merges[%zu]: '%.60s' is not two tokens separated by a space", path,
+				err_set(err, errlen, "%s: model.merges[%zu]: '%.60s' is not two tokens separated by a space", path,
 					i, it->valuestring);
 				goto out;
 			}
@@ -1677,7 +1668,7 @@ struct tokenizer *tok_load_hf_json(const char *path, char *err, size_t errlen)
 			src.merge_ll[i] = strlen(src.merge_l[i]);
 			src.merge_rl[i] = strlen(src.merge_r[i]);
 		} else {
-			set_err(err, errlen, "%s: model.merges[%zu]: neither \"a b\" nor [\"a\", \"b\"]", path, i);
+			err_set(err, errlen, "%s: model.merges[%zu]: neither \"a b\" nor [\"a\", \"b\"]", path, i);
 			goto out;
 		}
 		i++;

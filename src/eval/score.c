@@ -356,8 +356,8 @@ static bool number_at(const char *p, const char **end, double *out)
 
 /* ---- fractions (datasets/sixi-math) ----------------------------------------
  * An exact answer may be a fraction: "7/3" reads as 7 divided by 3 when both
- * sides are whole numbers and the denominator is not 0; anything else is the
- * plain number before the slash. */
+ * sides are whole numbers and the denominator is not 0; otherwise the two
+ * sides stay separate numbers. */
 static bool fraction_at(const char *p, const char **end, double *out)
 {
 	if (!number_at(p, end, out))

@@ -760,7 +760,8 @@ static int conv_livecodebench(struct conv *c, const cJSON *in, long line, cJSON 
 		}
 		fn_lit = py_literal(fn);
 		rc = fn_lit ? 0 : -ENOMEM;
-		rc = rc ? rc : buf_printf(&p, "\n\nComplete this Python code:\n\n```python\n%s\n```\n\n%s",
+		rc = rc ? rc : buf_printf(&p, "\n\nComplete this Python code:\n\n```python\n%s\n```\n\nInclude every "
+					  "import your code needs (such as from typing import List). %s",
 					  starter ? starter : "", code_reply);
 		rc = rc ? rc : buf_printf(&tests, lcb_func_tests, lit, fn_lit);
 		rc = rc ? rc : buf_printf(&ref, lcb_func_reference, lit, fn);
@@ -925,7 +926,7 @@ static int wrong_format(const struct format *f, const cJSON *o, const char *wher
 			guess = formats[i].name;
 		}
 	}
-	eval_errorf(err, errlen, "%s: this is not a %s file (%s has keys: %s)%s%s%s", where, f->title, "its first record",
+	eval_errorf(err, errlen, "%s: this is not a file in the %s format (%s has keys: %s)%s%s%s", where, f->title, "its first record",
 		    b.data ? b.data : "none", guess ? "; it looks like " : "", guess ? guess : "",
 		    guess ? ": give --format " : "");
 	if (guess) {

@@ -696,7 +696,7 @@ int gate_run(const struct gate_protocol *p, const struct gate_overrides *o, FILE
 	if (js) {
 		cJSON_AddStringToObject(js, "result", *all_passed ? "PASS" : "FAIL");
 		cJSON_AddNumberToObject(js, "gates_passed", passed);
-		cJSON_AddNumberToObject(js, "gates", ran);
+		cJSON_AddNumberToObject(js, "gates_run", ran);
 		char *s = cJSON_Print(js);
 		fprintf(out, "%s\n", s ? s : "{}");
 		free(s);

@@ -37,7 +37,8 @@ static const char usage[] =
 	"  summary RUN [--json]                   pass rate, classes, tokens, pass@k, majority vote\n"
 	"  export RUN --csv|--jsonl               one line per attempt with the raw text\n"
 	"  regrade RUN --max-tokens N,N,...       cut stored replies at smaller budgets and regrade\n"
-	"Common: --db PATH (default results/sixi.db), --no-preflight, --ready-timeout S.\n"
+	"Common: --db PATH (default results/sixi.db), --json (summary as JSON on stdout), --no-preflight,\n"
+	"        --ready-timeout S.\n"
 	"DATASET is a .jsonl file or a folder with tasks.jsonl (format: datasets/README.md).\n";
 
 struct common {
@@ -197,7 +198,9 @@ static int cmd_run(int argc, char **argv)
 		fprintf(stderr, "sixi-eval: %s\n", err);
 		goto out;
 	}
-	struct eval_run_opts o = {.db_path = c.db, .out = stdout, .skip_preflight = c.no_preflight,
+	/* with --json stdout carries only the summary object; the rest goes to stderr */
+	struct eval_run_opts o = {.db_path = c.db, .out = c.json ? stderr : stdout, .json = c.json, .json_out = stdout,
+				  .skip_preflight = c.no_preflight,
 				  .ready_timeout_s = c.ready_timeout_s};
 	rc = 0;
 	bool any = false;
@@ -243,7 +246,8 @@ static int cmd_resume(int argc, char **argv)
 	if (parse_run_id("resume", id_s, &id))
 		return 2;
 	char err[4096];
-	struct eval_run_opts o = {.db_path = c.db, .out = stdout, .ready_timeout_s = c.ready_timeout_s};
+	struct eval_run_opts o = {.db_path = c.db, .out = c.json ? stderr : stdout, .json = c.json, .json_out = stdout,
+				  .ready_timeout_s = c.ready_timeout_s};
 	if (eval_run_resume(id, proto, &o, err, sizeof err) != 0) {
 		fprintf(stderr, "sixi-eval: %s\n", err);
 		return 1;

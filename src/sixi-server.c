@@ -4,10 +4,12 @@
  * model or the simulated device) and runs the server until SIGINT or SIGTERM. */
 #include "core/args.h"
 #include "core/log.h"
+#include <cjson/cJSON.h>
 #include "server/engine.h"
 #include "server/server.h"
 #include "server/real.h"
 #include "server/sim.h"
+#include "model/tiny.h"
 #include "model/tok_cmd.h"
 #include "plan/plan.h"
 #include "plan/plan_gguf.h"
@@ -26,6 +28,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: sixi-server --simulate PRESET|FILE.json [options]\n"
 		"       sixi-server --model FILE.gguf [options]\n"
+		"       sixi-server --write-tiny PATH   (writes the embedded tiny model as GGUF)\n"
 		"       sixi-server --tokenize FILE TEXT | --detokenize FILE ID...\n"
 		"\n"
 		"Engine:\n"
@@ -41,6 +44,8 @@ static void usage(FILE *f)
 		"  --mem-limit BYTES       refuse configurations needing more (default: simulated device\n"
 		"                          memory - 5%%; real: available memory - 10%%)\n"
 		"  --threads N             CPU threads for the real model\n"
+		"  --chat-template FILE    Jinja chat template (.jinja or tokenizer_config.json) instead of\n"
+		"                          the model's (default: the GGUF's tokenizer.chat_template, else ChatML)\n"
 		"Scheduler:\n"
 		"  --straggler-wait on|off wait for sequences still being sampled before a pass (default on)\n"
 		"  --straggler-frac F      wait this fraction of the last pass time (default 0.2)\n"
@@ -60,6 +65,8 @@ static void usage(FILE *f)
 		"  --header-timeout S      seconds for a request's header block (default 10)\n"
 		"  --idle-timeout S        seconds an idle keep-alive connection is kept (default 120)\n"
 		"  --max-conns N           open connections (default 4096)\n"
+		"  --json                  print one JSON line on stdout once listening (port, pid, model,\n"
+		"                          parallel, context)\n"
 		"  --log-level LEVEL       error|warn|info|debug (default info)\n",
 		sim_preset_names());
 }
@@ -164,14 +171,14 @@ static int size_model(const char *path, int64_t *parallel, int64_t *context, uin
 		fprintf(stderr, "sixi-server: sizing %s: %s\n", path, err);
 		return -EINVAL;
 	}
-	char t[6][32];
+	char t[7][32];
 	fprintf(stderr,
 		"sixi-server: %s: %lld sequences x %lld context: weights %s + KV %s + state %s + conv %s + "
 		"activations %s = %s of %s allowed\n",
 		path, (long long)*parallel, (long long)*context, plan_format_bytes(b.weights_bytes, t[0], 32),
 		plan_format_bytes(b.kv_bytes, t[1], 32), plan_format_bytes(b.ssm_bytes, t[2], 32),
 		plan_format_bytes(b.conv_bytes, t[3], 32), plan_format_bytes(b.activation_bytes, t[4], 32),
-		plan_format_bytes(b.total_bytes, t[5], 32), limit ? plan_format_bytes(limit, t[0], 32) : "(unknown)");
+		plan_format_bytes(b.total_bytes, t[5], 32), limit ? plan_format_bytes(limit, t[6], 32) : "(unknown)");
 	if (limit && b.total_bytes > limit) {
 		struct plan_workload w;
 		plan_workload_server(&w, *context, *parallel, 0, rows);
@@ -192,12 +199,26 @@ int main(int argc, char **argv)
 	log_set_program("sixi-server");
 	if (argc > 1 && (strcmp(argv[1], "--tokenize") == 0 || strcmp(argv[1], "--detokenize") == 0))
 		return tok_cmd_main(argc, argv);
+	if (argc > 1 && strcmp(argv[1], "--write-tiny") == 0) {
+		char werr[1024];
+		if (argc != 3) {
+			fprintf(stderr, "sixi-server: usage: sixi-server --write-tiny PATH\n");
+			return 2;
+		}
+		if (model_write_tiny(argv[2], werr, sizeof werr) != 0) {
+			fprintf(stderr, "sixi-server: --write-tiny: %s\n", werr);
+			return 1;
+		}
+		fprintf(stderr, "sixi-server: wrote the tiny model to %s\n", argv[2]);
+		return 0;
+	}
 	struct server_config cfg;
 	server_config_default(&cfg);
 	const char *simulate = NULL, *model = NULL, *port_file = NULL, *pid_file = NULL;
 	double time_scale = 1, strag_min_ms = 4, strag_max_ms = 40;
 	int64_t parallel = 0, context = 0, threads = 0;
 	uint64_t mem_limit = 0;
+	bool json = false;
 	char err[1024];
 	int rc = 1;
 	for (int i = 1; i < argc; i++) {
@@ -258,6 +279,11 @@ int main(int argc, char **argv)
 			NEEDV();
 			r = args_i64(a, v, 1, 1 << 20, &iv, err, sizeof err);
 			cfg.sched.prefill_chunk = (int32_t)iv;
+		} else if (strcmp(a, "--chat-template") == 0) {
+			NEEDV();
+			cfg.chat_template_path = v;
+		} else if (strcmp(a, "--json") == 0) {
+			json = true;
 		} else if (strcmp(a, "--no-interleave") == 0) {
 			cfg.sched.interleave = false;
 		} else if (strcmp(a, "--prefix-cache") == 0) {
@@ -377,6 +403,21 @@ int main(int argc, char **argv)
 		}
 	}
 	fprintf(stderr, "listening on %s:%d\n", cfg.http.host, server_port(srv));
+	if (json) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "host", cfg.http.host);
+		cJSON_AddNumberToObject(o, "port", server_port(srv));
+		cJSON_AddNumberToObject(o, "pid", (double)getpid());
+		cJSON_AddStringToObject(o, "model", e->name);
+		cJSON_AddNumberToObject(o, "parallel", e->n_slots);
+		cJSON_AddNumberToObject(o, "context", e->n_ctx);
+		char *text = cJSON_PrintUnformatted(o);
+		if (text)
+			printf("%s\n", text);
+		fflush(stdout);
+		free(text);
+		cJSON_Delete(o);
+	}
 	int r = server_run(srv, sfd);
 	if (r != 0) {
 		fprintf(stderr, "sixi-server: event loop failed: %s\n", strerror(-r));

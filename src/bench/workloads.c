@@ -1,6 +1,7 @@
 /* workloads — see workloads.h. */
 #include "bench/workloads.h"
 #include "bench/plot.h"
+#include "bench/selftest.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "store/store.h"
@@ -100,8 +101,25 @@ static void print_json(FILE *out, struct bench *b, const char *workload, const s
 	cJSON_Delete(o);
 }
 
+/* A client ceiling for the headroom column: measured once per database, quietly. */
+static void ensure_ceiling(struct bench *b)
+{
+	if (bench_client_ceiling(b) > 0)
+		return;
+	struct bench_cfg cfg = *bench_config(b);
+	cfg.quiet = true;
+	cfg.json = false;
+	cfg.rounds = 4;
+	int64_t streams[] = { 64 };
+	struct selftest_params sp = { .streams = streams, .n_streams = 1, .events = 256, .tokens_per_event = 1 };
+	char err[256];
+	if (selftest_run(&cfg, &sp, stderr, err, sizeof err) != 0)
+		log_warn("could not measure the client's ceiling: %s", err);
+}
+
 static int prepare(struct bench *b, char *err, size_t errlen)
 {
+	ensure_ceiling(b);
 	int rc = bench_wait_ready(b, err, errlen);
 	if (rc)
 		return rc;

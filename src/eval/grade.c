@@ -39,6 +39,7 @@ struct grader *grader_create(const char *harness_dir, const char *python)
 	snprintf(g->harness, sizeof g->harness, "%s", harness_dir ? harness_dir : env && *env ? env : SIXI_HARNESS_DIR);
 	snprintf(g->python, sizeof g->python, "%s", python ? python : "/usr/bin/python3");
 	pthread_rwlock_init(&g->lock, NULL);
+	sandbox_sweep();
 	char driver[1100];
 	snprintf(driver, sizeof driver, "%s/driver.py", g->harness);
 	FILE *f = fopen(driver, "r");

@@ -62,7 +62,7 @@ struct runner {
 	struct progress prog;
 	struct eval_prompt *tmpl; /* the model's chat template, or NULL (chat, raw) */
 	char tmpl_sha[65];       /* sha256 of the template source, "" when none */
-	int fatal;               /* a store error: stop taking jobs */
+	_Atomic int fatal;       /* a store error: stop taking jobs (read without the locks) */
 	char fatal_msg[512];
 };
 
@@ -978,7 +978,7 @@ int eval_run_new(const struct eval_protocol *p, int cond, const struct eval_run_
 	if (rc == 0)
 		rc = runner_execute(&R, true, err, errlen);
 	if (rc == 0)
-		rc = eval_run_summary(o->db_path, R.run_id, false, o->out, err, errlen);
+		rc = eval_run_summary(o->db_path, R.run_id, o->json, o->json ? o->json_out : o->out, err, errlen);
 out:
 	cJSON_Delete(frozen);
 	cJSON_Delete(excluded);
@@ -1096,7 +1096,7 @@ int eval_run_resume(int64_t run_id, const char *protocol_path, const struct eval
 	}
 	runner_finish(&R);
 	if (rc == 0)
-		rc = eval_run_summary(o->db_path, run_id, false, o->out, err, errlen);
+		rc = eval_run_summary(o->db_path, run_id, o->json, o->json ? o->json_out : o->out, err, errlen);
 out:
 	eval_protocol_destroy(p);
 	eval_protocol_destroy(given);

@@ -30,6 +30,8 @@ struct eval_run_opts {
 	bool skip_preflight;      /* do not check references before the run */
 	double ready_timeout_s;   /* how long to wait for the first real generation (default 300) */
 	const char *harness_dir;  /* NULL: the grader's default */
+	bool json;                /* the final summary as JSON on json_out (out then gets the rest) */
+	FILE *json_out;
 };
 
 /* Runs condition cond (index) of p as a new run; *run_id is set as soon as the run

@@ -127,6 +127,27 @@ static size_t add_top_dirs(const char **args, size_t n, char links[][64])
 	return n;
 }
 
+void sandbox_sweep(void)
+{
+	DIR *d = opendir("/tmp");
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		int pid = 0;
+		char tail[16];
+		/* only folders named by sandbox_run, whose process is gone (killed mid-grade) */
+		if (sscanf(e->d_name, "sixi-sandbox-%d-%15s", &pid, tail) != 2 || pid <= 0 || strlen(tail) != 6)
+			continue;
+		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		char path[300];
+		snprintf(path, sizeof path, "/tmp/%s", e->d_name);
+		remove_dir(path);
+	}
+	closedir(d);
+}
+
 static void set_limit(int which, rlim_t soft, rlim_t hard)
 {
 	struct rlimit r = {soft, hard};
@@ -170,7 +191,8 @@ int sandbox_run(const char *harness_dir, const struct sandbox_file *files, size_
 	const char *bwrap = find_bwrap();
 	if (!bwrap)
 		return -ENOSYS;
-	char dir[] = "/tmp/sixi-sandbox-XXXXXX";
+	char dir[64];
+	snprintf(dir, sizeof dir, "/tmp/sixi-sandbox-%d-XXXXXX", (int)getpid());
 	if (!mkdtemp(dir))
 		return -errno;
 	int rc = chmod(dir, 0755) == 0 ? 0 : -errno;

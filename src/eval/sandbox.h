@@ -52,4 +52,7 @@ __attribute__((warn_unused_result)) int sandbox_run(const char *harness_dir, con
 						    size_t nfiles, const char *const *argv,
 						    const struct sandbox_limits *lim, struct sandbox_result *res);
 void sandbox_result_finish(struct sandbox_result *res);
+/* Removes input folders left in /tmp by a process killed while grading (named
+ * sixi-sandbox-PID-XXXXXX, PID no longer running). */
+void sandbox_sweep(void);
 #endif

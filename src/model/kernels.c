@@ -1,12 +1,15 @@
 /* kernels — see kernels.h. The AVX2/FMA functions are compiled with a target attribute so
  * that the rest of the library stays portable; kern_pool_create picks them when
- * __builtin_cpu_supports says the CPU has AVX2, FMA and F16C. Threads wait on a condition
- * variable between jobs (the machines this runs on are shared, so nothing spins). */
+ * __builtin_cpu_supports says the CPU has AVX2, FMA and F16C. Workers spin briefly between
+ * jobs and then sleep (see SPIN_NS). */
 #include "model/kernels.h"
 
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -276,6 +279,27 @@ __attribute__((target("avx2,fma,f16c"))) static void tile_avx2(const float *w, i
 			yb[0] = hsum256(b0), yb[1] = hsum256(b1), yb[2] = hsum256(b2), yb[3] = hsum256(b3);
 			yc[0] = hsum256(c0), yc[1] = hsum256(c1), yc[2] = hsum256(c2), yc[3] = hsum256(c3);
 		}
+		for (; r + 2 <= n_rows; r += 2) {
+			const float *xa = x + (size_t)r * x_stride, *xb = xa + x_stride;
+			__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+			for (int i = 0; i < n8; i += 8) {
+				__m256 v0 = _mm256_loadu_ps(w0 + i), v1 = _mm256_loadu_ps(w1 + i), v2 = _mm256_loadu_ps(w2 + i),
+				       v3 = _mm256_loadu_ps(w3 + i);
+				__m256 xv = _mm256_loadu_ps(xa + i);
+				a0 = _mm256_fmadd_ps(v0, xv, a0);
+				a1 = _mm256_fmadd_ps(v1, xv, a1);
+				a2 = _mm256_fmadd_ps(v2, xv, a2);
+				a3 = _mm256_fmadd_ps(v3, xv, a3);
+				xv = _mm256_loadu_ps(xb + i);
+				b0 = _mm256_fmadd_ps(v0, xv, b0);
+				b1 = _mm256_fmadd_ps(v1, xv, b1);
+				b2 = _mm256_fmadd_ps(v2, xv, b2);
+				b3 = _mm256_fmadd_ps(v3, xv, b3);
+			}
+			float *ya = y + (size_t)r * y_stride + o0, *yb = ya + y_stride;
+			ya[0] = hsum256(a0), ya[1] = hsum256(a1), ya[2] = hsum256(a2), ya[3] = hsum256(a3);
+			yb[0] = hsum256(b0), yb[1] = hsum256(b1), yb[2] = hsum256(b2), yb[3] = hsum256(b3);
+		}
 	}
 	for (; r < n_rows; r++) {
 		const float *xr = x + (size_t)r * x_stride;
@@ -318,14 +342,22 @@ __attribute__((target("avx2,fma,f16c"))) static void tile_avx2(const float *w, i
 
 /* ---- thread pool ---- */
 
+/* Workers spin on the generation counter for up to SPIN_NS after a job (a forward pass
+ * dispatches jobs microseconds apart, and a condition-variable wake-up costs tens of
+ * microseconds), then sleep on the condition variable, so an idle model costs no CPU. */
+#define SPIN_NS 2000000L
+
 struct kern_pool {
 	int n_threads;
 	int use_avx2;
 	pthread_t *threads;
 	pthread_mutex_t mu;
-	pthread_cond_t cv_start, cv_done;
-	unsigned long generation;
-	int n_job, n_pending, stop;
+	pthread_cond_t cv_start;
+	int n_sleeping;              /* guarded by mu */
+	atomic_ulong generation;     /* bumped (under mu) to publish a job */
+	atomic_int n_pending;        /* workers that have not finished the current job */
+	atomic_int stop;
+	int n_job;                   /* job fields are written before generation is bumped */
 	void (*fn)(void *, int, int);
 	void *ctx;
 	float **scratch; /* per thread: ROWS_PER_TILE * scratch_n floats, decoded weight rows */
@@ -337,6 +369,20 @@ struct worker_arg {
 	int ith;
 };
 
+static inline void cpu_relax(void)
+{
+#if KERN_X86
+	__builtin_ia32_pause();
+#endif
+}
+
+static long mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker_arg *wa = arg;
@@ -345,24 +391,36 @@ static void *worker_main(void *arg)
 	free(wa);
 	unsigned long seen = 0;
 	for (;;) {
-		pthread_mutex_lock(&p->mu);
-		while (p->generation == seen && !p->stop)
-			pthread_cond_wait(&p->cv_start, &p->mu);
-		if (p->stop) {
-			pthread_mutex_unlock(&p->mu);
-			return NULL;
+		unsigned long g = atomic_load_explicit(&p->generation, memory_order_acquire);
+		if (g == seen && !atomic_load_explicit(&p->stop, memory_order_relaxed)) {
+			long t0 = mono_ns();
+			for (int i = 0;; i++) {
+				g = atomic_load_explicit(&p->generation, memory_order_acquire);
+				if (g != seen || atomic_load_explicit(&p->stop, memory_order_relaxed))
+					break;
+				if (i < 256) {
+					cpu_relax();
+				} else {
+					sched_yield(); /* give way when the machine has more threads than cores */
+					if ((i & 63) == 63 && mono_ns() - t0 > SPIN_NS)
+						break;
+				}
+			}
 		}
-		seen = p->generation;
-		int n = p->n_job;
-		void (*fn)(void *, int, int) = p->fn;
-		void *ctx = p->ctx;
-		pthread_mutex_unlock(&p->mu);
-		if (ith < n)
-			fn(ctx, ith, n);
-		pthread_mutex_lock(&p->mu);
-		if (--p->n_pending == 0)
-			pthread_cond_signal(&p->cv_done);
-		pthread_mutex_unlock(&p->mu);
+		if (g == seen) {
+			pthread_mutex_lock(&p->mu);
+			p->n_sleeping++;
+			while ((g = atomic_load(&p->generation)) == seen && !atomic_load(&p->stop))
+				pthread_cond_wait(&p->cv_start, &p->mu);
+			p->n_sleeping--;
+			pthread_mutex_unlock(&p->mu);
+		}
+		if (atomic_load(&p->stop))
+			return NULL;
+		seen = g;
+		if (ith < p->n_job)
+			p->fn(p->ctx, ith, p->n_job);
+		atomic_fetch_sub_explicit(&p->n_pending, 1, memory_order_release);
 	}
 }
 
@@ -384,7 +442,9 @@ struct kern_pool *kern_pool_create(int n_threads, const char *isa)
 #endif
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv_start, NULL);
-	pthread_cond_init(&p->cv_done, NULL);
+	atomic_init(&p->generation, 0);
+	atomic_init(&p->n_pending, 0);
+	atomic_init(&p->stop, 0);
 	p->scratch = calloc((size_t)n_threads, sizeof(*p->scratch));
 	p->threads = calloc((size_t)n_threads, sizeof(*p->threads));
 	if (!p->scratch || !p->threads) {
@@ -416,7 +476,7 @@ void kern_pool_destroy(struct kern_pool *p)
 		return;
 	if (p->threads) {
 		pthread_mutex_lock(&p->mu);
-		p->stop = 1;
+		atomic_store(&p->stop, 1);
 		pthread_cond_broadcast(&p->cv_start);
 		pthread_mutex_unlock(&p->mu);
 		for (int i = 1; i < p->n_threads; i++)
@@ -429,7 +489,6 @@ void kern_pool_destroy(struct kern_pool *p)
 	free(p->threads);
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->cv_start);
-	pthread_cond_destroy(&p->cv_done);
 	free(p);
 }
 
@@ -451,19 +510,24 @@ void kern_pool_run(struct kern_pool *p, void (*fn)(void *ctx, int ith, int nth),
 		fn(ctx, 0, 1);
 		return;
 	}
-	pthread_mutex_lock(&p->mu);
+	/* Every worker acknowledges every job (those with ith >= n do nothing), so no worker can
+	 * still be reading the job fields when the next job overwrites them. */
 	p->fn = fn;
 	p->ctx = ctx;
 	p->n_job = n;
-	p->n_pending = p->n_threads - 1;
-	p->generation++;
-	pthread_cond_broadcast(&p->cv_start);
+	atomic_store_explicit(&p->n_pending, p->n_threads - 1, memory_order_relaxed);
+	pthread_mutex_lock(&p->mu);
+	atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
+	if (p->n_sleeping)
+		pthread_cond_broadcast(&p->cv_start);
 	pthread_mutex_unlock(&p->mu);
 	fn(ctx, 0, n);
-	pthread_mutex_lock(&p->mu);
-	while (p->n_pending > 0)
-		pthread_cond_wait(&p->cv_done, &p->mu);
-	pthread_mutex_unlock(&p->mu);
+	for (int i = 0; atomic_load_explicit(&p->n_pending, memory_order_acquire) > 0; i++) {
+		if (i < 256)
+			cpu_relax();
+		else
+			sched_yield();
+	}
 }
 
 /* ---- matmul ---- */
@@ -528,7 +592,9 @@ void kern_matmul(struct kern_pool *p, const struct kern_mat *w, const float *x, 
 	struct matmul_job j = { p, w, x, x_stride, n_rows, y, y_stride };
 	/* Small products are not worth waking threads for. */
 	double work = (double)w->n_in * w->n_out * n_rows;
-	int nth = work < 65536.0 ? 1 : p->n_threads;
+	int nth = p->n_threads;
+	if (work < 65536.0 * nth)
+		nth = work < 65536.0 ? 1 : (int)(work / 65536.0);
 	int n_tiles = (w->n_out + ROWS_PER_TILE - 1) / ROWS_PER_TILE;
 	if (nth > n_tiles)
 		nth = n_tiles;

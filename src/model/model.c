@@ -842,7 +842,11 @@ static void layer_gdn(struct pass *p)
 			gb[Hv + h] = 1.0f / (1.0f + expf(-ab[h]));
 		}
 	}
+	/* Threads only pay off when there is enough state to sweep (about 6 d² flops a row a head). */
 	int nth = kern_pool_threads(p->m->pool);
+	double work = 6.0 * N * Hv * d * d;
+	if (work < 262144.0)
+		nth = 1;
 	kern_pool_run(p->m->pool, gdn_heads, p, p->n_seg * Hv < nth ? p->n_seg * Hv : nth);
 	/* Gated RMSNorm per head (plain weight), gate SiLU(z). */
 	for (int r = 0; r < N; r++) {
@@ -952,6 +956,9 @@ static void layer_attn(struct pass *p)
 		}
 	}
 	int nth = kern_pool_threads(p->m->pool);
+	double work = 4.0 * nh * hd * (double)(p->seg[p->n_seg - 1].pos0 + 1) * p->N;
+	if (work < 262144.0)
+		nth = 1;
 	kern_pool_run(p->m->pool, attn_heads, p, p->N * nh < nth ? p->N * nh : nth);
 	matmul(p, &l->wo, p->a4, p->w4, p->y, c->n_embd);
 }

@@ -49,11 +49,15 @@ struct engine {
 	const struct engine_ops *ops;
 	const char *name;     /* model name for /v1/models */
 	int32_t n_vocab;      /* ids accepted in prompts: [0, n_vocab) */
-	int32_t n_logits;     /* logits per row; ids [0, n_logits) can be sampled */
+	int32_t n_logits;     /* logits per row (the row stride of forward's output) */
+	int32_t n_sample;     /* ids [0, n_sample) can be sampled (<= n_logits; a model may pad its rows) */
 	int32_t eos;          /* end-of-sequence id, -1 if none */
 	int32_t n_ctx;        /* positions per slot */
 	int32_t n_slots;      /* sequences that can be resident at once */
 	double time_scale;    /* simulated time runs this many times faster; 1 for real engines */
+	const char *chat_template; /* Jinja source the model ships, or NULL (ChatML is used) */
+	const char *bos_text;      /* text of the BOS token for templates, or NULL */
+	const char *eos_text;      /* text of the EOS token for templates, or NULL */
 	_Atomic int64_t state_copies; /* recurrent-state copies made by forward passes: must stay 0 */
 };
 

@@ -302,7 +302,6 @@ static int parse_head(struct http_conn *c, bool *expect_continue, const char **w
 	c->keep_alive = sp2[8] == '1'; /* HTTP/1.1 keeps alive by default, 1.0 does not */
 	c->body_bytes = 0;
 	*expect_continue = false;
-	bool have_length = false;
 	for (char *line = eol + 1; line < end;) {
 		char *le = memchr(line, '\n', (size_t)(end - line));
 		if (!le)
@@ -342,7 +341,6 @@ static int parse_head(struct http_conn *c, bool *expect_continue, const char **w
 				return 413;
 			}
 			c->body_bytes = (size_t)n;
-			have_length = true;
 		} else if (nl == 17 && strncasecmp(line, "Transfer-Encoding", 17) == 0) {
 			*why = "chunked request bodies are not supported; send Content-Length";
 			return 411;
@@ -356,7 +354,6 @@ static int parse_head(struct http_conn *c, bool *expect_continue, const char **w
 		}
 		line = le + 1;
 	}
-	(void)have_length;
 	return 0;
 }
 
@@ -457,7 +454,14 @@ static void conn_read(struct http_conn *c)
 			continue;
 		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			break;
-		c->dead = true; /* EOF or error: the client is gone */
+		if (r == 0 && !c->lingering) {
+			/* EOF: answer what already arrived if that can be done at once (a
+			 * client may half-close after its request), then close; a generation
+			 * still running for this client is cancelled by the close. */
+			process_input(c);
+			conn_flush(c);
+		}
+		c->dead = true;
 		return;
 	}
 	if (!c->lingering)

@@ -6,6 +6,7 @@
 #include "server/real.h"
 #include "server/engine.h"
 #include "core/buf.h"
+#include "model/gguf.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
 
@@ -45,12 +46,26 @@ static int real_tokenize(struct engine *e, const char *text, size_t len, int32_t
 static int real_detokenize(struct engine *e, int32_t id, struct buf *out)
 {
 	struct real_engine *r = (struct real_engine *)e;
-	char *text = NULL;
-	size_t len = 0;
-	int rc = tok_decode(r->tok, &id, 1, false, &text, &len);
-	if (rc == 0)
-		rc = buf_append(out, text, len);
+	char *text = NULL, *one = NULL;
+	size_t len = 0, len1 = 0;
+	int rc;
+	if (tok_model_kind(r->tok) == TOK_MODEL_SPM) {
+		/* SentencePiece drops the leading space of the first token decoded; a
+		 * generated token is never first, so decode it as the second of two and
+		 * keep the bytes it adds. */
+		int32_t two[2] = { id, id };
+		rc = tok_decode(r->tok, two, 2, false, &text, &len);
+		if (rc == 0)
+			rc = tok_decode(r->tok, &id, 1, false, &one, &len1);
+		if (rc == 0 && len >= len1)
+			rc = buf_append(out, text + len1, len - len1);
+	} else {
+		rc = tok_decode(r->tok, &id, 1, false, &text, &len);
+		if (rc == 0)
+			rc = buf_append(out, text, len);
+	}
 	free(text);
+	free(one);
 	return rc;
 }
 
@@ -178,10 +193,14 @@ struct engine *real_engine_open(const char *path, int n_slots, int n_ctx, int n_
 	r->base.name = r->name;
 	r->base.n_vocab = cfg->n_vocab;
 	r->base.n_logits = cfg->n_vocab;
+	r->base.n_sample = (int32_t)tok_vocab_size(r->tok); /* padding rows beyond the vocabulary never win */
 	r->base.eos = tok_eos(r->tok);
 	r->base.n_ctx = n_ctx;
 	r->base.n_slots = n_slots;
 	r->base.time_scale = 1;
+	r->base.chat_template = gguf_get_str(g, "tokenizer.chat_template");
+	r->base.bos_text = tok_bos(r->tok) >= 0 ? tok_piece(r->tok, tok_bos(r->tok)) : NULL;
+	r->base.eos_text = tok_eos(r->tok) >= 0 ? tok_piece(r->tok, tok_eos(r->tok)) : NULL;
 	atomic_init(&r->base.state_copies, 0);
 	return &r->base;
 fail:

@@ -65,6 +65,7 @@ struct sched_seq {
 	/* output, under s->lock */
 	struct buf out;           /* text not yet taken */
 	enum sched_finish finish;
+	int64_t completion_tokens;  /* n_gen as last published */
 	int64_t cached_tokens;
 	int64_t queue_ns;
 };
@@ -487,6 +488,38 @@ static size_t utf8_incomplete_tail(const char *p, size_t n)
 	return need > back + 1 ? back + 1 : 0;
 }
 
+/* Appends p[0..n) to out with every invalid UTF-8 sequence replaced by U+FFFD, so
+ * that clients always receive valid JSON strings (a random or badly sampled model
+ * can emit stray continuation bytes). */
+static int utf8_append_valid(struct buf *out, const char *p, size_t n)
+{
+	size_t i = 0, run = 0; /* run: start of the pending valid bytes */
+	int rc = 0;
+	while (i < n && rc == 0) {
+		unsigned char c = (unsigned char)p[i];
+		size_t need = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+		bool ok = need > 0 && i + need <= n;
+		for (size_t k = 1; ok && k < need; k++)
+			ok = utf8_cont((unsigned char)p[i + k]);
+		if (ok && need == 3) /* overlongs and surrogates */
+			ok = !(c == 0xE0 && (unsigned char)p[i + 1] < 0xA0) && !(c == 0xED && (unsigned char)p[i + 1] >= 0xA0);
+		if (ok && need == 4)
+			ok = !(c == 0xF0 && (unsigned char)p[i + 1] < 0x90) && !(c == 0xF4 && (unsigned char)p[i + 1] >= 0x90);
+		if (ok) {
+			i += need;
+			continue;
+		}
+		rc = buf_append(out, p + run, i - run);
+		if (rc == 0)
+			rc = buf_append(out, "\xEF\xBF\xBD", 3);
+		i++;
+		run = i;
+	}
+	if (rc == 0)
+		rc = buf_append(out, p + run, n - run);
+	return rc;
+}
+
 /* Decides what of q->gen can be shown; returns true when a stop string ended it. */
 static bool text_advance(struct sched_seq *q, bool final, size_t *safe_end)
 {
@@ -527,10 +560,13 @@ static void sample_row(struct sched *s, struct sched_seq *q, const float *logits
 {
 	enum sched_finish fin = SCHED_RUNNING;
 	int32_t tok = -1;
-	if (q->cancelled) {
+	pthread_mutex_lock(&s->lock);
+	bool cancelled = q->cancelled; /* set by the caller's thread */
+	pthread_mutex_unlock(&s->lock);
+	if (cancelled) {
 		fin = SCHED_CANCELLED;
 	} else {
-		tok = sampler_pick(&q->sp, &q->rng, logits, (size_t)s->e->n_logits, sc);
+		tok = sampler_pick(&q->sp, &q->rng, logits, (size_t)s->e->n_sample, sc);
 		if (tok < 0)
 			fin = SCHED_ERROR;
 	}
@@ -551,12 +587,13 @@ static void sample_row(struct sched *s, struct sched_seq *q, const float *logits
 	}
 	pthread_mutex_lock(&s->lock);
 	if (safe_end > q->emitted) {
-		if (buf_append(&q->out, q->gen.data + q->emitted, safe_end - q->emitted) != 0)
+		if (utf8_append_valid(&q->out, q->gen.data + q->emitted, safe_end - q->emitted) != 0)
 			fin = SCHED_ERROR;
 		q->emitted = safe_end;
 	}
 	if (tok >= 0)
 		metrics_add(s->m, completion_tokens, 1);
+	q->completion_tokens = q->n_gen;
 	s->n_sampling--;
 	if (fin != SCHED_RUNNING)
 		seq_finish(s, q, fin);
@@ -746,7 +783,7 @@ int sched_seq_take(struct sched *s, struct sched_seq *q, struct buf *text, struc
 		rc = buf_append(text, q->out.data, q->out.len);
 	buf_reset(&q->out);
 	st->finish = q->finish;
-	st->completion_tokens = q->n_gen;
+	st->completion_tokens = q->completion_tokens;
 	st->cached_tokens = q->cached_tokens;
 	st->queue_ns = q->queue_ns;
 	pthread_mutex_unlock(&s->lock);

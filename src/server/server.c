@@ -3,9 +3,10 @@
  * from the wake callback as the scheduler produces text. Validation errors are
  * 400s with an OpenAI-style error object naming the field and what to send
  * instead; unknown fields are ignored, as OpenAI servers do, and logged.
- * Chat prompts use a built-in ChatML rendering (<|im_start|>role\n...<|im_end|>)
- * until models carry their own template. What it does not do: logprobs, tools,
- * images, echo, best_of. */
+ * Chat prompts are rendered with the model's Jinja chat template (or the one
+ * --chat-template names) through src/eval/jinja; without one, with a built-in
+ * ChatML rendering (<|im_start|>role\n...<|im_end|>). What it does not do:
+ * logprobs, tools, images, echo, best_of. */
 #include "server/server.h"
 #include "server/engine.h"
 #include "server/metrics.h"
@@ -13,6 +14,7 @@
 #include "core/clock.h"
 #include "core/json.h"
 #include "core/log.h"
+#include "eval/jinja.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -62,6 +64,7 @@ struct server {
 	uint64_t next_id;
 	int stop_fd;
 	struct buf scratch; /* response building, loop thread only */
+	struct jinja_template *tmpl; /* chat template, or NULL for ChatML */
 };
 
 void server_config_default(struct server_config *c)
@@ -81,7 +84,7 @@ static void respond_json(struct http_conn *c, int status, cJSON *obj)
 {
 	char *s = cJSON_PrintUnformatted(obj);
 	if (!s) {
-		http_respond(c, 500, "application/json", "{\"error\":{\"message\":\"out of memory\"}}", 38);
+		http_respond(c, 500, "application/json", "{\"error\":{\"message\":\"out of memory\"}}", 37);
 		return;
 	}
 	http_respond(c, status, "application/json", s, strlen(s));
@@ -211,6 +214,29 @@ static int render_chat(struct server *s, const cJSON *msgs, struct gen_req *r, c
 	struct buf t;
 	buf_init(&t);
 	int rc = 0, i = 0;
+	for (const cJSON *m = msgs->child; m && rc == 0 && s->tmpl; m = m->next, i++) {
+		const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+		if (!cJSON_IsObject(m) || !cJSON_IsString(role)) {
+			snprintf(msg, ml, "messages[%d] must be an object with a string \"role\"", i);
+			rc = -EINVAL;
+		}
+	}
+	if (s->tmpl && rc == 0) {
+		cJSON *ctx = cJSON_CreateObject();
+		cJSON_AddItemToObject(ctx, "messages", cJSON_Duplicate(msgs, true));
+		cJSON_AddTrueToObject(ctx, "add_generation_prompt");
+		cJSON_AddStringToObject(ctx, "bos_token", s->e->bos_text ? s->e->bos_text : "");
+		cJSON_AddStringToObject(ctx, "eos_token", s->e->eos_text ? s->e->eos_text : "");
+		char terr[256];
+		rc = jinja_render_chat(s->tmpl, ctx, &t, terr, sizeof terr);
+		cJSON_Delete(ctx);
+		if (rc != 0)
+			snprintf(msg, ml, "the chat template cannot render these messages: %s", terr);
+		else
+			rc = tokenize_text(s, t.data ? t.data : "", r, msg, ml);
+		buf_finish(&t);
+		return rc == 0 ? 0 : -EINVAL;
+	}
 	for (const cJSON *m = msgs->child; m && rc == 0; m = m->next, i++) {
 		const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
 		const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
@@ -774,6 +800,25 @@ struct server *server_create(struct engine *e, const struct server_config *c, ch
 	s->stop_fd = -1;
 	buf_init(&s->scratch);
 	metrics_init(&s->metrics);
+	const char *src = e->chat_template;
+	char *loaded = NULL;
+	size_t src_len = src ? strlen(src) : 0;
+	if (c->chat_template_path) {
+		loaded = jinja_source_load(c->chat_template_path, &src_len, NULL, err, errlen);
+		if (!loaded)
+			goto fail;
+		src = loaded;
+	}
+	if (src) {
+		char terr[256];
+		s->tmpl = jinja_parse(src, src_len, terr, sizeof terr);
+		if (!s->tmpl)
+			snprintf(err, errlen, "chat template of %s: %s", c->chat_template_path ? c->chat_template_path : e->name,
+				 terr);
+	}
+	free(loaded);
+	if (src && !s->tmpl)
+		goto fail;
 	s->http = http_server_create(&c->http, handler, s, err, errlen);
 	if (!s->http)
 		goto fail;
@@ -835,5 +880,6 @@ void server_destroy(struct server *s)
 	sched_destroy(s->sched);
 	metrics_finish(&s->metrics);
 	buf_finish(&s->scratch);
+	jinja_destroy(s->tmpl);
 	free(s);
 }

@@ -14,6 +14,7 @@ struct server_config {
 	struct http_config http;
 	struct sched_config sched;
 	int64_t shutdown_drain_ns; /* how long in-flight output may take to drain at shutdown */
+	const char *chat_template_path; /* .jinja or tokenizer_config.json overriding the model's; NULL */
 };
 void server_config_default(struct server_config *c);
 

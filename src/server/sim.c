@@ -293,6 +293,7 @@ struct engine *sim_engine_create(const struct sim_config *c)
 	s->base.name = s->cfg.name;
 	s->base.n_vocab = 262144; /* any id a real vocabulary uses is accepted in prompts */
 	s->base.n_logits = SIM_BYTE_TOKENS;
+	s->base.n_sample = SIM_BYTE_TOKENS;
 	s->base.eos = -1;
 	s->base.n_ctx = c->n_ctx;
 	s->base.n_slots = c->n_slots;

@@ -11,11 +11,13 @@ Listens on 127.0.0.1 only; Python standard library only.
 
 The script: {"default": TEXT, "chat_empty_content": BOOL, "model": NAME,
              "rules": [{"match": SUBSTRING, "reply": TEXT,
-                        "fault": "hang|reset|500|malformed|loop|none",
+                        "fault": "hang|stall|reset|500|malformed|loop|none",
                         "times": N}]}
 The first rule whose "match" is in the prompt applies. Its fault is applied to
 the first N requests that match (all of them when "times" is absent), then the
-reply is sent normally. "loop" streams the reply's first sentence forever
+reply is sent normally. "hang" never sends headers; "stall" stops sending
+halfway through the stream; "reset" closes the socket with a TCP RST halfway;
+"malformed" sends a broken SSE event halfway. "loop" streams the reply's first sentence forever
 (until the client closes). chat_empty_content puts all chat output in
 reasoning_content and leaves content empty, as a broken reasoning parser does.
 GET /stats returns how many requests each rule saw, GET /prompts the path and
@@ -151,6 +153,9 @@ class Handler(BaseHTTPRequestHandler):
                     self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                     os.close(self.connection.detach())
                     self.close_connection = True
+                    return
+                if fault == "stall" and i == len(toks) // 2:
+                    time.sleep(3600)  # mid-stream: the client's stall limit must end it
                     return
                 if fault == "malformed" and i == len(toks) // 2:
                     self.chunk(b"data: {\"choices\": [{\"delta\": {\"content\": \"unterminated\n\n")

@@ -33,13 +33,41 @@ struct harness_srv {
 	char log_path[300];
 };
 
-static void harness_raise_fd_limit(void)
+static inline void harness_raise_fd_limit(void)
 {
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
+}
+
+static const char *harness_server_path(void);
+
+/* Common start of every test program: fd limit raised, SIGPIPE ignored; returns 77
+ * (after saying why) when the server is not built, else 0. */
+static inline int harness_init(void)
+{
+	harness_raise_fd_limit();
+	signal(SIGPIPE, SIG_IGN);
+	if (access(harness_server_path(), X_OK) != 0) {
+		printf("SKIP: sixi-server not built (SIXI_BUILD_ROOT unset?)\n");
+		return 77;
+	}
+	return 0;
+}
+
+/* Runs a shell command, its stdout and stderr together into out (NUL-terminated,
+ * truncated to cap - 1 bytes), followed by a line "exit N". */
+static inline void harness_run_capture(const char *cmd, char *out, size_t cap)
+{
+	char full[8192];
+	snprintf(full, sizeof full, "%s 2>&1; echo \"exit $?\"", cmd);
+	FILE *p = popen(full, "r");
+	size_t n = p ? fread(out, 1, cap - 1, p) : 0;
+	if (p)
+		pclose(p);
+	out[n] = 0;
 }
 
 static const char *harness_server_path(void)
@@ -51,7 +79,7 @@ static const char *harness_server_path(void)
 }
 
 /* Connects to 127.0.0.1:port with receive/send timeouts; -1 on failure. */
-static int harness_connect(int port, int timeout_ms)
+static inline int harness_connect(int port, int timeout_ms)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -70,7 +98,7 @@ static int harness_connect(int port, int timeout_ms)
 	return fd;
 }
 
-static int harness_send_all(int fd, const char *p, size_t n)
+static inline int harness_send_all(int fd, const char *p, size_t n)
 {
 	while (n > 0) {
 		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
@@ -94,10 +122,10 @@ struct harness_resp {
 	bool complete;         /* the response ended cleanly (length reached or final chunk) */
 };
 
-static void harness_resp_finish(struct harness_resp *r) { buf_finish(&r->body); }
+static inline void harness_resp_finish(struct harness_resp *r) { buf_finish(&r->body); }
 
 /* De-chunks raw[0..n) into out; returns true if the terminating chunk was seen. */
-static bool harness_dechunk(const char *raw, size_t n, struct buf *out)
+static inline bool harness_dechunk(const char *raw, size_t n, struct buf *out)
 {
 	size_t i = 0;
 	while (i < n) {
@@ -120,7 +148,7 @@ static bool harness_dechunk(const char *raw, size_t n, struct buf *out)
 
 /* Sends a request (Connection: close) and reads the whole response. extra_headers
  * may be NULL. Returns 0 when a response arrived (any status), -1 otherwise. */
-static int harness_request(int port, const char *method, const char *path, const char *body,
+static inline int harness_request(int port, const char *method, const char *path, const char *body,
 			   const char *extra_headers, struct harness_resp *r, int timeout_ms)
 {
 	memset(r, 0, sizeof *r);
@@ -166,12 +194,12 @@ static int harness_request(int port, const char *method, const char *path, const
 	r->t_done_ns = clock_now_ns();
 	close(fd);
 	buf_finish(&req);
-	if (raw.len < 12 || strncmp(raw.data, "HTTP/1.", 7) != 0) {
+	if (!raw.data || raw.len < 12 || strncmp(raw.data, "HTTP/1.", 7) != 0) {
 		buf_finish(&raw);
 		return -1;
 	}
 	r->status = atoi(raw.data + 9);
-	if (hdr) {
+	if (hdr && raw.data) {
 		bool chunked = memmem(raw.data, hdr, "Transfer-Encoding: chunked", 26) != NULL;
 		if (chunked) {
 			r->complete = harness_dechunk(raw.data + hdr, raw.len - hdr, &r->body);
@@ -200,9 +228,9 @@ struct harness_gen {
 	int64_t t_send_ns, t_first_ns, t_done_ns;
 };
 
-static void harness_gen_finish(struct harness_gen *g) { buf_finish(&g->text); }
+static inline void harness_gen_finish(struct harness_gen *g) { buf_finish(&g->text); }
 
-static void harness_take_choice(struct harness_gen *g, const cJSON *o)
+static inline void harness_take_choice(struct harness_gen *g, const cJSON *o)
 {
 	const cJSON *ch = cJSON_GetObjectItemCaseSensitive(o, "choices");
 	const cJSON *c0 = cJSON_IsArray(ch) ? ch->child : NULL;
@@ -227,7 +255,7 @@ static void harness_take_choice(struct harness_gen *g, const cJSON *o)
 }
 
 /* POSTs a completion body and interprets the answer. Returns 0 if a response arrived. */
-static int harness_generate(int port, const char *path, const char *body, struct harness_gen *g, int timeout_ms)
+static inline int harness_generate(int port, const char *path, const char *body, struct harness_gen *g, int timeout_ms)
 {
 	memset(g, 0, sizeof *g);
 	buf_init(&g->text);
@@ -277,7 +305,7 @@ static int harness_generate(int port, const char *path, const char *body, struct
 }
 
 /* Value of a metric line "name value" in /metrics; -1 if absent. */
-static double harness_metric(int port, const char *name)
+static inline double harness_metric(int port, const char *name)
 {
 	struct harness_resp r;
 	double v = -1;
@@ -295,7 +323,7 @@ static double harness_metric(int port, const char *name)
 
 /* Starts sixi-server with args (NULL-terminated) plus --port 0 --port-file
  * --pid-file; waits up to 15 s for /health = 200. 0 on success. */
-static int harness_start(struct harness_srv *s, const char *const *args)
+static inline int harness_start(struct harness_srv *s, const char *const *args)
 {
 	memset(s, 0, sizeof *s);
 	snprintf(s->dir, sizeof s->dir, "/tmp/sixi-server-test-XXXXXX");
@@ -359,7 +387,7 @@ static int harness_start(struct harness_srv *s, const char *const *args)
 
 /* Sends sig (SIGTERM) and waits up to 10 s; returns the exit status, or -1
  * if it had to be killed. Removes the temporary directory. */
-static int harness_stop(struct harness_srv *s, int sig)
+static inline int harness_stop(struct harness_srv *s, int sig)
 {
 	int status = -1;
 	if (s->pid > 0) {
@@ -386,7 +414,7 @@ static int harness_stop(struct harness_srv *s, int sig)
 }
 
 /* Prints the server log (on failure) and removes it with the directory. */
-static void harness_cleanup(struct harness_srv *s, bool show_log)
+static inline void harness_cleanup(struct harness_srv *s, bool show_log)
 {
 	if (show_log) {
 		FILE *f = fopen(s->log_path, "r");

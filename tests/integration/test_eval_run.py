@@ -124,7 +124,8 @@ def check_complete(db, run, repeats, n_tasks, attempts, label):
 
 def test_faults(tmp, sandbox_ok):
     srv = Server(tmp, rules({"add(a, b)": ("reset", 1), "is_palindrome": ("500", 2),
-                             "two integers": ("malformed", 1), "capital of France": ("hang", 1)}))
+                             "two integers": ("malformed", 1), "capital of France": ("hang", 1),
+                             "apples": ("stall", 1)}))
     db = os.path.join(tmp, "faults.db")
     try:
         r = sixi_eval("run", "--url", srv.url, "--model", "fake", "--dataset", DEMO, "--repeats", "1",
@@ -137,6 +138,7 @@ def test_faults(tmp, sandbox_ok):
         check(kinds.get("demo/palindrome") == "http", "500 recorded as api_error http: %s" % api)
         check(kinds.get("demo/sum-stdin") == "parse", "malformed SSE recorded as api_error parse: %s" % api)
         check(kinds.get("demo/capital") in ("timeout", "stall"), "hang recorded as api_error timeout: %s" % api)
+        check(kinds.get("demo/apples") == "stall", "mid-stream stall recorded as api_error stall: %s" % api)
         check(len([1 for t, _ in api if t == "demo/palindrome"]) == 2, "two 500s, two api_error rows")
         check(not any(c == "wrong" for _, _, _, c, *_ in rs), "no fault scored wrong: %s" % rs)
         for _, t, att, c, e, _, sha, _ in rs:
@@ -178,7 +180,7 @@ def test_faults(tmp, sandbox_ok):
             check(res[0]["passed"] < res[1]["passed"], "regrade: a small budget costs passes")
         s = sixi_eval("summary", "1", "--json", "--db", db)
         summ = json.loads(s.stdout)
-        check(summ["api_error_attempts"] == 5, "summary counts api errors: %s" % summ["api_error_attempts"])
+        check(summ["api_error_attempts"] == 6, "summary counts api errors: %s" % summ["api_error_attempts"])
         check(summ["classes"]["api_error"] == 0, "no task run lost to api errors")
     finally:
         srv.stop()
@@ -197,8 +199,13 @@ def test_loop_guard(tmp):
         t0 = time.monotonic()
         r = sixi_eval("run", "--url", srv.url, "--model", "fake", "--dataset", DEMO, "--repeats", "1",
                       "--loop-stop", "50", "--max-tokens", "100000", "--timeout", "20", "--stall", "5", "--no-preflight",
-                      "--db", db)
+                      "--json", "--db", db)
         check(r.returncode == 0, "loop run exit %d: %s" % (r.returncode, r.stderr[-2000:]))
+        try:
+            summ = json.loads(r.stdout)
+        except ValueError:
+            summ = {}
+        check(summ.get("classes", {}).get("loop") == 1, "--json prints the summary object only: %r" % r.stdout[:300])
         check(time.monotonic() - t0 < 30, "the loop did not run to max_tokens")
         con = sqlite3.connect(db)
         row = con.execute("SELECT failure_class, early_stop, loop_pct, length(t.bytes) FROM eval_rows e "
@@ -309,6 +316,35 @@ def test_frozen(tmp):
         check(r.returncode != 0 and "another-model" in r.stderr, "another server is refused: %s" % r.stderr)
     finally:
         other.stop()
+
+
+def test_conditions(tmp):
+    """Two conditions of one protocol: one run each, the same tasks in the same order."""
+    srv = Server(tmp, rules({}))
+    db = os.path.join(tmp, "conds.db")
+    proto = {"name": "two", "conditions": [{"name": "a", "endpoint": srv.url, "model": "fake"},
+                                           {"name": "b", "endpoint": srv.url, "model": "fake",
+                                            "template": {"source": "raw"}}],
+             "datasets": [DEMO], "repeats": 2, "timeout_s": 10, "stall_s": 5, "shuffle_seed": 99}
+    p = os.path.join(tmp, "two.json")
+    with open(p, "w") as f:
+        json.dump(proto, f)
+    try:
+        r = sixi_eval("run", p, "--no-preflight", "--db", db)
+        check(r.returncode == 0, "two-condition run: %s" % r.stderr[-500:])
+        con = sqlite3.connect(db)
+        runs = con.execute("SELECT protocol_json, protocol_hash FROM runs ORDER BY id").fetchall()
+        con.close()
+        check(len(runs) == 2, "one run per condition")
+        if len(runs) == 2:
+            a, b = json.loads(runs[0][0]), json.loads(runs[1][0])
+            check(a["condition"] == "a" and b["condition"] == "b", "conditions named")
+            check(a["task_order"] == b["task_order"] and len(a["task_order"]) == 2, "same order for both")
+            check(a["task_order"][0] != a["task_order"][1], "each repeat has its own order")
+            check(a["api"] == "/v1/chat/completions" and b["api"] == "/v1/completions", "each condition's api")
+            check(runs[0][1] != runs[1][1], "each condition has its own configuration hash")
+    finally:
+        srv.stop()
 
 
 def test_probe(tmp):
@@ -457,6 +493,65 @@ def test_sixi_server(tmp):
         log.close()
 
 
+def start_sixi_server(tmp, exe, name, args):
+    port_file = os.path.join(tmp, name + ".port")
+    log = open(os.path.join(tmp, name + ".log"), "w")
+    proc = subprocess.Popen([exe, *args, "--port", "0", "--port-file", port_file], stderr=log)
+    for _ in range(400):
+        if os.path.exists(port_file) and open(port_file).read().strip():
+            break
+        if proc.poll() is not None:
+            break
+        time.sleep(0.025)
+    url = "http://127.0.0.1:%s" % open(port_file).read().strip() if os.path.exists(port_file) else None
+    return proc, log, url
+
+
+def stop_sixi_server(proc, log):
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    log.close()
+
+
+def test_sixi_server_tiny(tmp):
+    """The real server with its tiny model: a 3-repeat run stores every row and raw
+    text; the prompt is rendered with the GGUF's own chat template."""
+    exe = os.path.join(BUILD, "src", "sixi-server")
+    if not os.access(exe, os.X_OK):
+        print("note: sixi-server is not built; the tiny-model check is left out")
+        return
+    gguf = os.path.join(tmp, "tiny.gguf")
+    w = subprocess.run([exe, "--write-tiny", gguf], capture_output=True, text=True, timeout=60)
+    if w.returncode != 0:
+        print("note: sixi-server --write-tiny failed (%s); the tiny-model check is left out" % w.stderr.strip())
+        return
+    proc, log, url = start_sixi_server(tmp, exe, "tiny", ["--model", gguf, "--threads", "1"])
+    db = os.path.join(tmp, "tiny.db")
+    try:
+        check(url is not None, "sixi-server started with the tiny model")
+        if url is None:
+            return
+        r = sixi_eval("run", "--url", url, "--model", "tiny", "--dataset", DEMO, "--repeats", "3",
+                      "--max-tokens", "24", "--timeout", "60", "--stall", "30", "--no-preflight",
+                      "--template", gguf, "--db", db)
+        check(r.returncode == 0, "tiny-model run: %s" % r.stderr[-1000:])
+        check("/v1/completions" in r.stdout and "template: gguf" in r.stdout, "GGUF template used")
+        check_complete(db, 1, 3, 6, 3, "tiny model")
+        con = sqlite3.connect(db)
+        n, n_raw, n_tok = con.execute(
+            "SELECT count(*), count(t.sha256), count(e.completion_tokens) FROM eval_rows e"
+            " LEFT JOIN raw_text t ON t.sha256 = e.raw_sha256 WHERE e.run = 1").fetchone()
+        con.close()
+        check(n == 18 and n_raw == 18 and n_tok == 18, "18 rows, each with raw text and usage tokens: %s" %
+              ((n, n_raw, n_tok),))
+    finally:
+        stop_sixi_server(proc, log)
+
+
 def test_import(tmp):
     he = os.path.join(tmp, "he.jsonl")
     with open(he, "w") as f:
@@ -492,10 +587,11 @@ def main():
     with tempfile.TemporaryDirectory(prefix="sixi-eval-it-") as tmp:
         for name, fn in (("bad input", lambda: test_bad_input(tmp)), ("faults", lambda: test_faults(tmp, sandbox_ok)),
                          ("loop guard", lambda: test_loop_guard(tmp)), ("kill/resume", lambda: test_kill_resume(tmp)),
-                         ("frozen", lambda: test_frozen(tmp)), ("probe", lambda: test_probe(tmp)),
+                         ("frozen", lambda: test_frozen(tmp)), ("conditions", lambda: test_conditions(tmp)), ("probe", lambda: test_probe(tmp)),
                          ("offline", lambda: test_offline(tmp, sandbox_ok)), ("import", lambda: test_import(tmp)),
                          ("template", lambda: test_template(tmp, sandbox_ok)),
-                         ("sixi-server", lambda: test_sixi_server(tmp))):
+                         ("sixi-server", lambda: test_sixi_server(tmp)),
+                         ("tiny model", lambda: test_sixi_server_tiny(tmp))):
             t0 = time.monotonic()
             fn()
             print("%-12s %.1f s" % (name, time.monotonic() - t0))

@@ -284,6 +284,51 @@ static void bad_idle_connections(void)
 	CHECK(conns <= 5);
 }
 
+/* 300 mangled requests (random bytes, truncated or bit-flipped valid ones), each on
+ * its own connection: every answer that comes is a 4xx (or nothing, when the
+ * mangling left an incomplete header), never a 5xx, and the server keeps serving. */
+static void bad_garbage(void)
+{
+	const char *valid = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n\r\n"
+			    "{\"prompt\":\"hello\",\"max_tokens\":2000000}";
+	uint64_t x = 0x1234567887654321ULL;
+	int answered = 0, server_errors = 0;
+	for (int i = 0; i < 300; i++) {
+		char req[512];
+		size_t n = strlen(valid);
+		memcpy(req, valid, n);
+		for (int k = 0; k < 1 + i % 6; k++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			if (i % 3 == 0)
+				req[x % n] = (char)(x >> 24); /* any byte anywhere */
+			else
+				req[x % n] ^= (char)(1u << ((x >> 32) % 8));
+		}
+		if (i % 5 == 0)
+			n = x % n; /* truncated */
+		int fd = harness_connect(srv.port, 2000);
+		if (fd < 0)
+			continue;
+		if (harness_send_all(fd, req, n) == 0) {
+			shutdown(fd, SHUT_WR); /* no more is coming: the server may answer or close */
+			char resp[64] = { 0 };
+			ssize_t got = recv(fd, resp, sizeof resp - 1, 0);
+			if (got > 12 && strncmp(resp, "HTTP/1.1 ", 9) == 0) {
+				answered++;
+				int st = atoi(resp + 9);
+				server_errors += st >= 500;
+			}
+		}
+		close(fd);
+	}
+	printf("mangled requests: %d answered, %d with a 5xx\n", answered, server_errors);
+	CHECK(answered > 100);
+	CHECK_EQ_INT(server_errors, 0);
+	CHECK(still_serving());
+}
+
 static int mode_bad(void)
 {
 	const char *args[] = { "--simulate", "thor", "--time-scale", "50", "--context", "512",
@@ -297,6 +342,7 @@ static int mode_bad(void)
 	bad_slow_headers();
 	bad_disconnect();
 	bad_idle_connections();
+	bad_garbage();
 	CHECK_EQ_INT(harness_stop(&srv, SIGTERM), 0);
 	harness_cleanup(&srv, test_failures > 0);
 	return 0;
@@ -500,6 +546,48 @@ static void api_misc_endpoints(void)
 		close(fd);
 }
 
+/* A Jinja chat template instead of ChatML: the rendered prompt's length in
+ * bytes is its simulated token count; a role the template refuses is a 400. */
+static void api_template(void)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s", test_src_path("tests/fixtures/templates/sixi-plain.jinja"));
+	if (access(path, R_OK) != 0) {
+		printf("no template fixture; skipping the template checks\n");
+		return;
+	}
+	const char *args[] = { "--simulate", "thor", "--time-scale", "50", "--chat-template", path, NULL };
+	if (!CHECK(harness_start(&srv, args) == 0)) {
+		harness_cleanup(&srv, true);
+		return;
+	}
+	struct harness_gen g;
+	CHECK_EQ_INT(post("/v1/chat/completions",
+			  "{\"messages\":[{\"role\":\"system\",\"content\":\"Be brief.\"},"
+			  "{\"role\":\"user\",\"content\":\"Hi\"}],\"max_tokens\":3}", &g), 200);
+	/* "Be brief.\n\n" + "### User:\nHi\n\n" + "### Assistant:\n" */
+	CHECK_EQ_INT(g.prompt_tokens, 11 + 14 + 15);
+	CHECK(g.ok && g.completion_tokens == 3);
+	harness_gen_finish(&g);
+	expect_error("/v1/chat/completions", "{\"messages\":[{\"role\":\"tool\",\"content\":\"x\"}]}", 400, "messages",
+		     "Only system, user and assistant roles are supported, not tool");
+	CHECK_EQ_INT(harness_stop(&srv, SIGTERM), 0);
+	harness_cleanup(&srv, test_failures > 0);
+	/* A template that does not parse stops the server at start-up with a message. */
+	char bad[] = "/tmp/sixi-bad-template-XXXXXX";
+	int fd = mkstemp(bad);
+	if (fd >= 0) {
+		ssize_t w = write(fd, "{% for m in messages %}{{ m.content }}", 38);
+		(void)w;
+		close(fd);
+		char cmd[4600], out[4096];
+		snprintf(cmd, sizeof cmd, "%s --simulate thor --port 0 --chat-template %s", harness_server_path(), bad);
+		harness_run_capture(cmd, out, sizeof out);
+		CHECK(strstr(out, "chat template of") != NULL && strstr(out, "exit 1") != NULL);
+		unlink(bad);
+	}
+}
+
 static int mode_api(void)
 {
 	const char *args[] = { "--simulate", "thor", "--time-scale", "50", NULL };
@@ -512,6 +600,7 @@ static int mode_api(void)
 	api_misc_endpoints();
 	CHECK_EQ_INT(harness_stop(&srv, SIGTERM), 0);
 	harness_cleanup(&srv, test_failures > 0);
+	api_template();
 	return 0;
 }
 
@@ -563,16 +652,10 @@ static int mode_hygiene(void)
 	harness_cleanup(&srv, test_failures > 0);
 
 	/* A configuration that does not fit is refused before allocation. */
-	char cmd[4600];
-	snprintf(cmd, sizeof cmd,
-		 "%s --simulate thor --parallel 64 --context 262144 --mem-limit 100GB --port 0 2>&1; echo \"exit $?\"",
+	char cmd[4600], out[8192];
+	snprintf(cmd, sizeof cmd, "%s --simulate thor --parallel 64 --context 262144 --mem-limit 100GB --port 0",
 		 harness_server_path());
-	FILE *p = popen(cmd, "r");
-	char out[8192] = { 0 };
-	size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
-	if (p)
-		pclose(p);
-	out[n] = 0;
+	harness_run_capture(cmd, out, sizeof out);
 	printf("%s", out);
 	CHECK(strstr(out, "refusing to start") != NULL);
 	CHECK(strstr(out, "configurations that fit: --parallel 64 --context ") != NULL);
@@ -584,10 +667,8 @@ static int mode_hygiene(void)
 
 int main(int argc, char **argv)
 {
-	harness_raise_fd_limit();
-	signal(SIGPIPE, SIG_IGN);
-	if (access(harness_server_path(), X_OK) != 0)
-		return test_skip("sixi-server not built (SIXI_BUILD_ROOT unset?)");
+	if (harness_init() != 0)
+		return 77;
 	const char *mode = argc > 1 ? argv[1] : "bad";
 	if (strcmp(mode, "api") == 0)
 		mode_api();

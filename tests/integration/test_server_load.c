@@ -266,10 +266,8 @@ static int test_agents(void)
 
 int main(int argc, char **argv)
 {
-	harness_raise_fd_limit();
-	signal(SIGPIPE, SIG_IGN);
-	if (access(harness_server_path(), X_OK) != 0)
-		return test_skip("sixi-server not built (SIXI_BUILD_ROOT unset?)");
+	if (harness_init() != 0)
+		return 77;
 	if (argc > 1 && strcmp(argv[1], "agents") == 0)
 		test_agents();
 	else

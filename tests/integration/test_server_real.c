@@ -1,40 +1,42 @@
-/* test_server_real — sixi-server on the real model: the tiny Qwen3.5-text
- * fixture (tests/fixtures/model/qwen35-tiny, random weights) converted to GGUF
- * with the project's tiny BPE vocabulary trained to the fixture's 320 tokens.
- * Checks: 32 concurrent streams finish with correct usage; a temperature-0
- * request gives the same text alone and inside a batch of 32; state copies
- * stay 0; text prompts, chat and token-id prompts all work. */
+/* test_server_real — sixi-server on the real model: the embedded tiny model
+ * (random weights, the project's BPE vocabulary, a ChatML template in the GGUF)
+ * written by `sixi-server --write-tiny`. Checks: 32 concurrent streams finish
+ * with correct usage; a temperature-0 request gives the same text alone and
+ * inside a batch of 32; state copies stay 0; every text is valid UTF-8 (a
+ * random model emits stray bytes); chat goes through the GGUF's template;
+ * token ids beyond the vocabulary are refused. */
 #include "test.h"
 #include "server_harness.h"
-#include "model/gguf.h"
-#include "model/safetensors.h"
-#include "model/tokenizer.h"
 
 #include <pthread.h>
 
 static struct harness_srv srv;
 
+/* Strict UTF-8 validity (no overlongs, surrogates or stray bytes). */
+static bool utf8_valid(const char *p, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		unsigned char c = (unsigned char)p[i];
+		size_t need = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+		if (!need || i + need > n)
+			return false;
+		for (size_t k = 1; k < need; k++)
+			if (((unsigned char)p[i + k] & 0xC0) != 0x80)
+				return false;
+		if ((c == 0xE0 && (unsigned char)p[i + 1] < 0xA0) || (c == 0xED && (unsigned char)p[i + 1] >= 0xA0) ||
+		    (c == 0xF0 && (unsigned char)p[i + 1] < 0x90) || (c == 0xF4 && (unsigned char)p[i + 1] >= 0x90))
+			return false;
+		i += need;
+	}
+	return true;
+}
+
 static int make_model(const char *path)
 {
-	char err[512];
-	const char *dir = test_src_path("tests/fixtures/model/qwen35-tiny");
-	struct hf_model *h = hf_model_import(dir, err, sizeof err);
-	if (!h) {
-		fprintf(stderr, "%s\n", err);
-		return -1;
-	}
-	struct gguf_writer *w = gguf_writer_create();
-	int rc = w ? 0 : -1;
-	if (rc == 0)
-		rc = tok_train_tiny_bpe(tok_tiny_corpus, strlen(tok_tiny_corpus),
-					(size_t)hf_model_config(h)->n_vocab, w, err, sizeof err);
-	if (rc == 0)
-		rc = hf_model_write_gguf(h, w, GGUF_TENSOR_F32, path, err, sizeof err);
-	if (rc != 0)
-		fprintf(stderr, "writing %s: %s\n", path, err);
-	gguf_writer_destroy(w);
-	hf_model_free(h);
-	return rc;
+	char cmd[4600], out[2048];
+	snprintf(cmd, sizeof cmd, "%s --write-tiny %s", harness_server_path(), path);
+	harness_run_capture(cmd, out, sizeof out);
+	return strstr(out, "exit 0") && access(path, R_OK) == 0 ? 0 : -1;
 }
 
 struct job {
@@ -51,12 +53,8 @@ static void *job_main(void *arg)
 
 int main(void)
 {
-	harness_raise_fd_limit();
-	signal(SIGPIPE, SIG_IGN);
-	if (access(harness_server_path(), X_OK) != 0)
-		return test_skip("sixi-server not built (SIXI_BUILD_ROOT unset?)");
-	if (access(test_src_path("tests/fixtures/model/qwen35-tiny/model.safetensors"), R_OK) != 0)
-		return test_skip("the tiny model fixture is absent");
+	if (harness_init() != 0)
+		return 77;
 	char dir[] = "/tmp/sixi-real-XXXXXX";
 	if (!mkdtemp(dir))
 		return test_skip("no temporary directory");
@@ -109,6 +107,10 @@ int main(void)
 		good += ok;
 	}
 	CHECK_EQ_INT(good, 32);
+	int valid = 0;
+	for (int i = 0; i < 32; i++)
+		valid += jobs[i].g.text.data == NULL || utf8_valid(jobs[i].g.text.data, jobs[i].g.text.len);
+	CHECK_EQ_INT(valid, 32);
 	CHECK_EQ_STR(jobs[13].g.text.data, alone.text.data);
 	for (int i = 0; i < 32; i++)
 		harness_gen_finish(&jobs[i].g);
@@ -126,14 +128,28 @@ int main(void)
 			       "{\"messages\":[{\"role\":\"user\",\"content\":\"Hello there\"}],\"max_tokens\":8}", &chat,
 			       30000) == 0);
 	CHECK(chat.ok && chat.completion_tokens >= 1 && chat.completion_tokens <= 8);
+	/* The GGUF's ChatML template with <|im_start|>/<|im_end|> as single tokens: far fewer
+	 * tokens than the 54 bytes of the rendered text. */
+	CHECK(chat.prompt_tokens > 5 && chat.prompt_tokens < 40);
+	printf("chat: %lld prompt tokens\n", (long long)chat.prompt_tokens);
 	harness_gen_finish(&chat);
 	/* A token id beyond the vocabulary is refused. */
 	struct harness_gen bad;
-	CHECK(harness_generate(srv.port, "/v1/completions", "{\"prompt\":[1,2,320]}", &bad, 10000) == 0);
+	CHECK(harness_generate(srv.port, "/v1/completions", "{\"prompt\":[1,2,100000]}", &bad, 10000) == 0);
 	CHECK_EQ_INT(bad.status, 400);
 	harness_gen_finish(&bad);
 	CHECK_EQ_INT(harness_stop(&srv, SIGTERM), 0);
 	harness_cleanup(&srv, test_failures > 0);
+	/* Sized by src/plan before anything is allocated: too much is refused, naming what fits. */
+	char cmd[4600], out[4096];
+	snprintf(cmd, sizeof cmd, "%s --model %s --parallel 64 --context 65536 --mem-limit 1GiB --port 0",
+		 harness_server_path(), model);
+	harness_run_capture(cmd, out, sizeof out);
+	printf("%s", out);
+	CHECK(strstr(out, "refusing to start: 64 sequences x 65536 context need") != NULL);
+	CHECK(strstr(out, "configurations that fit: --parallel 64 --context ") != NULL);
+	CHECK(strstr(out, "--context 65536\n") != NULL);
+	CHECK(strstr(out, "listening") == NULL && strstr(out, "exit 3") != NULL);
 	unlink(model);
 	rmdir(dir);
 	return test_done();

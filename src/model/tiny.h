@@ -1,0 +1,28 @@
+/* tiny — the embedded default model: a deterministic, tiny, random-weight qwen35 GGUF with the
+ * project's own byte-level BPE vocabulary (learnt from the prose the project ships) and a
+ * ChatML chat template. Its text is gibberish; it exists so that the server, the demo and the
+ * tests have a real model of the real architecture to run with no download.
+ *
+ * Does not: train weights. The same build always writes the same bytes.
+ * Ownership: arguments are borrowed. */
+#ifndef SIXI_MODEL_TINY_H
+#define SIXI_MODEL_TINY_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/model.h"
+
+/* The ChatML template written as tokenizer.chat_template. */
+extern const char model_tiny_chat_template[];
+
+/* Writes the tiny model (about 3 MiB) to path, replacing it only once complete.
+ * 0, or a negative errno with "PATH: why" in err. */
+int model_write_tiny(const char *path, char *err, size_t errlen);
+
+/* Writes a random model with the tiny vocabulary and template: the vocabulary decides n_vocab
+ * (cfg->n_vocab is ignored), cfg gives every other size; matrices are stored as matrix_type
+ * (F32, F16, BF16, Q8_0). model_write_tiny is this with the tiny config; the benchmark uses it
+ * to build a ~100M-parameter model. */
+int model_write_random(const char *path, const struct model_config *cfg, uint32_t matrix_type, uint64_t seed,
+		       char *err, size_t errlen);
+#endif

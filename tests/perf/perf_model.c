@@ -1,0 +1,262 @@
+/* perf_model — decode throughput of the CPU forward pass.
+ *
+ *   perf_model [--threads N] [--steps N] [--model FILE.gguf]... [--json]
+ *   perf_model --write-tiny PATH | --write-100m PATH
+ *   perf_model --model FILE.gguf --greedy TEXT [--steps N]
+ *
+ * Without --model it writes two random models to a temporary directory: the embedded tiny
+ * default and a ~100M-parameter one (F32), both with the tiny vocabulary. For each model it
+ * measures, after a 32-token prompt per sequence:
+ *   single stream: one sequence, one row per pass, greedy, `steps` passes;
+ *   32 sequences: 32 slots, one row each per pass (rows share one read of the weights);
+ *   prefill: one 256-token prompt in one pass.
+ * --greedy prints the first N greedy tokens after TEXT (ids and text), to compare with
+ * llama.cpp on the same file. --write-* write the two benchmark models and exit.
+ * Tokens/s = rows decoded / wall time of the passes (clock_now_ns). Run by `meson test
+ * --benchmark --suite perf`, never in the default test run. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "model/gguf.h"
+#include "model/model.h"
+#include "model/tiny.h"
+#include "model/tokenizer.h"
+
+static const struct model_config c100 = {
+	.n_embd = 768, .n_layer = 12, .n_ff = 2816, .n_head = 8, .n_head_kv = 2, .head_dim = 64,
+	.n_rot = 16, .rope_theta = 1e6f, .norm_eps = 1e-6f, .ssm_conv_kernel = 4, .ssm_head_dim = 64,
+	.ssm_n_k_heads = 4, .ssm_n_v_heads = 8, .full_attn_interval = 4, .n_ctx_train = 8192,
+};
+
+static int argmax(const float *v, int n)
+{
+	int b = 0;
+	for (int i = 1; i < n; i++)
+		if (v[i] > v[b])
+			b = i;
+	return b;
+}
+
+struct result {
+	double single_tps, batch_tps, prefill_tps;
+};
+
+static int bench(const char *path, int threads, int steps, struct result *res, char *desc, size_t desc_len)
+{
+	char err[512];
+	struct model *m = model_load(path, threads, err, sizeof(err));
+	if (!m) {
+		fprintf(stderr, "perf_model: %s\n", err);
+		return -1;
+	}
+	const struct model_config *c = model_get_config(m);
+	int V = c->n_vocab, n_seq = 32, prompt = 32, long_prompt = 256;
+	long params = (long)c->n_vocab * c->n_embd * 2;
+	for (int il = 0; il < c->n_layer; il++) {
+		long E = c->n_embd, d = c->ssm_head_dim;
+		if (model_layer_is_attention(m, il))
+			params += E * c->n_head * c->head_dim * 3 + 2 * E * c->n_head_kv * c->head_dim;
+		else
+			params += E * (2 * c->ssm_n_k_heads * d + c->ssm_n_v_heads * d) + 2 * E * c->ssm_n_v_heads * d;
+		params += 3 * E * c->n_ff;
+	}
+	snprintf(desc, desc_len, "%.1fM params, %d layers, n_embd %d, %s, %d threads", params / 1e6, c->n_layer,
+		 c->n_embd, model_isa(m), threads);
+	struct model_state *s = model_state_create(m, n_seq, prompt + steps + long_prompt + 8);
+	float *logits = malloc(sizeof(float) * V * (size_t)(long_prompt > n_seq ? long_prompt : n_seq));
+	int32_t tok[1024], slot[1024];
+	uint8_t want[1024];
+	int rc = 0;
+	/* prompts: every slot gets its own 32 tokens in one pass */
+	int n = 0;
+	for (int q = 0; q < n_seq; q++)
+		for (int t = 0; t < prompt; t++, n++)
+			tok[n] = (q * 131 + t * 17) % V, slot[n] = q, want[n] = t == prompt - 1;
+	struct model_batch b = { n, tok, slot, NULL, want };
+	rc |= model_forward(m, s, &b, logits);
+	int next[32];
+	for (int q = 0; q < n_seq; q++)
+		next[q] = argmax(logits + (size_t)q * V, V);
+	/* single stream on slot 0 */
+	uint64_t t0 = clock_now_ns();
+	for (int i = 0; i < steps; i++) {
+		int32_t sl = 0;
+		struct model_batch one = { 1, &next[0], &sl, NULL, NULL };
+		rc |= model_forward(m, s, &one, logits);
+		next[0] = argmax(logits, V);
+	}
+	res->single_tps = steps / ((clock_now_ns() - t0) / 1e9);
+	/* 32 sequences, one row each per pass (slot 0 is ahead; positions are per slot) */
+	t0 = clock_now_ns();
+	for (int i = 0; i < steps; i++) {
+		for (int q = 0; q < n_seq; q++)
+			tok[q] = next[q], slot[q] = q;
+		struct model_batch many = { n_seq, tok, slot, NULL, NULL };
+		rc |= model_forward(m, s, &many, logits);
+		for (int q = 0; q < n_seq; q++)
+			next[q] = argmax(logits + (size_t)q * V, V);
+	}
+	res->batch_tps = (double)steps * n_seq / ((clock_now_ns() - t0) / 1e9);
+	/* prefill: a fresh slot, 256 tokens in one pass, logits for the last only */
+	model_state_slot_reset(s, 1);
+	for (int t = 0; t < long_prompt; t++)
+		tok[t] = (t * 7 + 3) % V, slot[t] = 1, want[t] = t == long_prompt - 1;
+	struct model_batch pf = { long_prompt, tok, slot, NULL, want };
+	t0 = clock_now_ns();
+	rc |= model_forward(m, s, &pf, logits);
+	res->prefill_tps = long_prompt / ((clock_now_ns() - t0) / 1e9);
+	free(logits);
+	model_state_destroy(s);
+	model_free(m);
+	if (rc)
+		fprintf(stderr, "perf_model: a forward pass failed (%d)\n", rc);
+	return rc ? -1 : 0;
+}
+
+static int greedy(const char *path, const char *text, int steps, int threads)
+{
+	char err[512];
+	struct model *m = model_load(path, threads, err, sizeof(err));
+	if (!m) {
+		fprintf(stderr, "perf_model: %s\n", err);
+		return 1;
+	}
+	struct tokenizer *tk = tok_load_gguf(model_gguf(m), err, sizeof(err));
+	int32_t *ids = NULL;
+	size_t n = 0;
+	if (!tk || tok_encode(tk, text, strlen(text), true, true, &ids, &n) != 0 || n == 0 || n > 256) {
+		fprintf(stderr, "perf_model: cannot tokenize the prompt%s%s\n", tk ? "" : ": ", tk ? "" : err);
+		return 1;
+	}
+	int V = model_get_config(m)->n_vocab;
+	struct model_state *s = model_state_create(m, 1, (int)n + steps + 1);
+	float *lg = malloc(sizeof(float) * V * n);
+	int32_t slots[256] = { 0 }, out[512];
+	struct model_batch b = { (int)n, ids, slots, NULL, NULL };
+	int rc = model_forward(m, s, &b, lg);
+	const float *last = lg + (size_t)(n - 1) * V;
+	printf("prompt ids:");
+	for (size_t i = 0; i < n; i++)
+		printf(" %d", ids[i]);
+	printf("\ngenerated ids:");
+	for (int i = 0; i < steps && !rc; i++) {
+		out[i] = argmax(last, V);
+		printf(" %d", out[i]);
+		struct model_batch one = { 1, &out[i], slots, NULL, NULL };
+		rc = model_forward(m, s, &one, lg);
+		last = lg;
+	}
+	char *txt = NULL;
+	size_t tl = 0;
+	if (!rc && tok_decode(tk, out, (size_t)steps, false, &txt, &tl) == 0)
+		printf("\ngenerated text: %s\n", txt);
+	free(txt);
+	free(lg);
+	free(ids);
+	model_state_destroy(s);
+	tok_destroy(tk);
+	model_free(m);
+	return rc ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *greedy_text = NULL, *write_tiny = NULL, *write_100m = NULL;
+	int threads = 0, steps = 32, json = 0, n_models = 0;
+	const char *models[8];
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
+			threads = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc)
+			steps = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--model") == 0 && i + 1 < argc && n_models < 8)
+			models[n_models++] = argv[++i];
+		else if (strcmp(argv[i], "--json") == 0)
+			json = 1;
+		else if (strcmp(argv[i], "--greedy") == 0 && i + 1 < argc)
+			greedy_text = argv[++i];
+		else if (strcmp(argv[i], "--write-tiny") == 0 && i + 1 < argc)
+			write_tiny = argv[++i];
+		else if (strcmp(argv[i], "--write-100m") == 0 && i + 1 < argc)
+			write_100m = argv[++i];
+		else {
+			fprintf(stderr, "usage: perf_model [--threads N] [--steps N] [--model FILE.gguf]... [--json]\n"
+					"       perf_model --write-tiny PATH | --write-100m PATH\n"
+					"       perf_model --model FILE.gguf --greedy TEXT [--steps N]\n");
+			return 2;
+		}
+	}
+	if (threads <= 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		threads = n > 0 ? (int)n : 1;
+	}
+	if (steps < 1 || steps > 400)
+		steps = 32;
+	char err0[512];
+	if (write_tiny || write_100m) {
+		if ((write_tiny && model_write_tiny(write_tiny, err0, sizeof(err0))) ||
+		    (write_100m && model_write_random(write_100m, &c100, GGUF_TENSOR_F32, 7, err0, sizeof(err0)))) {
+			fprintf(stderr, "perf_model: %s\n", err0);
+			return 1;
+		}
+		return 0;
+	}
+	if (greedy_text) {
+		if (n_models != 1) {
+			fprintf(stderr, "perf_model: --greedy needs one --model\n");
+			return 2;
+		}
+		return greedy(models[0], greedy_text, steps, threads);
+	}
+	char dir[] = "/tmp/sixi-perf-model-XXXXXX", tiny[128], big[128], err[512];
+	const char *names[8];
+	if (n_models == 0) {
+		if (!mkdtemp(dir)) {
+			perror("perf_model: mkdtemp");
+			return 1;
+		}
+		snprintf(tiny, sizeof(tiny), "%s/tiny.gguf", dir);
+		snprintf(big, sizeof(big), "%s/random-100m.gguf", dir);
+		if (model_write_tiny(tiny, err, sizeof(err)) ||
+		    model_write_random(big, &c100, GGUF_TENSOR_F32, 7, err, sizeof(err))) {
+			fprintf(stderr, "perf_model: %s\n", err);
+			return 1;
+		}
+		models[0] = tiny, names[0] = "tiny";
+		models[1] = big, names[1] = "random-100m";
+		n_models = 2;
+	} else {
+		for (int i = 0; i < n_models; i++)
+			names[i] = models[i];
+	}
+	int rc = 0;
+	if (json)
+		printf("[");
+	for (int i = 0; i < n_models; i++) {
+		struct result r;
+		char desc[256];
+		if (bench(models[i], threads, steps, &r, desc, sizeof(desc))) {
+			rc = 1;
+			continue;
+		}
+		if (json)
+			printf("%s{\"model\":\"%s\",\"desc\":\"%s\",\"single_tok_s\":%.1f,\"batch32_tok_s\":%.1f,"
+			       "\"prefill_tok_s\":%.1f}",
+			       i ? "," : "", names[i], desc, r.single_tps, r.batch_tps, r.prefill_tps);
+		else
+			printf("%-12s %s\n  single stream %8.1f tok/s   32 sequences %8.1f tok/s   prefill(256) %8.1f tok/s\n",
+			       names[i], desc, r.single_tps, r.batch_tps, r.prefill_tps);
+	}
+	if (json)
+		printf("]\n");
+	if (dir[strlen(dir) - 1] != 'X') {
+		unlink(tiny);
+		unlink(big);
+		rmdir(dir);
+	}
+	return rc;
+}

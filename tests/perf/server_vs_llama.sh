@@ -1,0 +1,96 @@
+#!/bin/sh
+# server_vs_llama.sh — sixi-bench sweep against sixi-server and against
+# llama.cpp's llama-server on the same GGUF, the same threads and the same slots:
+# aggregate tok/s at 1, 4, 16 and 32 streams, and their ratios.
+#
+#   LLAMA_SERVER=/path/to/llama-server tests/perf/server_vs_llama.sh [tiny|100m] [THREADS]
+#
+# llama-server is built outside the project from llama.cpp's public source (any
+# commit with the qwen35 architecture), e.g.
+#   cmake -B build -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
+#     -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_UI=OFF && \
+#   cmake --build build --target llama-server
+# The model is the project's own: the embedded tiny model (sixi-server --write-tiny)
+# or the ~100M-parameter random one (perf_model --write-100m). Both servers listen on
+# 127.0.0.1, are stopped by PID, and every client run is bounded by timeout(1).
+# Prints a Markdown table (the report in reports/perf/ is this output). Skips (77)
+# without LLAMA_SERVER.
+set -u
+B="${SIXI_BUILD_ROOT:-build}"
+WHICH="${1:-100m}"
+THREADS="${2:-2}"
+LEVELS="${LEVELS:-1,4,16,32}"
+MAX_TOKENS="${MAX_TOKENS:-64}"
+[ -n "${LLAMA_SERVER:-}" ] && [ -x "$LLAMA_SERVER" ] || { echo "SKIP: set LLAMA_SERVER to a llama-server binary"; exit 77; }
+for p in "$B/src/sixi-server" "$B/src/sixi-bench" "$B/tests/perf_model"; do
+	[ -x "$p" ] || { echo "SKIP: $p not built"; exit 77; }
+done
+PY=/usr/bin/python3
+T=$(mktemp -d /tmp/sixi-perf-XXXXXX)
+PID=""
+cleanup() {
+	[ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+MODEL="$T/model.gguf"
+if [ "$WHICH" = tiny ]; then
+	"$B/src/sixi-server" --write-tiny "$MODEL" 2>/dev/null
+else
+	"$B/tests/perf_model" --write-100m "$MODEL" >/dev/null
+fi
+[ -s "$MODEL" ] || { echo "could not write the $WHICH model"; exit 1; }
+SLOTS=32
+CTX=1024
+
+free_port() { "$PY" -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"; }
+wait_ready() { # port
+	i=0
+	while [ $i -lt 600 ]; do
+		curl -s --max-time 5 "http://127.0.0.1:$1/v1/completions" \
+			-d '{"prompt":"Hello","max_tokens":2}' 2>/dev/null | grep -q completion_tokens && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+sweep() { # name out.json port
+	timeout 900 "$B/src/sixi-bench" sweep --url "http://127.0.0.1:$3" --model "$1" --concurrency "$LEVELS" \
+		--max-tokens "$MAX_TOKENS" --rounds 2 --warmup 2 --db "$T/bench.db" --no-plots --json --quiet >"$2" \
+		2>"$T/bench.err" || { echo "sixi-bench against $1 failed:"; cat "$T/bench.err"; exit 1; }
+}
+stop() { kill -TERM "$PID"; wait "$PID" 2>/dev/null; PID=""; }
+
+P=$(free_port)
+SIXI_CMD="sixi-server --model MODEL --host 127.0.0.1 --port $P --parallel $SLOTS --context $CTX --threads $THREADS"
+"$B/src/sixi-server" --model "$MODEL" --host 127.0.0.1 --port "$P" --parallel $SLOTS --context $CTX \
+	--threads "$THREADS" 2>"$T/sixi.log" &
+PID=$!
+wait_ready "$P" || { echo "sixi-server did not become ready"; cat "$T/sixi.log"; exit 1; }
+sweep sixi "$T/sixi.json" "$P"
+stop
+
+P=$(free_port)
+LLAMA_CMD="llama-server -m MODEL --host 127.0.0.1 --port $P -np $SLOTS -c $((SLOTS * CTX)) -t $THREADS"
+"$LLAMA_SERVER" -m "$MODEL" --host 127.0.0.1 --port "$P" -np $SLOTS -c $((SLOTS * CTX)) -t "$THREADS" \
+	>"$T/llama.log" 2>&1 &
+PID=$!
+wait_ready "$P" || { echo "llama-server did not become ready"; tail -20 "$T/llama.log"; exit 1; }
+sweep llama "$T/llama.json" "$P"
+stop
+
+echo "model: $WHICH ($(stat -c %s "$MODEL") bytes), threads $THREADS, $SLOTS slots x $CTX context, max_tokens $MAX_TOKENS, $(nproc) CPUs"
+echo "sixi:  $SIXI_CMD"
+echo "llama: $LLAMA_CMD"
+echo "bench: sixi-bench sweep --concurrency $LEVELS --max-tokens $MAX_TOKENS --rounds 2 --warmup 2"
+echo
+"$PY" - "$T/sixi.json" "$T/llama.json" <<'PY'
+import json, sys
+s = {L["level"]: L for L in json.load(open(sys.argv[1]))["levels"]}
+l = {L["level"]: L for L in json.load(open(sys.argv[2]))["levels"]}
+print("| streams | sixi-server tok/s | llama-server tok/s | ratio | valid (sixi, llama) |")
+print("|---:|---:|---:|---:|---|")
+for k in sorted(s):
+    a, b = s[k]["aggregate_tok_s"], l[k]["aggregate_tok_s"]
+    print(f"| {k} | {a:.1f} | {b:.1f} | {a / b:.2f}x | {s[k]['valid']}, {l[k]['valid']} |")
+PY

@@ -6,8 +6,9 @@
    (PASS) and whose needle gate is not (FAIL); then the bundled
    protocols/gate.json, which the scripted model fails gate by gate (exit 3),
    and its --json form.
-2. sixi-server --simulate (no model): a small gate run completes and prints a
-   line per gate (the simulated model fails them: the pipeline is tested).
+2. sixi-server, simulated (no model) and with its embedded tiny model: a small
+   gate run completes and prints a line per gate (the models fail them: the
+   pipeline is tested).
 Servers listen on 127.0.0.1, port 0, and are stopped by PID.
 """
 import json
@@ -140,37 +141,46 @@ def test_fake(tmp):
         log.close()
 
 
-def test_sixi_server(tmp):
+def test_sixi_server(tmp, mode):
+    """mode "simulate": sixi-server --simulate thor (no model); "tiny": its embedded tiny model."""
     exe = os.path.join(BUILD, "src", "sixi-server")
     if not os.access(exe, os.X_OK):
         print("note: sixi-server is not built; its gate run is left out")
         return
-    port_file, pid_file = os.path.join(tmp, "sx.port"), os.path.join(tmp, "sx.pid")
-    log = open(os.path.join(tmp, "sx.log"), "w")
-    proc = subprocess.Popen([exe, "--simulate", "thor", "--time-scale", "10", "--port", "0",
-                             "--port-file", port_file, "--pid-file", pid_file], stderr=log)
+    port_file, pid_file = os.path.join(tmp, mode + ".port"), os.path.join(tmp, mode + ".pid")
+    if mode == "tiny":
+        gguf = os.path.join(tmp, "tiny.gguf")
+        w = subprocess.run([exe, "--write-tiny", gguf], capture_output=True, text=True, timeout=60)
+        if not check(w.returncode == 0, "sixi-server --write-tiny: %s" % w.stderr.strip()):
+            return
+        args, model = ["--model", gguf, "--threads", "1"], "tiny"
+    else:
+        args, model = ["--simulate", "thor", "--time-scale", "10"], "sim-thor"
+    log = open(os.path.join(tmp, mode + ".log"), "w")
+    proc = subprocess.Popen([exe, *args, "--port", "0", "--port-file", port_file, "--pid-file", pid_file],
+                            stderr=log)
     try:
         url = "http://127.0.0.1:%d" % wait_port(port_file, proc)
         with open(os.path.join(SRC, "datasets", "gates", "tool-calls.jsonl")) as f:
             three = f.readlines()[:3]
         with open(os.path.join(tmp, "tools3.jsonl"), "w") as f:
             f.writelines(three)
-        proto = {"name": "sim", "model": "sim-thor", "max_tokens": 24, "timeout_s": 60, "seed": 1, "gates": [
+        proto = {"name": mode, "model": model, "max_tokens": 16, "timeout_s": 60, "seed": 1, "gates": [
             {"name": "math", "kind": "dataset", "dataset": os.path.join(SRC, "datasets", "sixi-math"), "tasks": 2,
              "min_passed": 2},
             {"name": "code", "kind": "dataset", "dataset": os.path.join(SRC, "datasets", "sixi-code"), "tasks": 1,
              "min_passed": 1},
             {"name": "tool-calls", "kind": "tool_calls", "dataset": "tools3.jsonl", "min_rate": 0.9},
             {"name": "needle", "kind": "needle", "context_tokens": [256], "depths": [0.5], "min_rate": 1}]}
-        pp = os.path.join(tmp, "sim.json")
+        pp = os.path.join(tmp, mode + ".json")
         with open(pp, "w") as f:
             json.dump(proto, f)
         r = gate(pp, "--url", url, timeout=300)
         print(r.stdout)
         lines = gate_lines(r.stdout)
-        check(set(lines) == {"math", "code", "tool-calls", "needle"}, "a line per gate against sixi-server: %s %s"
-              % (r.stdout, r.stderr[-500:]))
-        check(r.returncode in (0, 3) and "gate sim: " in r.stdout, "the gate completes against sixi-server")
+        check(set(lines) == {"math", "code", "tool-calls", "needle"}, "a line per gate against sixi-server (%s): %s %s"
+              % (mode, r.stdout, r.stderr[-500:]))
+        check(r.returncode in (0, 3) and ("gate %s: " % mode) in r.stdout, "the gate completes against sixi-server")
     finally:
         stop(proc)
         log.close()
@@ -182,7 +192,8 @@ def main():
         return 77
     with tempfile.TemporaryDirectory(prefix="sixi-gate-it-") as tmp:
         test_fake(tmp)
-        test_sixi_server(tmp)
+        test_sixi_server(tmp, "simulate")
+        test_sixi_server(tmp, "tiny")
     print("%d checks, %d failed" % (checks, failures))
     return 1 if failures else 0
 

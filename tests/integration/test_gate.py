@@ -17,7 +17,9 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 SRC = os.environ.get("SIXI_SOURCE_ROOT", ".")
 BUILD = os.environ.get("SIXI_BUILD_ROOT", "build")
@@ -141,6 +143,74 @@ def test_fake(tmp):
         log.close()
 
 
+class ToolServer(BaseHTTPRequestHandler):
+    """Answers tool-call prompts with structured tool_calls: streamed in pieces
+    (name first, arguments split across chunks) or as one JSON body."""
+    protocol_version = "HTTP/1.1"
+    bodies = []
+
+    def log_message(self, fmt, *a):
+        pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
+        ToolServer.bodies.append(body)
+        prompt = body["messages"][0]["content"]
+        args = json.dumps({"city": "Oslo", "unit": "celsius"})
+        if "Phoenix" in prompt:  # one whole JSON body, arguments as an object
+            data = json.dumps({"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+                    "name": "get_weather", "arguments": {"city": "phoenix", "unit": "fahrenheit"}}}]}}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        if "Oslo" in prompt:
+            deltas = [{"role": "assistant", "tool_calls": [{"index": 0, "id": "c1", "type": "function",
+                                                            "function": {"name": "get_weather", "arguments": ""}}]}]
+            deltas += [{"tool_calls": [{"index": 0, "function": {"arguments": args[i:i + 7]}}]}
+                       for i in range(0, len(args), 7)]
+        else:  # a wrong tool
+            deltas = [{"tool_calls": [{"index": 0, "function": {"name": "lookup_stock",
+                                                                 "arguments": "{\"ticker\": \"NVDA\"}"}}]}]
+        data = b"".join(b"data: " + json.dumps({"choices": [{"index": 0, "delta": d, "finish_reason": None}]}).encode()
+                        + b"\n\n" for d in deltas) + b"data: [DONE]\n\n"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def test_structured_calls(tmp):
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), ToolServer)
+    th = threading.Thread(target=srv.serve_forever, daemon=True)
+    th.start()
+    try:
+        url = "http://127.0.0.1:%d" % srv.server_address[1]
+        with open(os.path.join(SRC, "datasets", "gates", "tool-calls.jsonl")) as f:
+            cases = [line for line in f if "weather-oslo" in line or "weather-phoenix" in line or "currency-eur" in line]
+        with open(os.path.join(tmp, "three.jsonl"), "w") as f:
+            f.writelines(cases)
+        pp = os.path.join(tmp, "tools.json")
+        with open(pp, "w") as f:
+            json.dump({"name": "tc", "model": "m", "max_tokens": 64, "gates": [
+                {"name": "tools", "kind": "tool_calls", "dataset": "three.jsonl", "min_passed": 2}]}, f)
+        r = gate(pp, "--url", url)
+        print(r.stdout)
+        check("PASS tools: 2/3 passed" in r.stdout and "called lookup_stock, expected convert_currency" in r.stdout,
+              "structured tool calls, streamed and whole: %s %s" % (r.stdout, r.stderr))
+        sent = [b for b in ToolServer.bodies if b.get("tools")]
+        check(len(sent) == 3 and all(b["stream"] is True for b in sent) and
+              {t["function"]["name"] for t in sent[0]["tools"]} >= {"get_weather"},
+              "every request offers the case's tools")
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
 def test_sixi_server(tmp, mode):
     """mode "simulate": sixi-server --simulate thor (no model); "tiny": its embedded tiny model."""
     exe = os.path.join(BUILD, "src", "sixi-server")
@@ -192,6 +262,7 @@ def main():
         return 77
     with tempfile.TemporaryDirectory(prefix="sixi-gate-it-") as tmp:
         test_fake(tmp)
+        test_structured_calls(tmp)
         test_sixi_server(tmp, "simulate")
         test_sixi_server(tmp, "tiny")
     print("%d checks, %d failed" % (checks, failures))

@@ -125,8 +125,8 @@ T(id="count-primes", diff="easy", entry="count_primes",
 
 T(id="merge-intervals", diff="medium", entry="merge_intervals",
   prompt="Write a Python function merge_intervals(iv) that takes a list of [start, end] integer pairs "
-         "(start <= end, in any order) and returns the list of merged intervals sorted by start; intervals "
-         "that overlap or touch (end == next start) are merged.",
+         "(start <= end, in any order) and returns the merged intervals as a list of [start, end] lists sorted "
+         "by start; intervals that overlap or touch (end == next start) are merged.",
   ref='''def merge_intervals(iv):
     out = []
     for s, e in sorted(iv):

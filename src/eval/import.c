@@ -1074,8 +1074,10 @@ int eval_import_to(const char *format, const char *path, const char *name, const
 
 	struct input in = {0};
 	int rc = read_input(path, &in, err, errlen);
-	if (rc)
+	if (rc) {
+		input_finish(&in);
 		return rc;
+	}
 	if (in.n == 0) {
 		input_finish(&in);
 		return eval_errorf(err, errlen, "%s: no records; a %s file has one JSON object per line", path, f->title);

@@ -2,13 +2,17 @@
  * every reference passes and every empty answer fails (preflight, in the
  * bubblewrap sandbox), and for datasets/sixi-code at least 90 % of the stored
  * mutants (plausible wrong solutions in mutants.jsonl) fail. Prints the
- * mutation rate. SKIPs when the sandbox cannot run here.
+ * mutation rate. For the tool-call set, the same two checks without a
+ * sandbox: each expected call passes its own grading and an empty reply or
+ * a call of another offered tool fails. SKIPs (code) when the sandbox cannot
+ * run here.
  *
  *   test_dataset_bundled [code|math|gates]   (default: all) */
 #include "core/json.h"
 #include "eval/grade.h"
 #include "eval/preflight.h"
 #include "eval/task.h"
+#include "eval/toolcall.h"
 #include "test.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,13 +91,49 @@ static void check_mutants(struct grader *g)
 	eval_dataset_destroy(d);
 }
 
+static void check_toolcalls(void)
+{
+	char err[8192], why[512];
+	struct toolcall_set *s = toolcall_set_load(test_src_path("datasets/gates/tool-calls.jsonl"), err, sizeof err);
+	if (!CHECK(s != NULL)) {
+		fprintf(stderr, "%s\n", err);
+		return;
+	}
+	int passed = 0, failed = 0;
+	for (size_t i = 0; i < toolcall_set_count(s); i++) {
+		const struct toolcall_case *c = toolcall_set_case(s, i);
+		char *args = cJSON_PrintUnformatted(c->expect_args);
+		if (CHECK(toolcall_grade(c, c->expect_name, args, why, sizeof why)))
+			passed++;
+		else
+			fprintf(stderr, "%s: the expected call fails: %s\n", c->id, why);
+		if (CHECK(!toolcall_grade(c, "", "", why, sizeof why)))
+			passed++;
+		/* another offered tool with the same arguments */
+		const cJSON *t;
+		cJSON_ArrayForEach(t, c->tools) {
+			const char *name = json_get_str(t, "function.name");
+			if (name && strcmp(name, c->expect_name) != 0 && !CHECK(!toolcall_grade(c, name, args, why, sizeof why)))
+				failed++;
+		}
+		free(args);
+	}
+	printf("datasets/gates/tool-calls.jsonl: %zu cases, %d of %zu checks passed, %d wrong calls accepted\n",
+	       toolcall_set_count(s), passed, 2 * toolcall_set_count(s), failed);
+	CHECK(toolcall_set_count(s) >= 20);
+	CHECK_EQ_INT(passed, 2 * (int)toolcall_set_count(s));
+	toolcall_set_destroy(s);
+}
+
 int main(int argc, char **argv)
 {
 	const char *which = argc > 1 ? argv[1] : "all";
 	struct grader *g = grader_create(NULL, NULL);
 	if (!g)
 		return 1;
-	if (grader_sandbox_problem(g) && strcmp(which, "math") != 0) {
+	if (!strcmp(which, "all") || !strcmp(which, "gates"))
+		check_toolcalls();
+	if (grader_sandbox_problem(g) && strcmp(which, "math") != 0 && strcmp(which, "gates") != 0) {
 		char why[1400];
 		snprintf(why, sizeof why, "the grading sandbox cannot run here: %s", grader_sandbox_problem(g));
 		grader_destroy(g);

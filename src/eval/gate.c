@@ -426,14 +426,14 @@ static void parse_body(struct reply *r, const char *body, size_t n)
 		snprintf(r->error, sizeof r->error, "the response held no completion");
 }
 
-struct session {
+struct target {
 	const struct gate_protocol *p;
 	const char *url_api;
 	const char *model;
 	int64_t requests, api_errors;
 };
 
-static void ask(struct session *S, const char *prompt, const cJSON *tools, int64_t max_tokens, struct reply *r)
+static void ask(struct target *S, const char *prompt, const cJSON *tools, int64_t max_tokens, struct reply *r)
 {
 	reply_init(r);
 	char *extra = NULL;
@@ -487,7 +487,7 @@ static void note(struct tally *t, const char *id, const char *why)
 		snprintf(t->first_problem, sizeof t->first_problem, "%.80s: %.300s", id, why);
 }
 
-static void run_dataset(struct session *S, struct grader **g, const struct gate *G, struct tally *t)
+static void run_dataset(struct target *S, struct grader **g, const struct gate *G, struct tally *t)
 {
 	size_t n = eval_dataset_count(G->dataset);
 	const struct eval_task **order = malloc(n * sizeof *order);
@@ -528,7 +528,7 @@ static void run_dataset(struct session *S, struct grader **g, const struct gate 
 	free(order);
 }
 
-static void run_tool_calls(struct session *S, const struct gate *G, struct tally *t)
+static void run_tool_calls(struct target *S, const struct gate *G, struct tally *t)
 {
 	for (size_t i = 0; i < G->n_items; i++) {
 		const struct toolcall_case *c = toolcall_set_case(G->toolset, i);
@@ -564,7 +564,7 @@ static void run_tool_calls(struct session *S, const struct gate *G, struct tally
 	}
 }
 
-static void run_needle(struct session *S, const struct gate *G, uint64_t seed, struct tally *t)
+static void run_needle(struct target *S, const struct gate *G, uint64_t seed, struct tally *t)
 {
 	uint64_t k = 0;
 	for (int a = 0; a < G->n_tokens; a++) {
@@ -633,7 +633,7 @@ int gate_run(const struct gate_protocol *p, const struct gate_overrides *o, FILE
 	uint64_t seed = o->needle_seed >= 0 ? (uint64_t)o->needle_seed
 			: p->seed >= 0     ? (uint64_t)p->seed
 					   : (uint64_t)(clock_now_ns() / 1000) % 1000000007u;
-	struct session S = {.p = p, .url_api = url, .model = o->model ? o->model : p->model};
+	struct target S = {.p = p, .url_api = url, .model = o->model ? o->model : p->model};
 	struct grader *g = NULL;
 	cJSON *js = o->json ? cJSON_CreateObject() : NULL, *jg = js ? cJSON_AddArrayToObject(js, "gates") : NULL;
 	if (js) {

@@ -9,6 +9,8 @@
 #include "eval/run.h"
 #include "eval/task.h"
 #include "eval/template_cmd.h"
+#include "eval/gate.h"
+#include "eval/dataset_cmd.h"
 #include "core/args.h"
 #include "net/http.h"
 #include <gsl/gsl_errno.h>
@@ -430,6 +432,10 @@ int main(int argc, char **argv)
 	const char *cmd = argv[1];
 	if (strcmp(cmd, "template") == 0)
 		return template_cmd_main(argc - 1, argv + 1);
+	if (strcmp(cmd, "gate") == 0) /* datasets, importers, gates: src/eval/gate.h, dataset_cmd.h */
+		return gate_cmd_main(argc - 1, argv + 1);
+	if (strcmp(cmd, "dataset") == 0)
+		return dataset_cmd_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "preflight") == 0)
 		return cmd_preflight(argc - 1, argv + 1);
 	if (strcmp(cmd, "grade") == 0)

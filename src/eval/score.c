@@ -354,6 +354,24 @@ static bool number_at(const char *p, const char **end, double *out)
 	return true;
 }
 
+/* ---- fractions (datasets/sixi-math) ----------------------------------------
+ * An exact answer may be a fraction: "7/3" reads as 7 divided by 3 when both
+ * sides are whole numbers and the denominator is not 0; otherwise the two
+ * sides stay separate numbers. */
+static bool fraction_at(const char *p, const char **end, double *out)
+{
+	if (!number_at(p, end, out))
+		return false;
+	const char *q = *end, *e2;
+	double den;
+	if (*q == '/' && isdigit((unsigned char)q[1]) && number_at(q + 1, &e2, &den) && den != 0 &&
+	    floor(den) == den && floor(*out) == *out) {
+		*out /= den;
+		*end = e2;
+	}
+	return true;
+}
+
 static bool last_number(const char *s, const char *stop, double *out)
 {
 	bool found = false;
@@ -362,7 +380,7 @@ static bool last_number(const char *s, const char *stop, double *out)
 		double v;
 		/* a number starts after a non-word character: "x2" and "3.5.1"'s tail are not numbers */
 		bool starts = p == s || (!isalnum((unsigned char)p[-1]) && p[-1] != '.' && p[-1] != '_');
-		if (starts && number_at(p, &end, &v)) {
+		if (starts && fraction_at(p, &end, &v)) {
 			*out = v;
 			found = true;
 			p = end;

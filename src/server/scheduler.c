@@ -49,6 +49,9 @@ struct sched_seq {
 	char **stop;              /* (n_stop) */
 	size_t n_stop;
 	bool ignore_eos;
+	int32_t *bias_ids;        /* (n_bias) */
+	float *bias;              /* (n_bias) */
+	size_t n_bias;
 	int64_t t_arrive_ns;
 	uint64_t order;           /* arrival order */
 	/* state, under s->lock (or owned as the header says) */
@@ -79,7 +82,7 @@ struct retained {
 
 struct batch_item {
 	struct sched_seq *seq;
-	const float *logits;      /* (n_logits) */
+	float *logits;            /* (n_logits); the sampler may add the sequence's logit biases */
 };
 
 struct batch {
@@ -126,6 +129,8 @@ void sched_config_default(struct sched_config *c)
 static void seq_free(struct sched_seq *q)
 {
 	free(q->toks);
+	free(q->bias_ids);
+	free(q->bias);
 	for (size_t i = 0; i < q->n_stop; i++)
 		free(q->stop[i]);
 	free(q->stop);
@@ -556,7 +561,7 @@ static bool text_advance(struct sched_seq *q, bool final, size_t *safe_end)
 	return false;
 }
 
-static void sample_row(struct sched *s, struct sched_seq *q, const float *logits, struct sampler_scratch *sc)
+static void sample_row(struct sched *s, struct sched_seq *q, float *logits, struct sampler_scratch *sc)
 {
 	enum sched_finish fin = SCHED_RUNNING;
 	int32_t tok = -1;
@@ -566,6 +571,9 @@ static void sample_row(struct sched *s, struct sched_seq *q, const float *logits
 	if (cancelled) {
 		fin = SCHED_CANCELLED;
 	} else {
+		for (size_t i = 0; i < q->n_bias; i++)
+			if (q->bias_ids[i] < s->e->n_sample)
+				logits[q->bias_ids[i]] += q->bias[i];
 		tok = sampler_pick(&q->sp, &q->rng, logits, (size_t)s->e->n_sample, sc);
 		if (tok < 0)
 			fin = SCHED_ERROR;
@@ -743,6 +751,15 @@ struct sched_seq *sched_submit(struct sched *s, const struct sched_seq_params *p
 	if (!q->toks || (p->n_stop && !q->stop))
 		goto fail;
 	memcpy(q->toks, p->prompt, p->n_prompt * sizeof(int32_t));
+	if (p->n_bias) {
+		q->bias_ids = malloc(p->n_bias * sizeof(int32_t));
+		q->bias = malloc(p->n_bias * sizeof(float));
+		if (!q->bias_ids || !q->bias)
+			goto fail;
+		memcpy(q->bias_ids, p->bias_ids, p->n_bias * sizeof(int32_t));
+		memcpy(q->bias, p->bias, p->n_bias * sizeof(float));
+		q->n_bias = p->n_bias;
+	}
 	for (size_t i = 0; i < p->n_stop; i++) {
 		q->stop[i] = strdup(p->stop[i]);
 		q->n_stop = i + 1;

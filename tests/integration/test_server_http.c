@@ -104,6 +104,9 @@ static void bad_json_and_fields(void)
 	expect_error(c, "{\"prompt\": \"hi\", \"stream\": \"yes\"}", 400, "stream", NULL);
 	expect_error(c, "{\"prompt\": \"hi\", \"stream_options\": 3}", 400, "stream_options", NULL);
 	expect_error(c, "{\"prompt\": \"hi\", \"ignore_eos\": 1}", 400, "ignore_eos", NULL);
+	expect_error(c, "{\"prompt\": \"hi\", \"logit_bias\": [1]}", 400, "logit_bias", "object");
+	expect_error(c, "{\"prompt\": \"hi\", \"logit_bias\": {\"x\": 1}}", 400, "logit_bias", "not a token id");
+	expect_error(c, "{\"prompt\": \"hi\", \"logit_bias\": {\"5\": 500}}", 400, "logit_bias", "[-100, 100]");
 	const char *ch = "/v1/chat/completions";
 	expect_error(ch, "{\"messages\": \"hello\"}", 400, "messages", "non-empty array");
 	expect_error(ch, "{\"messages\": []}", 400, "messages", "non-empty array");
@@ -121,7 +124,7 @@ static void bad_json_and_fields(void)
 
 	/* Unknown fields: ignored, logged, counted. */
 	struct harness_gen g;
-	int st = post(c, "{\"prompt\":\"hi\",\"max_tokens\":2,\"frobnicate\":true,\"logit_bias\":{}}", &g);
+	int st = post(c, "{\"prompt\":\"hi\",\"max_tokens\":2,\"frobnicate\":true,\"logprobs\":null}", &g);
 	CHECK_EQ_INT(st, 200);
 	CHECK(g.ok && g.completion_tokens == 2);
 	harness_gen_finish(&g);
@@ -467,6 +470,13 @@ static void api_sampling(void)
 		cJSON_Delete(o);
 	}
 	harness_gen_finish(&full);
+	/* logit_bias: +100 on 'A' makes every token 'A'; -100 on the greedy choice changes it. */
+	struct harness_gen biased;
+	post("/v1/completions", "{\"prompt\":\"bias\",\"max_tokens\":6,\"temperature\":0.9,\"logit_bias\":{\"65\":100}}",
+	     &biased);
+	CHECK(biased.ok);
+	CHECK_EQ_STR(biased.text.data, "AAAAAA");
+	harness_gen_finish(&biased);
 	/* Temperature 0: the same text alone and inside a batch of 32. */
 	const char *greedy = "{\"prompt\":\"batch or not\",\"max_tokens\":16,\"temperature\":0}";
 	struct harness_gen alone;

@@ -90,6 +90,7 @@ struct batch {
 	size_t n_items;
 	struct batch_item *items; /* (n_items) */
 	float *logits;            /* (n_items, n_logits) */
+	size_t n_floats;          /* capacity of logits */
 };
 
 struct sched {
@@ -110,6 +111,8 @@ struct sched {
 	int n_sampling;           /* sequences in S_SAMPLING */
 	struct batch *q_head, *q_tail; /* sampler queue */
 	int64_t last_pass_ns;
+	float *spare_logits;      /* (spare_floats) a logits buffer the sampler is done with */
+	size_t spare_floats;
 	bool last_was_prompt_pass; /* interleave off: alternate prompt chunks and decode passes */
 	struct retained *ret;     /* (n_slots) */
 	/* executor scratch */
@@ -410,7 +413,16 @@ static void *exec_main(void *arg)
 		for (size_t i = 0; i < n_rows; i++)
 			n_want += s->rows[i].want_logits;
 		struct batch *b = calloc(1, sizeof *b);
-		float *logits = b ? malloc((n_want ? n_want : 1) * n_logits * sizeof(float)) : NULL;
+		/* Reuse the buffer of a pass the sampler has finished: with a large vocabulary
+		 * a fresh allocation per pass costs thousands of page faults. */
+		size_t want_floats = (n_want ? n_want : 1) * n_logits;
+		float *logits = NULL;
+		if (b && s->spare_logits && s->spare_floats >= want_floats) {
+			logits = s->spare_logits;
+			s->spare_logits = NULL;
+		} else if (b) {
+			logits = malloc(want_floats * sizeof(float));
+		}
 		struct batch_item *items = b ? calloc(n_want ? n_want : 1, sizeof *items) : NULL;
 		int rc = (b && logits && items) ? 0 : -ENOMEM;
 		pthread_mutex_unlock(&s->lock);
@@ -463,6 +475,7 @@ static void *exec_main(void *arg)
 		b->n_items = k;
 		b->items = items;
 		b->logits = logits;
+		b->n_floats = want_floats;
 		if (s->q_tail)
 			s->q_tail->next = b;
 		else
@@ -639,9 +652,15 @@ static void *samp_main(void *arg)
 			sample_row(s, b->items[i].seq, b->items[i].logits, &sc);
 		}
 		free(b->items);
-		free(b->logits);
-		free(b);
 		pthread_mutex_lock(&s->lock);
+		if (!s->spare_logits || s->spare_floats < b->n_floats) {
+			free(s->spare_logits);
+			s->spare_logits = b->logits;
+			s->spare_floats = b->n_floats;
+		} else {
+			free(b->logits);
+		}
+		free(b);
 	}
 	pthread_mutex_unlock(&s->lock);
 	sampler_scratch_finish(&sc);
@@ -726,6 +745,7 @@ void sched_destroy(struct sched *s)
 		if (s->ret[i].slot >= 0)
 			retained_drop(s, &s->ret[i]);
 	free(s->seqs);
+	free(s->spare_logits);
 	free(s->ret);
 	free(s->rows);
 	free(s->members);

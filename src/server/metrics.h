@@ -36,6 +36,8 @@ struct metrics {
 	_Atomic uint64_t straggler_waits;
 	_Atomic uint64_t split_passes;        /* passes that ran while a decoding sequence was not ready */
 	_Atomic uint64_t unknown_fields;      /* request fields ignored */
+	_Atomic uint64_t pass_errors;         /* forward passes that failed */
+	_Atomic int last_pass_failed;         /* 1 while the latest pass failed: /health says so */
 	struct metrics_hist rows_per_pass;
 	struct metrics_hist pass_seconds;
 	struct metrics_hist queue_seconds;

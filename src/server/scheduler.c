@@ -433,6 +433,9 @@ static void *exec_main(void *arg)
 		pthread_mutex_lock(&s->lock);
 		s->last_pass_ns = dt;
 		metrics_add(s->m, passes, 1);
+		if (rc != 0)
+			metrics_add(s->m, pass_errors, 1);
+		atomic_store(&s->m->last_pass_failed, rc != 0);
 		metrics_add(s->m, rows, n_rows);
 		metrics_add(s->m, decode_rows, n_want);
 		metrics_add(s->m, prefill_rows, n_rows - n_want);

@@ -767,7 +767,9 @@ static void handler(void *ctx, struct http_conn *c, const struct http_request *r
 		else
 			handle_generate(s, c, req, p[4] == 'c' && p[5] == 'h');
 	} else if (strcmp(p, "/health") == 0) {
-		if (s->ready)
+		if (s->ready && atomic_load(&s->metrics.last_pass_failed))
+			http_respond(c, 503, "application/json", "{\"status\":\"error\"}", 18);
+		else if (s->ready)
 			http_respond(c, 200, "application/json", "{\"status\":\"ok\"}", 15);
 		else if (s->warm_failed)
 			http_respond(c, 503, "application/json", "{\"status\":\"error\"}", 18);

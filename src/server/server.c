@@ -7,7 +7,9 @@
  * --chat-template names) through src/eval/jinja; without one, with a built-in
  * ChatML rendering (<|im_start|>role\n...<|im_end|>). What it does not do:
  * logprobs, tools, images, echo, best_of. logit_bias is applied (values in
- * [-100, 100] are added to the logits, as OpenAI documents). */
+ * [-100, 100] are added to the logits, as OpenAI documents). /health: 503
+ * "loading" until the warm-up generation has produced a token, then 200 "ok",
+ * and 503 "error" while the latest forward pass failed. */
 #include "server/server.h"
 #include "server/engine.h"
 #include "server/metrics.h"

@@ -661,6 +661,44 @@ static int mode_hygiene(void)
 	CHECK(kill(spid, 0) != 0);          /* and gone (reaped by us) */
 	harness_cleanup(&srv, test_failures > 0);
 
+	/* /health says loading until the warm-up generation is done; a device file
+	 * slow enough (2 s a pass) to watch that happen. */
+	char dev[] = "/tmp/sixi-slow-device-XXXXXX";
+	int dfd = mkstemp(dev);
+	if (CHECK(dfd >= 0)) {
+		const char *json = "{\"base\":\"gb10\",\"weight_gb\":2,\"bandwidth_gbps\":1,\"context\":256,\"slots\":2}";
+		ssize_t w = write(dfd, json, strlen(json));
+		close(dfd);
+		CHECK(w == (ssize_t)strlen(json));
+		const char *slow[] = { "--simulate", dev, NULL };
+		if (CHECK(harness_spawn(&srv, slow) == 0)) {
+			int first = 0;
+			for (int i = 0; i < 100 && first == 0; i++) {
+				first = harness_health(srv.port);
+				if (first == 0)
+					clock_sleep_ns(10000000);
+			}
+			struct harness_resp r;
+			CHECK(harness_request(srv.port, "GET", "/health", NULL, NULL, &r, 2000) == 0 && r.status == 503 &&
+			      r.body.data && strstr(r.body.data, "loading"));
+			harness_resp_finish(&r);
+			struct harness_gen early;
+			CHECK_EQ_INT(post("/v1/completions", "{\"prompt\":\"early\",\"max_tokens\":1}", &early), 503);
+			harness_gen_finish(&early);
+			int later = 0;
+			for (int i = 0; i < 100 && later != 200; i++) {
+				clock_sleep_ns(100000000);
+				later = harness_health(srv.port);
+			}
+			printf("/health on a 2 s-per-pass device: %d while warming up, then %d\n", first, later);
+			CHECK_EQ_INT(first, 503);
+			CHECK_EQ_INT(later, 200);
+			CHECK_EQ_INT(harness_stop(&srv, SIGTERM), 0);
+		}
+		harness_cleanup(&srv, test_failures > 0);
+		unlink(dev);
+	}
+
 	/* A configuration that does not fit is refused before allocation. */
 	char cmd[4600], out[8192];
 	snprintf(cmd, sizeof cmd, "%s --simulate thor --parallel 64 --context 262144 --mem-limit 100GB --port 0",

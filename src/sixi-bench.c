@@ -17,9 +17,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#ifdef SIXI_HAVE_PLAN
-#include "plan/plan.h"
-#endif
+#include "plan/plan_cmd.h"
 
 static const char usage_text[] =
 	"usage: sixi-bench COMMAND [options]\n"
@@ -29,7 +27,7 @@ static const char usage_text[] =
 	"  prefill   TTFT and prefill rate per prompt length, cache-cold   --prompt-tokens 1000,4000,16000\n"
 	"  agents    long unique documents with follow-ups   --agents 16 --doc-tokens 17800 --followups 2\n"
 	"  rate      open-loop Poisson arrivals   --rps R --duration S\n"
-	"  selftest  this client's ceiling against a built-in emitter   [--streams 1,64,1000]\n"
+	"  selftest  this client's ceiling against a built-in emitter   [--streams 1,64,1000] [--url EMITTER]\n"
 	"  emitter   run the built-in emitter alone   --port N [--port-file F] [--events 256]\n"
 	"  plan      size KV cache and state pools   --model CONFIG_OR_GGUF --context N --sequences S\n"
 	"\n"
@@ -336,12 +334,7 @@ int main(int argc, char **argv)
 	}
 	const char *cmd = argv[1];
 	if (strcmp(cmd, "plan") == 0) {
-#ifdef SIXI_HAVE_PLAN
 		return plan_cmd_main(argc - 1, argv + 1);
-#else
-		fprintf(stderr, "sixi-bench: plan is not built in this version\n");
-		return 2;
-#endif
 	}
 	static const char *known[] = { "sweep", "prefill", "agents", "rate", "selftest", "emitter" };
 	bool ok = false;
@@ -384,6 +377,12 @@ int main(int argc, char **argv)
 			return fprintf(stderr, "sixi-bench: %s\n", err), 2;
 		struct selftest_params sp = { .streams = list, .n_streams = n_list, .events = o.events,
 					      .tokens_per_event = o.tokens_per_event };
+		char url[1024];
+		if (o.cfg.url) {
+			if ((rc = check_url(&o.cfg, url, sizeof url)) != 0)
+				return rc;
+			sp.url = o.cfg.url;
+		}
 		rc = selftest_run(&o.cfg, &sp, stdout, err, sizeof err);
 		if (rc)
 			fprintf(stderr, "sixi-bench: selftest failed: %s\n", err);

@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
@@ -303,11 +304,16 @@ int bench_calibrate(struct bench *b, char *err, size_t errlen)
 	if (rc)
 		return rc;
 	store_one(b, "calibrate", 0, 0, 1, &o.res);
-	if (o.res.error || o.res.prompt_tokens <= 0) {
-		snprintf(err, errlen, "cannot calibrate prompt length: %s",
-			 o.res.error ? o.res.error_detail : "the server reported no usage.prompt_tokens");
+	if (o.res.error) {
+		snprintf(err, errlen, "cannot calibrate prompt length: %s", o.res.error_detail);
 		one_free(&o);
 		return -EPROTO;
+	}
+	if (o.res.prompt_tokens <= 0) {
+		/* no usage: the levels will be invalid anyway, and say why; lengths stay in words */
+		log_warn("the server reported no usage.prompt_tokens: prompt lengths are uncalibrated (1 token per word)");
+		one_free(&o);
+		return 0;
 	}
 	b->tokens_per_word = (double)o.res.prompt_tokens / (double)words;
 	one_free(&o);
@@ -376,11 +382,75 @@ static void store_one(struct bench *b, const char *phase, int64_t level, int64_t
 		log_error("%s: could not store a row: %s", b->cfg.db_path, store_errmsg(b->store));
 }
 
+/* Rows reach SQLite through a writer thread, so an insert never runs on an event
+ * loop: a slow disk cannot delay the streams being measured. Each row is still its
+ * own transaction, written as soon as the writer gets to it. */
+struct pending_row {
+	struct store_bench_row row;
+	char error_detail[256];
+	char finish_reason[32];
+	char tag[32];
+	bool has_tag;
+};
+
+struct writer {
+	struct bench *b;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct pending_row *q;
+	size_t head, tail, cap;   /* ring */
+	bool closing;
+	int store_errors;
+	pthread_t thread;
+};
+
+static void *writer_main(void *arg)
+{
+	struct writer *w = arg;
+	pthread_mutex_lock(&w->lock);
+	for (;;) {
+		while (w->head == w->tail && !w->closing)
+			pthread_cond_wait(&w->cond, &w->lock);
+		if (w->head == w->tail && w->closing)
+			break;
+		struct pending_row pr = w->q[w->head];
+		w->head = (w->head + 1) % w->cap;
+		pthread_cond_broadcast(&w->cond);
+		pthread_mutex_unlock(&w->lock);
+		pr.row.error_detail = pr.row.error ? pr.error_detail : NULL;
+		pr.row.finish_reason = pr.finish_reason[0] ? pr.finish_reason : NULL;
+		pr.row.tag = pr.has_tag ? pr.tag : NULL;
+		if (store_bench_insert(w->b->store, &pr.row) != 0 && w->store_errors++ == 0)
+			log_error("%s: could not store a row: %s", w->b->cfg.db_path, store_errmsg(w->b->store));
+		pthread_mutex_lock(&w->lock);
+	}
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
+}
+
+static void writer_push(struct writer *w, const struct store_bench_row *row)
+{
+	pthread_mutex_lock(&w->lock);
+	while ((w->tail + 1) % w->cap == w->head) /* full: wait for the writer (back-pressure) */
+		pthread_cond_wait(&w->cond, &w->lock);
+	struct pending_row *pr = &w->q[w->tail];
+	pr->row = *row;
+	snprintf(pr->error_detail, sizeof pr->error_detail, "%s", row->error_detail ? row->error_detail : "");
+	snprintf(pr->finish_reason, sizeof pr->finish_reason, "%s", row->finish_reason ? row->finish_reason : "");
+	pr->has_tag = row->tag != NULL;
+	snprintf(pr->tag, sizeof pr->tag, "%s", row->tag ? row->tag : "");
+	pr->row.fingerprint_hash = w->b->fp[0] ? w->b->fp : NULL; /* lives as long as the bench */
+	pr->row.itl_json = NULL;
+	w->tail = (w->tail + 1) % w->cap;
+	pthread_cond_broadcast(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
 struct collect {
 	struct bench *b;
 	struct bench_sample *v;
 	size_t n, cap;
-	int store_errors;
+	struct writer *w;
 };
 
 static void sink(void *ud, const struct runner_req *rq, const struct oai_stream *s)
@@ -391,8 +461,7 @@ static void sink(void *ud, const struct runner_req *rq, const struct oai_stream 
 	fill_row(b, &row, rq->phase ? rq->phase : "measure", rq->level, rq->stream, rq->seq, rq->requested_tokens, s);
 	row.t_intended = rq->t_intended_ns;
 	row.tag = rq->tag;
-	if (store_bench_insert(b->store, &row) != 0 && c->store_errors++ == 0)
-		log_error("%s: could not store a row: %s", b->cfg.db_path, store_errmsg(b->store));
+	writer_push(c->w, &row);
 	if (c->n == c->cap) {
 		size_t cap = c->cap ? c->cap * 2 : 256;
 		struct bench_sample *p = realloc(c->v, cap * sizeof *p);
@@ -434,7 +503,17 @@ static void sink(void *ud, const struct runner_req *rq, const struct oai_stream 
 int bench_run_streams(struct bench *b, struct runner_stream *streams, size_t n_streams, struct bench_sample **samples,
 		      size_t *n)
 {
-	struct collect c = { .b = b, .v = *samples, .n = *n, .cap = *n };
+	struct writer w = { .b = b, .cap = 4096 };
+	w.q = malloc(w.cap * sizeof *w.q);
+	if (!w.q)
+		return -ENOMEM;
+	pthread_mutex_init(&w.lock, NULL);
+	pthread_cond_init(&w.cond, NULL);
+	if (pthread_create(&w.thread, NULL, writer_main, &w) != 0) {
+		free(w.q);
+		return -EAGAIN;
+	}
+	struct collect c = { .b = b, .v = *samples, .n = *n, .cap = *n, .w = &w };
 	struct runner_opts o = {
 		.url = b->url_api,
 		.stream = b->cfg.stream,
@@ -449,6 +528,14 @@ int bench_run_streams(struct bench *b, struct runner_stream *streams, size_t n_s
 		.ud = &c,
 	};
 	int rc = runner_run(&o, streams, n_streams);
+	pthread_mutex_lock(&w.lock);
+	w.closing = true;
+	pthread_cond_broadcast(&w.cond);
+	pthread_mutex_unlock(&w.lock);
+	pthread_join(w.thread, NULL);
+	pthread_mutex_destroy(&w.lock);
+	pthread_cond_destroy(&w.cond);
+	free(w.q);
 	*samples = c.v;
 	*n = c.n;
 	return rc;

@@ -29,11 +29,16 @@ static long proc_kib(const char *field)
 
 int selftest_run(const struct bench_cfg *cfg_in, const struct selftest_params *p, FILE *out, char *err, size_t errlen)
 {
-	struct emitter *em = emitter_start(0, p->events, p->tokens_per_event, err, errlen);
-	if (!em)
-		return -EIO;
-	char url[64];
-	snprintf(url, sizeof url, "http://127.0.0.1:%d", emitter_port(em));
+	struct emitter *em = NULL;
+	char url[1024];
+	if (p->url) {
+		snprintf(url, sizeof url, "%s", p->url);
+	} else {
+		em = emitter_start(0, p->events, p->tokens_per_event, err, errlen);
+		if (!em)
+			return -EIO;
+		snprintf(url, sizeof url, "http://127.0.0.1:%d", emitter_port(em));
+	}
 	struct bench_cfg cfg = *cfg_in;
 	cfg.url = url;
 	cfg.model = "emitter";
@@ -47,10 +52,11 @@ int selftest_run(const struct bench_cfg *cfg_in, const struct selftest_params *p
 		emitter_stop(em);
 		return -EIO;
 	}
-	if (!cfg.json)
-		fprintf(out, "client ceiling against the built-in emitter (%lld events x %lld tokens per response, %d client threads)\n"
+	if (!cfg.json && !cfg.quiet)
+		fprintf(out, "client ceiling against %s (%lld events x %lld tokens per response, %d client threads)\n"
 			     "%8s %8s %6s %12s %12s %10s %14s\n",
-			(long long)p->events, (long long)p->tokens_per_event, cfg.threads, "streams", "requests", "errors",
+			p->url ? p->url : "the built-in emitter", (long long)p->events, (long long)p->tokens_per_event,
+			cfg.threads, "streams", "requests", "errors",
 			"events/s", "tokens/s", "wall s", "KiB/stream");
 	cJSON *levels = cJSON_CreateArray();
 	double best_ev = 0, best_tok = 0, kib_per_stream = 0;
@@ -116,10 +122,10 @@ int selftest_run(const struct bench_cfg *cfg_in, const struct selftest_params *p
 		cJSON_AddNumberToObject(o, "wall_s", L.wall_s);
 		cJSON_AddNumberToObject(o, "kib_per_stream", kib);
 		cJSON_AddItemToArray(levels, o);
-		if (!cfg.json)
+		if (!cfg.json && !cfg.quiet)
 			fprintf(out, "%8lld %8lld %6lld %12.0f %12.0f %10.3f %14.1f\n", (long long)S, (long long)L.requests,
 				(long long)L.errors, L.events_per_s, tok_s, L.wall_s, kib);
-		if (L.errors && !cfg.json)
+		if (L.errors && !cfg.json && !cfg.quiet)
 			fprintf(out, "  errors at %lld streams: %s\n", (long long)S, L.error_classes);
 	}
 	cJSON *sum = cJSON_CreateObject();
@@ -140,7 +146,8 @@ int selftest_run(const struct bench_cfg *cfg_in, const struct selftest_params *p
 		free(js);
 	} else {
 		cJSON_Delete(levels);
-		fprintf(out, "ceiling: %.0f events/s, %.0f tokens/s; %lld streams without error; %.1f KiB per stream (run %lld)\n",
+		if (!cfg.quiet)
+			fprintf(out, "ceiling: %.0f events/s, %.0f tokens/s; %lld streams without error; %.1f KiB per stream (run %lld)\n",
 			best_ev, best_tok, (long long)max_streams_ok, kib_per_stream, (long long)bench_run_id(b));
 	}
 	cJSON_Delete(sum);

@@ -13,6 +13,7 @@ struct selftest_params {
 	size_t n_streams;
 	int64_t events;           /* events per response */
 	int64_t tokens_per_event;
+	const char *url;          /* an emitter already running elsewhere (sixi-bench emitter); NULL: built-in */
 };
 
 int selftest_run(const struct bench_cfg *cfg, const struct selftest_params *p, FILE *out, char *err, size_t errlen);

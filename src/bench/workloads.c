@@ -1,6 +1,7 @@
 /* workloads — see workloads.h. */
 #include "bench/workloads.h"
 #include "bench/plot.h"
+#include "bench/selftest.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "store/store.h"
@@ -33,6 +34,28 @@ static void plan_free(struct plan *p)
 		free(p->reqs[i].body);
 	free(p->reqs);
 	free(p->streams);
+}
+
+/* Runs a level's plan (and frees it), summarises the level and stores the summary.
+ * A fingerprint that changed since the run's first makes the level invalid. */
+static int run_level(struct bench *b, struct plan *pl, int64_t level, bool fingerprint_changed,
+		     struct bench_level *out)
+{
+	struct bench_sample *samples = NULL;
+	size_t n = 0;
+	int rc = bench_run_streams(b, pl->streams, pl->n_streams, &samples, &n);
+	plan_free(pl);
+	if (!rc) {
+		bench_level_summarise(b, samples, n, level, out);
+		if (fingerprint_changed) {
+			out->valid = false;
+			snprintf(out->invalid_reason, sizeof out->invalid_reason,
+				 "the server's fingerprint changed since the run's first level: not comparable");
+		}
+		bench_level_store(b, out);
+	}
+	bench_samples_free(samples, n);
+	return rc;
 }
 
 static const char *yes_no(bool v) { return v ? "yes" : "NO"; }
@@ -100,8 +123,25 @@ static void print_json(FILE *out, struct bench *b, const char *workload, const s
 	cJSON_Delete(o);
 }
 
+/* A client ceiling for the headroom column: measured once per database, quietly. */
+static void ensure_ceiling(struct bench *b)
+{
+	if (bench_client_ceiling(b) > 0)
+		return;
+	struct bench_cfg cfg = *bench_config(b);
+	cfg.quiet = true;
+	cfg.json = false;
+	cfg.rounds = 4;
+	int64_t streams[] = { 64 };
+	struct selftest_params sp = { .streams = streams, .n_streams = 1, .events = 256, .tokens_per_event = 1 };
+	char err[256];
+	if (selftest_run(&cfg, &sp, stderr, err, sizeof err) != 0)
+		log_warn("could not measure the client's ceiling: %s", err);
+}
+
 static int prepare(struct bench *b, char *err, size_t errlen)
 {
+	ensure_ceiling(b);
 	int rc = bench_wait_ready(b, err, errlen);
 	if (rc)
 		return rc;
@@ -155,23 +195,12 @@ int workload_sweep(struct bench *b, const struct sweep_params *p, FILE *out, cha
 						&rq->body_len);
 			}
 		}
-		struct bench_sample *samples = NULL;
-		size_t n = 0;
-		if (!rc)
-			rc = bench_run_streams(b, pl.streams, pl.n_streams, &samples, &n);
-		plan_free(&pl);
 		if (rc) {
-			bench_samples_free(samples, n);
+			plan_free(&pl);
 			break;
 		}
-		bench_level_summarise(b, samples, n, conc, &levels[li]);
-		if (changed) {
-			levels[li].valid = false;
-			snprintf(levels[li].invalid_reason, sizeof levels[li].invalid_reason,
-				 "the server's fingerprint changed since the first level: not comparable");
-		}
-		bench_level_store(b, &levels[li]);
-		bench_samples_free(samples, n);
+		if ((rc = run_level(b, &pl, conc, changed, &levels[li])) != 0)
+			break;
 		if (!c->json && !c->quiet)
 			fprintf(out, "  concurrency %lld: %.1f tok/s aggregate, %lld/%lld ok\n", (long long)conc,
 				levels[li].agg_tok_s, (long long)levels[li].ok, (long long)levels[li].requests);
@@ -218,21 +247,10 @@ int workload_prefill(struct bench *b, const struct prefill_params *p, FILE *out,
 			rq->phase = "measure";
 			rc = bench_body(b, 900000 + (int64_t)li, r, len, 1, &rq->body, &rq->body_len);
 		}
-		struct bench_sample *samples = NULL;
-		size_t n = 0;
-		if (!rc)
-			rc = bench_run_streams(b, pl.streams, 1, &samples, &n);
-		plan_free(&pl);
-		if (!rc) {
-			bench_level_summarise(b, samples, n, len, &levels[li]);
-			if (changed) {
-				levels[li].valid = false;
-				snprintf(levels[li].invalid_reason, sizeof levels[li].invalid_reason,
-					 "the server's fingerprint changed since the first length: not comparable");
-			}
-			bench_level_store(b, &levels[li]);
-		}
-		bench_samples_free(samples, n);
+		if (rc)
+			plan_free(&pl);
+		else
+			rc = run_level(b, &pl, len, changed, &levels[li]);
 	}
 	if (!rc) {
 		if (c->json) {

@@ -86,7 +86,7 @@ struct jdict {
 
 enum nkind {
 	/* statements */
-	N_DATA, N_OUTPUT, N_IF, N_FOR, N_SET, N_SETBLOCK, N_MACRO, N_CALLBLOCK, N_FILTERBLOCK, N_BREAK, N_CONTINUE,
+	N_DATA, N_OUTPUT, N_IF, N_FOR, N_SET, N_SETBLOCK, N_MACRO, N_CALLBLOCK, N_FILTERBLOCK, N_WITH, N_BREAK, N_CONTINUE,
 	/* expressions */
 	E_LIT, E_NAME, E_LIST, E_TUPLE, E_DICT, E_ATTR, E_ITEM, E_SLICE, E_CALL, E_FILTER, E_TEST, E_NOT, E_NEG, E_POS,
 	E_BIN, E_AND, E_OR, E_COND, E_BODYVAL
@@ -113,7 +113,6 @@ struct node {
 struct macro {
 	struct node *def;     /* N_MACRO: name, kids = params (defaults in b...), body */
 	struct scope *closure;
-	struct node *caller_body; /* N_CALLBLOCK body when this is a caller() */
 };
 
 /* builtin callables and bound methods */
@@ -225,10 +224,41 @@ static int utf8_put(char *o, uint32_t cp)
 	return 4;
 }
 
-/* Python's str.isspace for the ASCII range (the only whitespace templates meet). */
+/* Python's str.isspace for the ASCII range. */
 static bool is_pyspace(unsigned char c)
 {
 	return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
+}
+
+/* Bytes of the Python whitespace character starting at s[i], 0 if none:
+ * ASCII as above, U+0085, U+00A0, U+1680, U+2000..200A, U+2028, U+2029,
+ * U+202F, U+205F, U+3000 (str.isspace and the regex \s agree on these). */
+static size_t ws_at(const char *s, size_t n, size_t i)
+{
+	const unsigned char *p = (const unsigned char *)s + i;
+	size_t left = n - i;
+	if (p[0] < 0x80)
+		return is_pyspace(p[0]);
+	if (left >= 2 && p[0] == 0xC2 && (p[1] == 0x85 || p[1] == 0xA0))
+		return 2;
+	if (left < 3)
+		return 0;
+	if ((p[0] == 0xE1 && p[1] == 0x9A && p[2] == 0x80) || (p[0] == 0xE3 && p[1] == 0x80 && p[2] == 0x80) ||
+	    (p[0] == 0xE2 && p[1] == 0x81 && p[2] == 0x9F) ||
+	    (p[0] == 0xE2 && p[1] == 0x80 && (p[2] <= 0x8A || p[2] == 0xA8 || p[2] == 0xA9 || p[2] == 0xAF)))
+		return 3;
+	return 0;
+}
+
+/* Bytes of the whitespace character ending just before s[i], 0 if none. */
+static size_t ws_before(const char *s, size_t i)
+{
+	if (i >= 1 && (unsigned char)s[i - 1] < 0x80)
+		return is_pyspace((unsigned char)s[i - 1]);
+	for (size_t k = 2; k <= 3 && k <= i; k++)
+		if (ws_at(s, i, i - k) == k)
+			return k;
+	return 0;
 }
 
 /* ---- lexer ---- */
@@ -339,23 +369,25 @@ static size_t lstrip_text(const char *s, size_t n, bool line_starting)
 		return n;
 	if (l == n)
 		return n;
-	for (size_t i = l; i < n; i++)
-		if (!is_pyspace((unsigned char)s[i]))
+	for (size_t i = l, k; i < n; i += k)
+		if (!(k = ws_at(s, n, i)))
 			return n;
 	return l;
 }
 
 static size_t rstrip_len(const char *s, size_t n)
 {
-	while (n > 0 && is_pyspace((unsigned char)s[n - 1]))
-		n--;
+	size_t k;
+	while ((k = ws_before(s, n)))
+		n -= k;
 	return n;
 }
 
 static size_t skip_ws(const char *s, size_t n, size_t i)
 {
-	while (i < n && is_pyspace((unsigned char)s[i]))
-		i++;
+	size_t k;
+	while (i < n && (k = ws_at(s, n, i)))
+		i += k;
 	return i;
 }
 
@@ -461,8 +493,7 @@ static void lex_string(struct parser *p, size_t *ip)
 			}
 		}
 	}
-	struct tok *k = tok_push(p, TK_STR, start, o, on);
-	(void)k;
+	tok_push(p, TK_STR, start, o, on);
 	*ip = end + 1;
 }
 
@@ -470,7 +501,7 @@ static void lex_number(struct parser *p, size_t *ip)
 {
 	const char *s = p->src;
 	size_t i = *ip, start = i, n = p->n;
-	char buf[128];
+	char buf[512];
 	size_t bn = 0;
 	bool isf = false;
 	if (s[i] == '0' && i + 1 < n && strchr("xXoObB", s[i + 1])) {
@@ -503,7 +534,9 @@ static void lex_number(struct parser *p, size_t *ip)
 	bool float_ok = !(start > 0 && s[start - 1] == '.');
 	if (float_ok && i + 1 < n && s[i] == '.' && isdigit((unsigned char)s[i + 1])) {
 		isf = true;
-		buf[bn++] = s[i++];
+		if (bn < sizeof buf - 1)
+			buf[bn++] = s[i];
+		i++;
 		while (i < n && (isdigit((unsigned char)s[i]) || (s[i] == '_' && i + 1 < n && isdigit((unsigned char)s[i + 1])))) {
 			if (s[i] != '_' && bn < sizeof buf - 1)
 				buf[bn++] = s[i];
@@ -528,6 +561,11 @@ static void lex_number(struct parser *p, size_t *ip)
 		}
 	}
 	buf[bn] = 0;
+	if (bn >= sizeof buf - 1) {
+		int line, col;
+		linecol(p, start, &line, &col);
+		perr(p, line, col, "numeric literal longer than %zu digits", sizeof buf - 2);
+	}
 	struct tok *k = tok_push(p, isf ? TK_FLOAT : TK_INT, start, s + start, i - start);
 	if (isf) {
 		k->f = strtod(buf, NULL);
@@ -583,8 +621,9 @@ static size_t lex_tag(struct parser *p, size_t i, bool block)
 			}
 		}
 		unsigned char c = (unsigned char)s[i];
-		if (is_pyspace(c)) {
-			i++;
+		size_t wl = ws_at(s, n, i);
+		if (wl) {
+			i += wl;
 		} else if (isdigit(c)) {
 			lex_number(p, &i);
 		} else if (isalpha(c) || c == '_') {
@@ -1109,57 +1148,38 @@ static struct node *mkbin(struct parser *p, const struct tok *at, int op, struct
 	return x;
 }
 
-static struct node *parse_pow(struct parser *p)
-{
-	struct node *x = parse_unary(p, true);
-	while (is_op(cur(p), "**")) {
-		struct tok *at = cur(p);
-		p->pos++;
-		x = mkbin(p, at, B_POW, x, parse_unary(p, true));
-	}
-	return x;
-}
+/* binary operators from loosest to tightest: + -, then ~, then * / // %, then ** */
+static const struct {
+	const char *ops[4];
+	int codes[4];
+} arith_levels[] = {
+	{{"+", "-"}, {B_ADD, B_SUB}},
+	{{"~"}, {B_CAT}},
+	{{"*", "/", "//", "%"}, {B_MUL, B_DIV, B_FDIV, B_MOD}},
+	{{"**"}, {B_POW}},
+};
 
-static struct node *parse_math2(struct parser *p)
+static struct node *parse_arith(struct parser *p, size_t level)
 {
-	struct node *x = parse_pow(p);
+	if (level == sizeof arith_levels / sizeof arith_levels[0])
+		return parse_unary(p, true);
+	struct node *x = parse_arith(p, level + 1);
 	for (;;) {
 		struct tok *at = cur(p);
-		int op = is_op(at, "*") ? B_MUL : is_op(at, "/") ? B_DIV : is_op(at, "//") ? B_FDIV : is_op(at, "%") ? B_MOD : -1;
+		int op = -1;
+		for (int k = 0; k < 4 && arith_levels[level].ops[k]; k++)
+			if (is_op(at, arith_levels[level].ops[k]))
+				op = arith_levels[level].codes[k];
 		if (op < 0)
 			return x;
 		p->pos++;
-		x = mkbin(p, at, op, x, parse_pow(p));
-	}
-}
-
-static struct node *parse_concat(struct parser *p)
-{
-	struct node *x = parse_math2(p);
-	while (is_op(cur(p), "~")) {
-		struct tok *at = cur(p);
-		p->pos++;
-		x = mkbin(p, at, B_CAT, x, parse_math2(p));
-	}
-	return x;
-}
-
-static struct node *parse_math1(struct parser *p)
-{
-	struct node *x = parse_concat(p);
-	for (;;) {
-		struct tok *at = cur(p);
-		int op = is_op(at, "+") ? B_ADD : is_op(at, "-") ? B_SUB : -1;
-		if (op < 0)
-			return x;
-		p->pos++;
-		x = mkbin(p, at, op, x, parse_concat(p));
+		x = mkbin(p, at, op, x, parse_arith(p, level + 1));
 	}
 }
 
 static struct node *parse_compare(struct parser *p)
 {
-	struct node *x = parse_math1(p);
+	struct node *x = parse_arith(p, 0);
 	for (;;) {
 		struct tok *at = cur(p);
 		int op = is_op(at, "==") ? B_EQ : is_op(at, "!=") ? B_NE : is_op(at, "<") ? B_LT : is_op(at, "<=") ? B_LE
@@ -1172,7 +1192,7 @@ static struct node *parse_compare(struct parser *p)
 			return x;
 		p->pos++;
 		/* a < b < c chains are rare in templates; they evaluate left to right here */
-		x = mkbin(p, at, op, x, parse_math1(p));
+		x = mkbin(p, at, op, x, parse_arith(p, 0));
 	}
 }
 
@@ -1190,29 +1210,15 @@ static struct node *parse_not(struct parser *p)
 	return parse_compare(p);
 }
 
-static struct node *parse_and(struct parser *p)
+static struct node *parse_logic(struct parser *p, bool is_or)
 {
-	struct node *x = parse_not(p);
-	while (is_name(cur(p), "and")) {
+	struct node *x = is_or ? parse_logic(p, false) : parse_not(p);
+	while (is_name(cur(p), is_or ? "or" : "and")) {
 		struct tok *at = cur(p);
 		p->pos++;
-		struct node *y = mk(p, E_AND, at);
+		struct node *y = mk(p, is_or ? E_OR : E_AND, at);
 		y->a = x;
-		y->b = parse_not(p);
-		x = y;
-	}
-	return x;
-}
-
-static struct node *parse_or(struct parser *p)
-{
-	struct node *x = parse_and(p);
-	while (is_name(cur(p), "or")) {
-		struct tok *at = cur(p);
-		p->pos++;
-		struct node *y = mk(p, E_OR, at);
-		y->a = x;
-		y->b = parse_and(p);
+		y->b = is_or ? parse_logic(p, false) : parse_not(p);
 		x = y;
 	}
 	return x;
@@ -1221,12 +1227,12 @@ static struct node *parse_or(struct parser *p)
 static struct node *parse_expr(struct parser *p, bool condexpr)
 {
 	enter(p);
-	struct node *x = parse_or(p);
+	struct node *x = parse_logic(p, true);
 	while (condexpr && is_name(cur(p), "if")) {
 		struct tok *at = cur(p);
 		p->pos++;
 		struct node *y = mk(p, E_COND, at);
-		y->a = parse_or(p); /* condition */
+		y->a = parse_logic(p, true); /* condition */
 		y->b = x;           /* then */
 		if (is_name(cur(p), "else")) {
 			p->pos++;
@@ -1384,6 +1390,7 @@ static const char *const endcall_only[] = {"endcall", NULL};
 static const char *const endset_only[] = {"endset", NULL};
 static const char *const endfilter_only[] = {"endfilter", NULL};
 static const char *const endgen_only[] = {"endgeneration", NULL};
+static const char *const endwith_only[] = {"endwith", NULL};
 
 static void parse_statement(struct parser *p, struct nvec *body)
 {
@@ -1476,8 +1483,30 @@ static void parse_statement(struct parser *p, struct nvec *body)
 			perr(p, at->line, at->col, "'%s' outside of a loop", w);
 		x = mk(p, w[0] == 'b' ? N_BREAK : N_CONTINUE, at);
 		end_block(p);
+	} else if (!strcmp(w, "with")) {
+		/* {% with a = 1, b = x %}: values from the outer scope, names local to the body */
+		x = mk(p, N_WITH, at);
+		const char *names[MAX_ARGS];
+		while (cur(p)->t != TK_BEND) {
+			if (x->kids.n)
+				expect_op(p, ",");
+			if (x->kids.n == MAX_ARGS)
+				perr(p, cur(p)->line, cur(p)->col, "more than %d assignments", MAX_ARGS);
+			if (cur(p)->t != TK_NAME)
+				unexpected(p, "a name to assign to");
+			names[x->kids.n] = cur(p)->s;
+			p->pos++;
+			expect_op(p, "=");
+			nvec_push(p, &x->kids, parse_expr(p, true));
+		}
+		x->kwnames = palloc(p, (x->kids.n + 1) * sizeof *x->kwnames);
+		memcpy(x->kwnames, names, x->kids.n * sizeof *names);
+		end_block(p);
+		parse_body(p, &x->body, endwith_only, "with", at->line, at->col);
+		p->pos++;
+		end_block(p);
 	} else if (!strcmp(w, "include") || !strcmp(w, "extends") || !strcmp(w, "import") || !strcmp(w, "from") ||
-		   !strcmp(w, "block") || !strcmp(w, "do") || !strcmp(w, "with") || !strcmp(w, "autoescape")) {
+		   !strcmp(w, "block") || !strcmp(w, "do") || !strcmp(w, "autoescape")) {
 		perr(p, at->line, at->col, "the '%s' statement is not supported", w);
 	} else {
 		perr(p, at->line, at->col, "encountered unknown tag '%s'", w);
@@ -1997,6 +2026,17 @@ static void put_str(struct rctx *r, struct sb *b, struct jv v)
 	}
 }
 
+/* Code points Python's repr() escapes beyond ASCII: C1 controls, NBSP and the
+ * other separators, format characters and private use (unassigned ones are
+ * not known here and print as they are). */
+static bool py_unprintable(uint32_t cp)
+{
+	return cp <= 0xA0 || cp == 0xAD || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200F) ||
+	       (cp >= 0x2028 && cp <= 0x202F) || (cp >= 0x205F && cp <= 0x206F) || cp == 0x3000 || cp == 0xFEFF ||
+	       (cp >= 0xFFF9 && cp <= 0xFFFB) || (cp >= 0xE000 && cp <= 0xF8FF) || cp >= 0xF0000 || cp == 0x061C ||
+	       cp == 0x180E || (cp >= 0xD800 && cp <= 0xDFFF);
+}
+
 static void put_str_repr(struct rctx *r, struct sb *b, const struct jstr *s)
 {
 	bool has_sq = memchr(s->p, '\'', s->n) != NULL, has_dq = memchr(s->p, '"', s->n) != NULL;
@@ -2018,14 +2058,18 @@ static void put_str_repr(struct rctx *r, struct sb *b, const struct jstr *s)
 		} else if (c < 0x20 || c == 0x7f) {
 			snprintf(tmp, sizeof tmp, "\\x%02x", c);
 			sb_puts(r, b, tmp);
-		} else if (c == 0xC2 && i + 1 < s->n && (unsigned char)s->p[i + 1] <= 0xA0) {
-			/* C1 controls and NBSP are not printable: \x80..\xa0 */
-			snprintf(tmp, sizeof tmp, "\\x%02x", (unsigned char)s->p[i + 1]);
-			sb_puts(r, b, tmp);
-			i++;
-		} else if (c == 0xC2 && i + 1 < s->n && (unsigned char)s->p[i + 1] == 0xAD) {
-			sb_puts(r, b, "\\xad");
-			i++;
+		} else if (c >= 0x80) {
+			size_t k = utf8_off(s->p + i, s->n - i, 1);
+			uint32_t cp = c & (0x3F >> (k - 1));
+			for (size_t j = 1; j < k; j++)
+				cp = cp << 6 | ((unsigned char)s->p[i + j] & 0x3F);
+			if (py_unprintable(cp)) {
+				snprintf(tmp, sizeof tmp, cp < 0x100 ? "\\x%02x" : cp < 0x10000 ? "\\u%04x" : "\\U%08x", cp);
+				sb_puts(r, b, tmp);
+			} else {
+				sb_put(r, b, s->p + i, k);
+			}
+			i += k - 1;
 		} else {
 			sb_put(r, b, (const char *)&s->p[i], 1);
 		}
@@ -2033,11 +2077,11 @@ static void put_str_repr(struct rctx *r, struct sb *b, const struct jstr *s)
 	sb_put(r, b, &q, 1);
 }
 
-static void put_repr(struct rctx *r, struct sb *b, struct jv v)
+static void put_repr(struct rctx *r, struct sb *b, struct jv v);
+
+static void put_repr_container(struct rctx *r, struct sb *b, struct jv v)
 {
 	switch (v.t) {
-	case T_STR: put_str_repr(r, b, v.u.s); return;
-	case T_UNDEF: return;
 	case T_LIST: {
 		if (v.flags & F_GEN)
 			rerr(r, NULL, "printing a generator (the result of select, map, items, unique or reverse) is not "
@@ -2055,18 +2099,8 @@ static void put_repr(struct rctx *r, struct sb *b, struct jv v)
 		return;
 	}
 	case T_DICT:
-		sb_puts(r, b, "{");
-		for (size_t i = 0; i < v.u.d->n; i++) {
-			if (i)
-				sb_puts(r, b, ", ");
-			put_repr(r, b, v.u.d->k[i]);
-			sb_puts(r, b, ": ");
-			put_repr(r, b, v.u.d->v[i]);
-		}
-		sb_puts(r, b, "}");
-		return;
 	case T_NS:
-		sb_puts(r, b, "<Namespace {");
+		sb_puts(r, b, v.t == T_NS ? "<Namespace {" : "{");
 		for (size_t i = 0; i < v.u.d->n; i++) {
 			if (i)
 				sb_puts(r, b, ", ");
@@ -2074,11 +2108,40 @@ static void put_repr(struct rctx *r, struct sb *b, struct jv v)
 			sb_puts(r, b, ": ");
 			put_repr(r, b, v.u.d->v[i]);
 		}
-		sb_puts(r, b, "}>");
+		sb_puts(r, b, v.t == T_NS ? "}>" : "}");
 		return;
-	case T_MACRO: sb_puts(r, b, "<Macro>"); return;
-	case T_FUNC: sb_puts(r, b, "<built-in function>"); return;
-	case T_LOOP: sb_puts(r, b, "<LoopContext>"); return;
+	default: break;
+	}
+}
+
+static void put_repr(struct rctx *r, struct sb *b, struct jv v)
+{
+	if (v.t == T_LIST || v.t == T_DICT || v.t == T_NS) {
+		/* a namespace can hold itself; Python would print {...} there */
+		if (++r->depth > MAX_DEPTH)
+			rerr(r, NULL, "value nested too deeply to print");
+		put_repr_container(r, b, v);
+		r->depth--;
+		return;
+	}
+	switch (v.t) {
+	case T_STR: put_str_repr(r, b, v.u.s); return;
+	case T_UNDEF: return;
+	case T_MACRO: {
+		char tmp[300];
+		snprintf(tmp, sizeof tmp, "<Macro '%s'>", v.u.m->def->name);
+		sb_puts(r, b, tmp);
+		return;
+	}
+	case T_LOOP: {
+		char tmp[64];
+		snprintf(tmp, sizeof tmp, "<LoopContext %zu/%zu>", v.u.loop->i + 1, v.u.loop->items->n);
+		sb_puts(r, b, tmp);
+		return;
+	}
+	case T_FUNC:
+		rerr(r, NULL, "printing a function or method ('%s') is not supported: Python prints a memory address",
+		     v.u.fn->name);
 	default: put_str(r, b, v);
 	}
 }
@@ -2462,7 +2525,7 @@ static struct jv get_item(struct rctx *r, const struct node *at, struct jv obj, 
 	if (obj.t == T_UNDEF)
 		rerr(r, at, "%s", obj.u.hint);
 	if (obj.t == T_LIST && (obj.flags & F_GEN))
-		rerr(r, at, "'generator' object is not subscriptable");
+		return v_undef(r, "'generator object' has no such item");
 	if ((obj.t == T_LIST || obj.t == T_STR) && (key.t == T_INT || key.t == T_BOOL)) {
 		int64_t i = num_i(key);
 		if (obj.t == T_LIST) {
@@ -2516,9 +2579,10 @@ static struct jv slice(struct rctx *r, const struct node *at, struct jv obj, str
 	if (stp == 0)
 		rerr(r, at, "slice step cannot be zero");
 	struct jlist *items;
-	if (obj.t == T_LIST && (obj.flags & F_GEN))
-		rerr(r, at, "'generator' object is not subscriptable");
-	if (obj.t == T_LIST)
+	/* jinja2 compiles slices to a plain Python subscript: no undefined fallback */
+	if (obj.t == T_DICT)
+		rerr(r, at, "unhashable type: 'slice'");
+	if (obj.t == T_LIST && !(obj.flags & F_GEN))
 		items = obj.u.l;
 	else if (obj.t == T_STR)
 		items = iterate(r, at, obj);
@@ -2696,10 +2760,104 @@ static bool contains(struct rctx *r, const struct node *at, struct jv container,
 			if (py_eq(container.u.l->v[i], x))
 				return true;
 		return false;
-	case T_DICT: return dict_find(container.u.d, x) != NULL;
+	case T_DICT:
+		if ((x.t == T_LIST && !(x.flags & F_TUPLE)) || x.t == T_DICT || x.t == T_NS)
+			rerr(r, at, "unhashable type: '%s'", type_name(x));
+		return dict_find(container.u.d, x) != NULL;
 	case T_UNDEF: return false;
 	default: rerr(r, at, "argument of type '%s' is not iterable", type_name(container));
 	}
+}
+
+/* printf-style str % args: %s %r %d %i %f %x %%, flags, width, precision, %(name)s */
+static struct jv str_mod(struct rctx *r, const struct node *at, struct jv fmt, struct jv arg)
+{
+	struct sb b = {0};
+	sb_put(r, &b, "", 0);
+	const char *p = fmt.u.s->p;
+	size_t n = fmt.u.s->n, used = 0;
+	bool tuple = arg.t == T_LIST && (arg.flags & F_TUPLE);
+	bool mapping = arg.t == T_DICT || (arg.t == T_LIST && !tuple); /* Python: anything with __getitem__ */
+	size_t nargs = tuple ? arg.u.l->n : 1;
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] != '%') {
+			sb_put(r, &b, p + i, 1);
+			continue;
+		}
+		if (++i >= n)
+			rerr(r, at, "incomplete format");
+		struct jv v;
+		if (p[i] == '(') {
+			size_t j = i + 1;
+			while (j < n && p[j] != ')')
+				j++;
+			if (arg.t != T_DICT || j >= n)
+				rerr(r, at, "format requires a mapping");
+			struct jv *f = dict_find(arg.u.d, v_str(r, p + i + 1, j - i - 1));
+			if (!f)
+				rerr(r, at, "KeyError in %% formatting");
+			v = *f;
+			i = j + 1;
+			used = nargs; /* a mapping is used as a whole */
+		} else {
+			v.t = T_UNDEF;
+		}
+		char spec[32] = "%";
+		size_t sl = 1;
+		while (i < n && strchr("-+ #0123456789.", p[i]) && sl < sizeof spec - 3)
+			spec[sl++] = p[i++];
+		if (i >= n)
+			rerr(r, at, "incomplete format");
+		char conv = p[i];
+		if (conv == '%') {
+			sb_put(r, &b, "%", 1);
+			continue;
+		}
+		if (v.t == T_UNDEF && p[i - 1] != ')') {
+			if (mapping) {
+				v = arg;
+			} else {
+				if (used >= nargs)
+					rerr(r, at, "not enough arguments for format string");
+				v = tuple ? arg.u.l->v[used] : arg;
+				used++;
+			}
+		}
+		char tmp[512];
+		if (conv == 's' || conv == 'r') {
+			struct sb vs = {0};
+			sb_put(r, &vs, "", 0);
+			if (conv == 's')
+				put_str(r, &vs, v);
+			else
+				put_repr(r, &vs, v);
+			spec[sl++] = 's';
+			spec[sl] = 0;
+			if (sl == 2) {
+				sb_put(r, &b, vs.p, vs.n);
+				continue;
+			}
+			snprintf(tmp, sizeof tmp, spec, vs.p);
+		} else if (strchr("dixXo", conv)) {
+			if (!is_num(v))
+				rerr(r, at, "%%%c format: a real number is required, not %s", conv, type_name(v));
+			int64_t iv = v.t == T_FLOAT ? (int64_t)v.u.f : num_i(v);
+			memcpy(spec + sl, conv == 'i' ? "lld" : conv == 'd' ? "lld" : conv == 'x' ? "llx" : conv == 'X' ? "llX" : "llo", 4);
+			snprintf(tmp, sizeof tmp, spec, (long long)iv);
+		} else if (strchr("feEgG", conv)) {
+			if (!is_num(v))
+				rerr(r, at, "%%%c format: a real number is required, not %s", conv, type_name(v));
+			spec[sl++] = conv;
+			spec[sl] = 0;
+			snprintf(tmp, sizeof tmp, spec, num_f(v));
+		} else {
+			rerr(r, at, "unsupported format character '%c'", conv);
+		}
+		sb_puts(r, &b, tmp);
+	}
+	if (!mapping && used < nargs && !(tuple && nargs == 0 && used == 0))
+		rerr(r, at, "not all arguments converted during string formatting");
+	return v_sb(r, &b);
 }
 
 static struct jv binop(struct rctx *r, const struct node *at, int op, struct jv a, struct jv b)
@@ -2732,7 +2890,7 @@ static struct jv binop(struct rctx *r, const struct node *at, int op, struct jv 
 	case B_POW: return arith(r, at, op, a, b);
 	case B_MOD:
 		if (a.t == T_STR)
-			rerr(r, at, "printf-style '%%' formatting of strings is not supported");
+			return str_mod(r, at, a, b);
 		return arith(r, at, op, a, b);
 	case B_CAT: {
 		struct jv x = to_str(r, a), y = to_str(r, b);
@@ -2758,12 +2916,13 @@ static struct jv str_strip(struct rctx *r, struct jv s, const struct jstr *chars
 	const char *p = s.u.s->p;
 	size_t lo = 0, hi = s.u.s->n;
 	if (!chars) {
+		size_t k;
 		if (left)
-			while (lo < hi && is_pyspace((unsigned char)p[lo]))
-				lo++;
+			while (lo < hi && (k = ws_at(p, hi, lo)))
+				lo += k;
 		if (right)
-			while (hi > lo && is_pyspace((unsigned char)p[hi - 1]))
-				hi--;
+			while (hi > lo && (k = ws_before(p + lo, hi - lo)))
+				hi -= k;
 	} else {
 		if (left)
 			while (lo < hi) {
@@ -2825,64 +2984,34 @@ static struct jv str_split(struct rctx *r, struct jv s, struct jv sep, int64_t m
 	const char *p = s.u.s->p;
 	size_t n = s.u.s->n;
 	struct jv out = v_list(r, 0);
-	if (sep.t != T_STR) { /* whitespace runs, no empty strings */
-		struct jlist *parts = v_list(r, 0).u.l;
-		size_t i = 0;
+	if (sep.t != T_STR) {
+		/* whitespace runs, no empty strings; past maxsplit the rest of the
+		 * string stays whole, its outer whitespace kept, as CPython does */
+		size_t *st = ralloc(r, (n / 2 + 2) * sizeof *st), *en = ralloc(r, (n / 2 + 2) * sizeof *en);
+		size_t nw = 0, i = 0, k;
 		while (i < n) {
-			while (i < n && is_pyspace((unsigned char)p[i]))
-				i++;
+			while (i < n && (k = ws_at(p, n, i)))
+				i += k;
 			if (i >= n)
 				break;
-			size_t j = i;
-			while (j < n && !is_pyspace((unsigned char)p[j]))
-				j++;
-			list_push(r, parts, v_str(r, p + i, j - i));
-			i = j;
-		}
-		if (maxsplit < 0 || (int64_t)parts->n <= maxsplit + 1) {
-			out.u.l = parts;
-			return out;
-		}
-		/* keep the remainder of the string joined, as Python does */
-		if (!from_right) {
-			size_t k = 0;
-			i = 0;
-			for (; k < (size_t)maxsplit; k++) {
-				while (is_pyspace((unsigned char)p[i]))
-					i++;
-				size_t j = i;
-				while (j < n && !is_pyspace((unsigned char)p[j]))
-					j++;
-				list_push(r, out.u.l, v_str(r, p + i, j - i));
-				i = j;
-			}
-			while (i < n && is_pyspace((unsigned char)p[i]))
+			st[nw] = i;
+			while (i < n && !ws_at(p, n, i))
 				i++;
-			size_t e = n;
-			while (e > i && is_pyspace((unsigned char)p[e - 1]))
-				e--;
-			list_push(r, out.u.l, v_str(r, p + i, e - i));
-			return out;
+			en[nw++] = i;
 		}
-		size_t e = n;
-		struct jlist *rev = v_list(r, 0).u.l;
-		for (int64_t k = 0; k < maxsplit; k++) {
-			while (e > 0 && is_pyspace((unsigned char)p[e - 1]))
-				e--;
-			size_t b = e;
-			while (b > 0 && !is_pyspace((unsigned char)p[b - 1]))
-				b--;
-			list_push(r, rev, v_str(r, p + b, e - b));
-			e = b;
+		size_t keep = maxsplit < 0 || (uint64_t)maxsplit + 1 >= nw ? nw : (size_t)maxsplit;
+		if (keep == nw) {
+			for (size_t w = 0; w < nw; w++)
+				list_push(r, out.u.l, v_str(r, p + st[w], en[w] - st[w]));
+		} else if (!from_right) {
+			for (size_t w = 0; w < keep; w++)
+				list_push(r, out.u.l, v_str(r, p + st[w], en[w] - st[w]));
+			list_push(r, out.u.l, v_str(r, p + st[keep], n - st[keep]));
+		} else {
+			list_push(r, out.u.l, v_str(r, p, en[nw - keep - 1]));
+			for (size_t w = nw - keep; w < nw; w++)
+				list_push(r, out.u.l, v_str(r, p + st[w], en[w] - st[w]));
 		}
-		size_t b = 0;
-		while (b < e && is_pyspace((unsigned char)p[b]))
-			b++;
-		while (e > b && is_pyspace((unsigned char)p[e - 1]))
-			e--;
-		list_push(r, out.u.l, v_str(r, p + b, e - b));
-		for (size_t k = rev->n; k-- > 0;)
-			list_push(r, out.u.l, rev->v[k]);
 		return out;
 	}
 	const char *sp = sep.u.s->p;
@@ -2925,7 +3054,8 @@ static struct jv str_split(struct rctx *r, struct jv s, struct jv sep, int64_t m
 	return out;
 }
 
-static struct jv str_case(struct rctx *r, struct jv s, int mode) /* 0 lower, 1 upper, 2 title, 3 capitalize */
+/* 0 lower, 1 upper, 2 str.title, 3 capitalize, 4 the title filter */
+static struct jv str_case(struct rctx *r, struct jv s, int mode)
 {
 	struct jv o = v_str(r, s.u.s->p, s.u.s->n);
 	char *p = o.u.s->p;
@@ -2938,6 +3068,8 @@ static struct jv str_case(struct rctx *r, struct jv s, int mode) /* 0 lower, 1 u
 			p[i] = (char)toupper(c);
 		else if (mode == 2)
 			p[i] = (char)(prev_alpha ? tolower(c) : toupper(c));
+		else if (mode == 4) /* the title filter: words start after -, space, (, {, [ or < */
+			p[i] = (char)(i == 0 || strchr("-({[< \t\n\r\f\v", p[i - 1]) ? toupper(c) : tolower(c));
 		else
 			p[i] = (char)(i == 0 ? toupper(c) : tolower(c));
 		prev_alpha = isalpha(c) || c >= 0x80;
@@ -3030,9 +3162,8 @@ static struct jlist *split_lines(struct rctx *r, const char *p, size_t n)
 static struct jv call_macro(struct rctx *r, const struct node *at, struct macro *m, const struct args *a,
 			    struct macro *caller);
 static struct jv apply_filter(struct rctx *r, const struct node *at, const char *name, struct jv in,
-			      const struct args *a, struct scope *s);
-static bool apply_test(struct rctx *r, const struct node *at, const char *name, struct jv in, const struct args *a,
-		       struct scope *s);
+			      const struct args *a);
+static bool apply_test(struct rctx *r, const struct node *at, const char *name, struct jv in, const struct args *a);
 
 static bool starts_or_ends(struct rctx *r, const struct node *at, struct jv s, struct jv x, bool end)
 {
@@ -3139,6 +3270,12 @@ static struct jv str_method(struct rctx *r, const struct node *at, struct jv s, 
 		}
 		return v_sb(r, &b);
 	}
+	if (!strcmp(m, "isspace")) {
+		bool ok = n > 0;
+		for (size_t i = 0, k; i < n && ok; i += k)
+			ok = (k = ws_at(p, n, i)) != 0;
+		return v_bool(ok);
+	}
 	if (!strncmp(m, "is", 2)) {
 		bool ok = n > 0, any_cased = false;
 		for (size_t i = 0; i < n; i++) {
@@ -3149,8 +3286,6 @@ static struct jv str_method(struct rctx *r, const struct node *at, struct jv s, 
 				ok = ok && (isalpha(c) || c >= 0x80);
 			else if (!strcmp(m, "isalnum"))
 				ok = ok && (isalnum(c) || c >= 0x80);
-			else if (!strcmp(m, "isspace"))
-				ok = ok && is_pyspace(c);
 			else if (!strcmp(m, "isupper"))
 				ok = ok && !islower(c), any_cased = any_cased || isupper(c);
 			else if (!strcmp(m, "islower"))
@@ -3435,7 +3570,7 @@ static struct jv sorted(struct rctx *r, const struct node *at, struct jlist *ite
 }
 
 static struct jv select_items(struct rctx *r, const struct node *at, struct jv in, const struct args *a, bool by_attr,
-			      bool keep, struct scope *s)
+			      bool keep)
 {
 	struct jv out = v_list(r, 0);
 	out.flags = F_GEN;
@@ -3456,7 +3591,7 @@ static struct jv select_items(struct rctx *r, const struct node *at, struct jv i
 	}
 	for (size_t i = 0; i < items->n; i++) {
 		struct jv v = by_attr ? attr_path(r, at, items->v[i], attr) : items->v[i];
-		bool ok = has_test ? apply_test(r, at, testname.u.s->p, v, &ta, s) : truthy(v);
+		bool ok = has_test ? apply_test(r, at, testname.u.s->p, v, &ta) : truthy(v);
 		if (ok == keep)
 			list_push(r, out.u.l, items->v[i]);
 	}
@@ -3472,7 +3607,9 @@ static struct jv f_indent(struct rctx *r, const struct node *at, struct jv in, c
 		ind = w;
 	else
 		ind = repeat(r, at, v_str(r, " ", 1), need_int(r, at, w, "indent's width"));
-	struct jv s = to_str(r, in);
+	if (in.t != T_STR)
+		rerr(r, at, "unsupported operand type(s) for +=: '%s' and 'str'", type_name(in));
+	struct jv s = in;
 	struct sb tmp = {0};
 	sb_put(r, &tmp, s.u.s->p, s.u.s->n);
 	sb_put(r, &tmp, "\n", 1);
@@ -3519,9 +3656,11 @@ static struct jv f_tojson(struct rctx *r, const struct node *at, struct jv in, c
 	return v_sb(r, &b);
 }
 
-static struct jv f_int(struct rctx *r, struct jv in, const struct args *a)
+static struct jv f_int(struct rctx *r, const struct node *at, struct jv in, const struct args *a)
 {
 	struct jv dflt = arg_or(a, 0, "default", v_int(0));
+	if (in.t == T_UNDEF) /* int(Undefined) raises */
+		rerr(r, at, "%s", in.u.hint);
 	if (in.t == T_INT || in.t == T_BOOL)
 		return v_int(num_i(in));
 	if (in.t == T_FLOAT)
@@ -3546,8 +3685,7 @@ static struct jv f_int(struct rctx *r, struct jv in, const struct args *a)
 	return dflt;
 }
 
-static struct jv apply_filter(struct rctx *r, const struct node *at, const char *f, struct jv in, const struct args *a,
-			      struct scope *s)
+static struct jv apply_filter(struct rctx *r, const struct node *at, const char *f, struct jv in, const struct args *a)
 {
 	struct jv x;
 	if (!strcmp(f, "safe")) {
@@ -3584,7 +3722,7 @@ static struct jv apply_filter(struct rctx *r, const struct node *at, const char 
 		return str_strip(r, to_str(r, in), x.t == T_STR ? x.u.s : NULL, true, true);
 	}
 	if (!strcmp(f, "upper") || !strcmp(f, "lower") || !strcmp(f, "title") || !strcmp(f, "capitalize")) {
-		int mode = f[0] == 'l' ? 0 : f[0] == 'u' ? 1 : f[0] == 't' ? 2 : 3;
+		int mode = f[0] == 'l' ? 0 : f[0] == 'u' ? 1 : f[0] == 't' ? 4 : 3;
 		return str_case(r, to_str(r, in), mode);
 	}
 	if (!strcmp(f, "replace")) {
@@ -3654,9 +3792,9 @@ static struct jv apply_filter(struct rctx *r, const struct node *at, const char 
 		return out;
 	}
 	if (!strcmp(f, "selectattr") || !strcmp(f, "rejectattr"))
-		return select_items(r, at, in, a, true, f[0] == 's', s);
+		return select_items(r, at, in, a, true, f[0] == 's');
 	if (!strcmp(f, "select") || !strcmp(f, "reject"))
-		return select_items(r, at, in, a, false, f[0] == 's', s);
+		return select_items(r, at, in, a, false, f[0] == 's');
 	if (!strcmp(f, "map")) {
 		struct jv out = v_list(r, 0), attr, fname;
 		out.flags = F_GEN;
@@ -3681,7 +3819,7 @@ static struct jv apply_filter(struct rctx *r, const struct node *at, const char 
 			fa.kw[fa.n++] = a->kw[i];
 		}
 		for (size_t i = 0; i < l->n; i++)
-			list_push(r, out.u.l, apply_filter(r, at, fname.u.s->p, l->v[i], &fa, s));
+			list_push(r, out.u.l, apply_filter(r, at, fname.u.s->p, l->v[i], &fa));
 		return out;
 	}
 	if (!strcmp(f, "dictsort")) {
@@ -3735,8 +3873,10 @@ static struct jv apply_filter(struct rctx *r, const struct node *at, const char 
 	if (!strcmp(f, "indent"))
 		return f_indent(r, at, in, a);
 	if (!strcmp(f, "int"))
-		return f_int(r, in, a);
+		return f_int(r, at, in, a);
 	if (!strcmp(f, "float")) {
+		if (in.t == T_UNDEF)
+			rerr(r, at, "%s", in.u.hint);
 		if (is_num(in))
 			return v_float(num_f(in));
 		if (in.t == T_STR) {
@@ -3764,6 +3904,8 @@ static struct jv apply_filter(struct rctx *r, const struct node *at, const char 
 		if (!is_num(in))
 			rerr(r, at, "round needs a number");
 		const char *mm = method.t == T_STR ? method.u.s->p : "common";
+		if (!strcmp(mm, "common") && in.t != T_FLOAT)
+			return v_int(num_i(in)); /* round() of an int is that int */
 		if (!strcmp(mm, "common")) {
 			/* Python's round(): correctly rounded, ties to even, as printf does it */
 			char tmp[400];
@@ -3794,23 +3936,72 @@ static struct jv apply_filter(struct rctx *r, const struct node *at, const char 
 		need_str(r, at, x, "attr's name");
 		return get_attr(r, at, in, x.u.s->p);
 	}
-	if (!strcmp(f, "wordcount")) {
-		struct jv parts = str_split(r, to_str(r, in), v_none(), -1, false);
-		return v_int((int64_t)parts.u.l->n);
+	if (!strcmp(f, "wordcount")) { /* runs of \w */
+		struct jv sv = to_str(r, in);
+		int64_t words = 0;
+		bool inword = false;
+		for (size_t i = 0, k; i < sv.u.s->n; i += k) {
+			unsigned char c = (unsigned char)sv.u.s->p[i];
+			k = ws_at(sv.u.s->p, sv.u.s->n, i);
+			bool w = !k && (isalnum(c) || c == '_' || c >= 0x80);
+			k = k ? k : 1;
+			words += w && !inword;
+			inword = w;
+		}
+		return v_int(words);
 	}
-	if (!strcmp(f, "format")) {
-		rerr(r, at, "the format filter (printf-style) is not supported");
+	if (!strcmp(f, "format")) { /* value % args, or % kwargs */
+		int np = npos(a);
+		if (np && np < a->n)
+			rerr(r, at, "format can't handle positional and keyword arguments at the same time");
+		struct jv fa = np < a->n ? v_dict(r, T_DICT) : v_list(r, (size_t)np);
+		if (np < a->n)
+			for (int i = 0; i < a->n; i++)
+				dict_set_s(r, fa.u.d, a->kw[i], a->v[i]);
+		else
+			for (int i = 0; i < np; i++)
+				list_push(r, fa.u.l, a->v[i]);
+		fa.flags = fa.t == T_LIST ? F_TUPLE : 0;
+		return str_mod(r, at, to_str(r, in), fa);
+	}
+	if (!strcmp(f, "center")) {
+		struct jv sv = to_str(r, in);
+		int64_t width = need_int(r, at, arg_or(a, 0, "width", v_int(80)), "center's width");
+		int64_t len = (int64_t)utf8_len(sv.u.s->p, sv.u.s->n), marg = width - len;
+		if (marg <= 0)
+			return sv;
+		int64_t left = marg / 2 + (marg & width & 1); /* CPython's split of the padding */
+		struct jv out = concat_str(r, repeat(r, at, v_str(r, " ", 1), left), sv);
+		return concat_str(r, out, repeat(r, at, v_str(r, " ", 1), marg - left));
+	}
+	if (!strcmp(f, "truncate")) {
+		struct jv sv = to_str(r, in);
+		int64_t length = need_int(r, at, arg_or(a, 0, "length", v_int(255)), "truncate's length");
+		bool killwords = truthy(arg_or(a, 1, "killwords", v_bool(false)));
+		struct jv end = to_str(r, arg_or(a, 2, "end", v_str(r, "...", 3)));
+		struct jv lw = arg_or(a, 3, "leeway", v_none());
+		int64_t leeway = lw.t == T_NONE ? 5 : need_int(r, at, lw, "leeway");
+		int64_t len = (int64_t)utf8_len(sv.u.s->p, sv.u.s->n), endlen = (int64_t)utf8_len(end.u.s->p, end.u.s->n);
+		if (length < endlen || leeway < 0)
+			rerr(r, at, "truncate: expected length >= len(end) and leeway >= 0");
+		if (len <= length + leeway)
+			return sv;
+		size_t cut = utf8_off(sv.u.s->p, sv.u.s->n, (size_t)(length - endlen));
+		struct jv head = v_str(r, sv.u.s->p, cut);
+		if (!killwords) {
+			struct jv parts = str_split(r, head, v_str(r, " ", 1), 1, true);
+			head = parts.u.l->v[0];
+		}
+		return concat_str(r, head, end);
 	}
 	rerr(r, at, "no filter named '%s'", f);
 }
 
 /* ---- tests ---- */
 
-static bool apply_test(struct rctx *r, const struct node *at, const char *t, struct jv in, const struct args *a,
-		       struct scope *s)
+static bool apply_test(struct rctx *r, const struct node *at, const char *t, struct jv in, const struct args *a)
 {
 	struct jv x;
-	(void)s;
 	if (!strcmp(t, "defined"))
 		return in.t != T_UNDEF;
 	if (!strcmp(t, "undefined"))
@@ -3841,14 +4032,13 @@ static bool apply_test(struct rctx *r, const struct node *at, const char *t, str
 		return in.t == T_MACRO || in.t == T_FUNC;
 	if (!strcmp(t, "escaped"))
 		return in.t == T_STR && (in.flags & F_MARKUP);
-	if (!strcmp(t, "lower") || !strcmp(t, "upper")) {
-		struct jv sv = to_str(r, in);
-		return py_eq(sv, str_case(r, sv, t[0] == 'l' ? 0 : 1));
+	if (!strcmp(t, "lower") || !strcmp(t, "upper")) { /* str(value).islower() / .isupper() */
+		struct func fn = {.name = t[0] == 'l' ? "islower" : "isupper", .self = to_str(r, in)};
+		struct args none = {0};
+		return call_method(r, at, &fn, &none).u.b;
 	}
-	if (!strcmp(t, "odd") || !strcmp(t, "even")) {
-		int64_t v = need_int(r, at, in, "the tested value");
-		return (v % 2 != 0) == (t[0] == 'o');
-	}
+	if (!strcmp(t, "odd") || !strcmp(t, "even")) /* value % 2 == 1 (or 0), as Python computes it */
+		return py_eq(binop(r, at, B_MOD, in, v_int(2)), v_int(t[0] == 'o' ? 1 : 0));
 	if (!strcmp(t, "divisibleby")) {
 		if (!arg(a, 0, "num", &x))
 			rerr(r, at, "divisibleby needs a number");
@@ -3955,12 +4145,12 @@ static struct jv eval(struct rctx *r, struct node *x, struct scope *s)
 	case E_FILTER:
 		a = eval(r, x->a, s);
 		eval_args(r, x, s, &args);
-		out = apply_filter(r, x, x->name, a, &args, s);
+		out = apply_filter(r, x, x->name, a, &args);
 		break;
 	case E_TEST:
 		a = eval(r, x->a, s);
 		eval_args(r, x, s, &args);
-		out = v_bool(apply_test(r, x, x->name, a, &args, s) != (bool)x->op);
+		out = v_bool(apply_test(r, x, x->name, a, &args) != (bool)x->op);
 		break;
 	case E_NOT: out = v_bool(!truthy(eval(r, x->a, s))); break;
 	case E_NEG:
@@ -4156,6 +4346,13 @@ static void exec_node(struct rctx *r, struct node *x, struct scope *s)
 		struct args a;
 		eval_args(r, x->a, s, &a);
 		put_str(r, r->out, call_value(r, x, fn, &a, caller));
+		break;
+	}
+	case N_WITH: {
+		struct scope *ws = scope_new(r, s);
+		for (size_t i = 0; i < x->kids.n; i++)
+			scope_set(r, ws, x->kwnames[i], eval(r, x->kids.v[i], s));
+		exec_body(r, &x->body, ws);
 		break;
 	}
 	case N_BREAK: r->ctl = 1; break;
@@ -4442,13 +4639,15 @@ char *jinja_source_load(const char *path, size_t *n, cJSON **special, char *err,
 		if (!src) {
 			snprintf(err, errlen, "%s: %s", path, e2);
 		} else if (special) {
+			/* bos_token, eos_token, pad_token, ...: what apply_chat_template passes */
 			if (!*special)
 				*special = cJSON_CreateObject();
-			const char *keys[] = {"bos_token", "eos_token"};
-			for (int i = 0; i < 2 && *special; i++) {
-				const char *tok = special_token(cfg, keys[i]);
-				if (tok && !cJSON_GetObjectItemCaseSensitive(*special, keys[i]))
-					cJSON_AddStringToObject(*special, keys[i], tok);
+			for (const cJSON *c = cfg->child; c && *special; c = c->next) {
+				size_t kl = c->string ? strlen(c->string) : 0;
+				const char *tok = kl > 6 && !strcmp(c->string + kl - 6, "_token") ? special_token(cfg, c->string)
+												  : NULL;
+				if (tok && !cJSON_GetObjectItemCaseSensitive(*special, c->string))
+					cJSON_AddStringToObject(*special, c->string, tok);
 			}
 		}
 		cJSON_Delete(cfg);

@@ -9,8 +9,8 @@
  * to call list/dict mutators.
  *
  * Not supported (a clear error, never a wrong render): include/extends/import,
- * recursive for loops, the `do` statement, format specs inside str.format,
- * printf-style `%` on strings, Unicode case mapping beyond ASCII.
+ * recursive for loops, the `do` statement, *args and **kwargs in calls, format specs
+ * inside str.format, integers beyond 64 bits. Case mapping covers ASCII only.
  *
  * Ownership: arguments are borrowed; a template owns its memory until
  * jinja_destroy; render output is appended to the caller's buffer. */
@@ -49,9 +49,9 @@ __attribute__((warn_unused_result)) int jinja_render_chat_at(const struct jinja_
  * tokenizer_config.json (chat_template as a string, or a list of
  * {"name", "template"} from which "default" is taken). Returns a malloc'd
  * NUL-terminated string (length in *n) or NULL with err set. When the file is a
- * tokenizer_config.json and special is non-NULL, its bos_token / eos_token
- * (string or {"content": ...}) are added to *special as strings (created when
- * NULL, caller frees with cJSON_Delete). */
+ * tokenizer_config.json and special is non-NULL, its *_token entries (bos_token,
+ * eos_token, ...; a string or {"content": ...}) are added to *special as strings
+ * (created when NULL, caller frees with cJSON_Delete). */
 char *jinja_source_load(const char *path, size_t *n, cJSON **special, char *err, size_t errlen);
 /* The chat template inside a parsed tokenizer_config.json; NULL with err set. */
 char *jinja_source_from_hf_config(const cJSON *config, size_t *n, char *err, size_t errlen);

@@ -15,6 +15,7 @@
  * hundred thousand small copies, done once. */
 #include "model/gguf.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -594,10 +595,15 @@ struct gguf *gguf_open(const char *path, char *err, size_t errlen)
 uint32_t gguf_version(const struct gguf *g) { return g->version; }
 size_t gguf_kv_count(const struct gguf *g) { return g->n_kv; }
 const char *gguf_kv_key(const struct gguf *g, size_t i) { return i < g->n_kv ? g->kv[i].key : NULL; }
-enum gguf_type gguf_kv_type(const struct gguf *g, size_t i) { return g->kv[i].type; }
+enum gguf_type gguf_kv_type(const struct gguf *g, size_t i)
+{
+	assert(i < g->n_kv);
+	return g->kv[i].type;
+}
 
 enum gguf_type gguf_kv_array_type(const struct gguf *g, size_t i)
 {
+	assert(i < g->n_kv);
 	return g->kv[i].arr_type;
 }
 
@@ -798,8 +804,9 @@ struct wtensor {
 	uint32_t n_dims;
 	uint64_t ne[GGUF_MAX_DIMS];
 	uint32_t type;
-	void *data;       /* owned copy, n_bytes */
+	const void *data; /* n_bytes: an owned copy, or the caller's memory when !owned */
 	uint64_t n_bytes;
+	bool owned;
 };
 
 struct gguf_writer {
@@ -824,7 +831,8 @@ void gguf_writer_destroy(struct gguf_writer *w)
 	}
 	for (size_t i = 0; i < w->n_t; i++) {
 		free(w->t[i].name);
-		free(w->t[i].data);
+		if (w->t[i].owned)
+			free((void *)w->t[i].data);
 	}
 	free(w->kv);
 	free(w->t);
@@ -972,8 +980,8 @@ int gguf_writer_set_arr_num(struct gguf_writer *w, const char *key, enum gguf_ty
 	return writer_put(w, key, &b);
 }
 
-int gguf_writer_add_tensor(struct gguf_writer *w, const char *name, uint32_t n_dims, const uint64_t *ne,
-			   uint32_t type, const void *data, uint64_t n_bytes)
+static int add_tensor(struct gguf_writer *w, const char *name, uint32_t n_dims, const uint64_t *ne, uint32_t type,
+		      const void *data, uint64_t n_bytes, bool copy)
 {
 	uint64_t shape[GGUF_MAX_DIMS] = {1, 1, 1, 1}, want;
 	if (n_dims < 1 || n_dims > GGUF_MAX_DIMS)
@@ -996,20 +1004,34 @@ int gguf_writer_add_tensor(struct gguf_writer *w, const char *name, uint32_t n_d
 	struct wtensor *t = &w->t[w->n_t];
 	memset(t, 0, sizeof *t);
 	t->name = strdup(name);
-	t->data = malloc(n_bytes ? (size_t)n_bytes : 1);
-	if (!t->name || !t->data) {
+	void *owned = copy ? malloc(n_bytes ? (size_t)n_bytes : 1) : NULL;
+	if (!t->name || (copy && !owned)) {
 		free(t->name);
-		free(t->data);
+		free(owned);
 		return -ENOMEM;
 	}
-	if (n_bytes)
-		memcpy(t->data, data, (size_t)n_bytes);
+	if (copy && n_bytes)
+		memcpy(owned, data, (size_t)n_bytes);
+	t->data = copy ? owned : data;
+	t->owned = copy;
 	t->n_dims = n_dims;
 	memcpy(t->ne, shape, sizeof shape);
 	t->type = type;
 	t->n_bytes = n_bytes;
 	w->n_t++;
 	return 0;
+}
+
+int gguf_writer_add_tensor(struct gguf_writer *w, const char *name, uint32_t n_dims, const uint64_t *ne,
+			   uint32_t type, const void *data, uint64_t n_bytes)
+{
+	return add_tensor(w, name, n_dims, ne, type, data, n_bytes, true);
+}
+
+int gguf_writer_add_tensor_ref(struct gguf_writer *w, const char *name, uint32_t n_dims, const uint64_t *ne,
+			       uint32_t type, const void *data, uint64_t n_bytes)
+{
+	return add_tensor(w, name, n_dims, ne, type, data, n_bytes, false);
 }
 
 static uint64_t writer_alignment(const struct gguf_writer *w)

@@ -98,5 +98,9 @@ int gguf_writer_set_arr_num(struct gguf_writer *w, const char *key, enum gguf_ty
 /* Tensor data copied (n_bytes must equal what type and shape imply). */
 int gguf_writer_add_tensor(struct gguf_writer *w, const char *name, uint32_t n_dims, const uint64_t *ne,
 			   uint32_t type, const void *data, uint64_t n_bytes);
+/* The same without a copy: data is borrowed and must stay valid until the writer is destroyed
+ * (for large weights already in memory, e.g. mmapped safetensors). */
+int gguf_writer_add_tensor_ref(struct gguf_writer *w, const char *name, uint32_t n_dims, const uint64_t *ne,
+			       uint32_t type, const void *data, uint64_t n_bytes);
 int gguf_writer_write(struct gguf_writer *w, const char *path, char *err, size_t errlen);
 #endif

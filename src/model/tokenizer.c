@@ -11,6 +11,8 @@
  *        (ties: leftmost), unknown symbols -> <0xXX> byte tokens.
  * Both merge loops use a binary heap with lazy deletion: O(n log n) per piece.
  *
+ * For the llama3 split, a piece that is a token as a whole is taken whole (ignore_merges).
+ *
  * It does not: apply Unicode normalization (llama.cpp does not either), clean up
  * spaces on decode (so decode(encode(x)) == x), or support WordPiece/Unigram/RWKV
  * vocabularies. Workload: a vocabulary of up to ~250k tokens loaded once; encode runs
@@ -123,31 +125,38 @@ struct tokenizer {
 	int32_t byte_tok[256];     /* BPE: id of each byte's printable char; SPM: <0xXX>; -1 absent */
 	int32_t bos, eos, eot, eom, unk, pad;
 	bool add_bos, add_eos, add_space_prefix;
+	bool prefix_first_only;    /* SPM: space prefix only at the start of the text, not after specials */
+	bool rank_merges;          /* merges by rank (BPE; SentencePiece-style from tokenizer.json), else by score */
+	bool ignore_merges;        /* BPE: a piece that is a token as a whole is taken whole (llama3) */
 	size_t max_piece;
 };
 
 /* GPT-2's map from bytes to printable code points: printable Latin-1 bytes map to
- * themselves, the other 68 to U+0100.. in byte order. */
+ * themselves, the other 68 to U+0100.. in byte order: 0x00-0x20 -> U+0100-U+0120,
+ * 0x7F-0xA0 -> U+0121-U+0142, 0xAD -> U+0143. */
 static uint32_t byte_to_cp(unsigned b)
 {
-	if ((b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae))
-		return b;
-	uint32_t n = 0;
-	for (unsigned x = 0; x < b; x++)
-		if (!((x >= 0x21 && x <= 0x7e) || (x >= 0xa1 && x <= 0xac) || (x >= 0xae)))
-			n++;
-	return 256 + n;
+	if (b <= 0x20)
+		return 0x100 + b;
+	if (b >= 0x7f && b <= 0xa0)
+		return 0x121 + (b - 0x7f);
+	if (b == 0xad)
+		return 0x143;
+	return b;
 }
 
 uint32_t tok_byte_char(unsigned char b) { return byte_to_cp(b); }
 
 static int cp_to_byte(uint32_t cp)
 {
-	if (cp < 256)
-		return ((cp >= 0x21 && cp <= 0x7e) || (cp >= 0xa1 && cp <= 0xac) || cp >= 0xae) ? (int)cp : -1;
-	for (unsigned b = 0; b < 256; b++)
-		if (byte_to_cp(b) == cp)
-			return (int)b;
+	if (cp >= 0x100 && cp <= 0x120)
+		return (int)(cp - 0x100);
+	if (cp >= 0x121 && cp <= 0x142)
+		return (int)(cp - 0x121 + 0x7f);
+	if (cp == 0x143)
+		return 0xad;
+	if (cp < 0x100 && byte_to_cp(cp) == cp)
+		return (int)cp;
 	return -1;
 }
 
@@ -248,7 +257,7 @@ static int cmp_special(const void *a, const void *b, void *ctx)
 	return x < y ? -1 : x > y;
 }
 
-/* Decoded bytes of token i into out (room for 4 * len + 1); returns the length. */
+/* Decoded bytes of a token's text into out (room for len bytes); returns the length. */
 static size_t decode_piece(const struct tokenizer *t, const char *s, size_t len, uint8_t type, char *out)
 {
 	size_t o = 0;
@@ -306,7 +315,7 @@ static struct tokenizer *tok_build(struct tokenizer *t, const struct tok_src *sr
 	t->n_vocab = src->n_vocab;
 	t->tok = calloc(src->n_vocab ? src->n_vocab : 1, sizeof *t->tok);
 	t->text_pool = malloc(text_bytes ? text_bytes : 1);
-	t->piece_pool = malloc(text_bytes * 4 + 1);
+	t->piece_pool = malloc(text_bytes + 1); /* a decoded piece is never longer than its text */
 	if (!t->tok || !t->text_pool || !t->piece_pool || strmap_init(&t->by_text, src->n_vocab))
 		goto oom;
 	size_t off = 0, poff = 0;
@@ -361,7 +370,7 @@ static struct tokenizer *tok_build(struct tokenizer *t, const struct tok_src *sr
 	}
 
 	/* merges: key "left" 0xFF "right" (0xFF never occurs in UTF-8) -> rank */
-	if (t->model == TOK_MODEL_BPE) {
+	if (t->rank_merges) {
 		size_t mbytes = 0;
 		for (size_t i = 0; i < src->n_merges; i++)
 			mbytes += src->merge_ll[i] + src->merge_rl[i] + 1;
@@ -513,8 +522,9 @@ static void split_gpt2(const struct cps *c, size_t lo, size_t hi, struct ends *o
 }
 
 /* qwen2:  (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
- * qwen35: the same with [\p{L}\p{M}]+ for the word and \p{M} excluded from the punctuation run. */
-static void split_qwen(const struct cps *c, size_t lo, size_t hi, bool marks, struct ends *out)
+ * qwen35: the same with [\p{L}\p{M}]+ for the word and \p{M} excluded from the punctuation run.
+ * llama3: qwen2's with \p{N}{1,3} (max_digits 3). */
+static void split_qwen(const struct cps *c, size_t lo, size_t hi, bool marks, size_t max_digits, struct ends *out)
 {
 	size_t pos = lo;
 	while (pos < hi) {
@@ -548,6 +558,8 @@ static void split_qwen(const struct cps *c, size_t lo, size_t hi, bool marks, st
 				p++;
 		} else if (is_n(c, pos, hi)) {
 			p = pos + 1;
+			while (p - pos < max_digits && is_n(c, p, hi))
+				p++;
 		} else {
 			/*  ?[^\s\p{L}(\p{M})\p{N}]+[\r\n]* */
 #define PUNCT(i) ((i) < hi && !is_s(c, (i), hi) && !is_l(c, (i), hi) && !is_n(c, (i), hi) && !(marks && is_m(c, (i), hi)))
@@ -653,7 +665,8 @@ static int pre_split(enum tok_pre pre, const struct cps *c, size_t lo, size_t hi
 		break;
 	case TOK_PRE_QWEN2:
 	case TOK_PRE_QWEN35:
-		split_qwen(c, lo, hi, pre == TOK_PRE_QWEN35, out);
+	case TOK_PRE_LLAMA3:
+		split_qwen(c, lo, hi, pre == TOK_PRE_QWEN35, pre == TOK_PRE_LLAMA3 ? 3 : 1, out);
 		break;
 	case TOK_PRE_DEFAULT: {
 		/* four successive regex splits, as llama.cpp's default BPE pre-tokenizer */
@@ -711,9 +724,9 @@ struct sym {
 };
 
 struct pair {
-	double key;        /* BPE: rank; SPM: -score (smaller first) */
-	long left, right;
-	size_t size;       /* bytes of left + right when pushed */
+	float key;         /* BPE: rank (exact below 2^24); SPM: -score (smaller first) */
+	int32_t left, right;
+	uint32_t size;     /* bytes of left + right when pushed */
 };
 
 struct heap {
@@ -811,10 +824,10 @@ static int ids_push(struct ids *o, int32_t id)
 }
 
 /* Candidate value of merging symbols l and r of word w: 0 and *key set when it exists. */
-static int pair_value(const struct tokenizer *t, struct scratch *s, const char *w, long l, long r, double *key)
+static int pair_value(const struct tokenizer *t, struct scratch *s, const char *w, long l, long r, float *key)
 {
 	const struct sym *a = &s->sym[l], *b = &s->sym[r];
-	if (t->model == TOK_MODEL_BPE) {
+	if (t->rank_merges) {
 		size_t kl = a->len + b->len + 1;
 		if (grow((void **)&s->key, &s->key_cap, kl, 1))
 			return -ENOMEM;
@@ -824,14 +837,14 @@ static int pair_value(const struct tokenizer *t, struct scratch *s, const char *
 		int32_t rank = strmap_get(&t->merges, s->key, kl);
 		if (rank < 0)
 			return 1;
-		*key = rank;
+		*key = (float)rank;
 		return 0;
 	}
 	/* SPM: the concatenation (contiguous in w) must be a token; higher score first */
 	int32_t id = strmap_get(&t->by_text, w + a->start, a->len + b->len);
 	if (id < 0)
 		return 1;
-	*key = -(double)t->tok[id].score;
+	*key = -t->tok[id].score;
 	return 0;
 }
 
@@ -839,12 +852,12 @@ static int try_pair(const struct tokenizer *t, struct scratch *s, const char *w,
 {
 	if (l < 0 || r < 0)
 		return 0;
-	double key;
+	float key;
 	int rc = pair_value(t, s, w, l, r, &key);
 	if (rc)
 		return rc < 0 ? rc : 0;
-	return heap_push(&s->heap, (struct pair){.key = key, .left = l, .right = r,
-					    .size = s->sym[l].len + s->sym[r].len});
+	return heap_push(&s->heap, (struct pair){.key = key, .left = (int32_t)l, .right = (int32_t)r,
+					    .size = (uint32_t)(s->sym[l].len + s->sym[r].len)});
 }
 
 /* Merges the symbols of word w[0..n) and appends the resulting ids. */
@@ -974,7 +987,8 @@ static int encode_bpe_fragment(const struct tokenizer *t, struct scratch *s, con
 		size_t wl = 0;
 		for (size_t j = b0; j < b1; j++)
 			wl += unicode_utf8_encode(byte_to_cp((unsigned char)text[j]), s->word + wl);
-		rc = merge_word(t, s, s->word, wl, out);
+		int32_t whole = t->ignore_merges ? strmap_get(&t->by_text, s->word, wl) : -1;
+		rc = whole >= 0 ? ids_push(out, whole) : merge_word(t, s, s->word, wl, out);
 	}
 	free(e.v);
 	cps_finish(&c);
@@ -1014,6 +1028,8 @@ int tok_encode(const struct tokenizer *t, const char *text, size_t n, bool add_s
 	int rc = 0;
 	*ids = NULL;
 	*n_ids = 0;
+	if (n > INT32_MAX / 4) /* symbol indices are 32-bit; byte-level text takes up to 2 bytes a byte */
+		return -E2BIG;
 	if (unicode_utf8_valid_prefix(text, n) != n)
 		return -EILSEQ;
 	if (add_special && t->add_bos && t->bos >= 0)
@@ -1029,7 +1045,8 @@ int tok_encode(const struct tokenizer *t, const char *text, size_t n, bool add_s
 		} else if (t->model == TOK_MODEL_BPE) {
 			rc = encode_bpe_fragment(t, &s, text + fr->start, fr->len, &out);
 		} else {
-			rc = encode_spm_fragment(t, &s, text + fr->start, fr->len, t->add_space_prefix && prev_special, &out);
+			bool prefix = t->add_space_prefix && prev_special && (!t->prefix_first_only || fr->start == 0);
+			rc = encode_spm_fragment(t, &s, text + fr->start, fr->len, prefix, &out);
 			prev_special = false;
 		}
 	}
@@ -1171,7 +1188,8 @@ static bool pre_from_name(const char *name, enum tok_pre *pre)
 		{"default", TOK_PRE_DEFAULT}, {"gpt-2", TOK_PRE_GPT2}, {"gpt2", TOK_PRE_GPT2},
 		{"phi-2", TOK_PRE_GPT2}, {"roberta-bpe", TOK_PRE_GPT2}, {"qwen2", TOK_PRE_QWEN2},
 		{"deepseek-r1-qwen", TOK_PRE_QWEN2}, {"stablelm2", TOK_PRE_QWEN2}, {"megrez", TOK_PRE_QWEN2},
-		{"qwen35", TOK_PRE_QWEN35},
+		{"qwen35", TOK_PRE_QWEN35}, {"llama3", TOK_PRE_LLAMA3}, {"llama-v3", TOK_PRE_LLAMA3},
+		{"llama-bpe", TOK_PRE_LLAMA3}, {"falcon3", TOK_PRE_LLAMA3}, {"pixtral", TOK_PRE_LLAMA3},
 	};
 	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
 		if (strcmp(name, map[i].name) == 0) {
@@ -1287,6 +1305,7 @@ struct tokenizer *tok_load_gguf(const struct gguf *g, char *err, size_t errlen)
 	}
 	if (strcmp(model, "gpt2") == 0) {
 		t->model = TOK_MODEL_BPE;
+		t->rank_merges = true;
 	} else if (strcmp(model, "llama") == 0) {
 		t->model = TOK_MODEL_SPM;
 	} else {
@@ -1371,7 +1390,8 @@ struct tokenizer *tok_load_gguf(const struct gguf *g, char *err, size_t errlen)
 		src.merge_rl[i] = len - ll - 1;
 	}
 	bool spm = t->model == TOK_MODEL_SPM;
-	t->add_bos = spm;
+	t->ignore_merges = t->pre == TOK_PRE_LLAMA3;
+	t->add_bos = spm || t->pre == TOK_PRE_LLAMA3;
 	t->add_space_prefix = spm;
 	gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &t->add_bos);
 	gguf_get_bool(g, "tokenizer.ggml.add_eos_token", &t->add_eos);
@@ -1400,6 +1420,8 @@ static const char *const hf_qwen2_regex =
 	"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 static const char *const hf_qwen35_regex =
 	"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+static const char *const hf_llama3_regex =
+	"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 static const char *const hf_gpt2_regex =
 	"'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
@@ -1427,6 +1449,8 @@ static int hf_pre(const cJSON *pt, enum tok_pre *pre, bool *byte_level)
 			*pre = TOK_PRE_QWEN35;
 		else if (strcmp(re, hf_gpt2_regex) == 0)
 			*pre = TOK_PRE_GPT2;
+		else if (strcmp(re, hf_llama3_regex) == 0)
+			*pre = TOK_PRE_LLAMA3;
 		else
 			return -EINVAL;
 		return 0;
@@ -1442,6 +1466,41 @@ static int hf_pre(const cJSON *pt, enum tok_pre *pre, bool *byte_level)
 		return 0;
 	}
 	return -EINVAL;
+}
+
+/* SentencePiece-style text handling: a Metaspace pre-tokenizer, or normalizers that replace
+ * spaces by U+2581 (and prepend one). Returns -EINVAL for a Metaspace that splits words. */
+static int hf_metaspace(const cJSON *root, bool *spm, bool *prefix, bool *first_only)
+{
+	const cJSON *pt = cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer");
+	const cJSON *norm = cJSON_GetObjectItemCaseSensitive(root, "normalizer");
+	const char *type = json_get_str(pt, "type");
+	if (type && strcmp(type, "Metaspace") == 0) {
+		bool split = true, add_prefix = true;
+		const char *scheme = json_get_str(pt, "prepend_scheme");
+		json_get_bool(pt, "split", &split);
+		json_get_bool(pt, "add_prefix_space", &add_prefix);
+		if (split)
+			return -EINVAL;
+		*spm = true;
+		*prefix = add_prefix && !(scheme && strcmp(scheme, "never") == 0);
+		*first_only = scheme && strcmp(scheme, "first") == 0;
+		return 0;
+	}
+	const cJSON *list = cJSON_GetObjectItemCaseSensitive(norm, "normalizers"), *it;
+	const cJSON *one[1] = {norm};
+	size_t n = cJSON_IsArray(list) ? (size_t)cJSON_GetArraySize(list) : (norm ? 1 : 0);
+	for (size_t i = 0; i < n; i++) {
+		it = cJSON_IsArray(list) ? cJSON_GetArrayItem(list, (int)i) : one[0];
+		const char *nt = json_get_str(it, "type");
+		if (nt && strcmp(nt, "Replace") == 0 && json_get_str(it, "content") &&
+		    strcmp(json_get_str(it, "content"), "\xe2\x96\x81") == 0)
+			*spm = true;
+		if (nt && strcmp(nt, "Prepend") == 0 && json_get_str(it, "prepend") &&
+		    strcmp(json_get_str(it, "prepend"), "\xe2\x96\x81") == 0)
+			*prefix = true;
+	}
+	return 0;
 }
 
 /* A token name from tokenizer_config.json: a string or {"content": ...}. */
@@ -1507,7 +1566,9 @@ struct tokenizer *tok_load_hf_json(const char *path, char *err, size_t errlen)
 	const cJSON *pt = cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer");
 	const cJSON *it;
 	enum tok_pre pre = TOK_PRE_NONE;
-	bool byte_level = false;
+	bool byte_level = false, spm = false, prefix = false, first_only = false, byte_fallback = false;
+	const char *unk = json_get_str(root, "model.unk_token");
+	json_get_bool(model, "byte_fallback", &byte_fallback);
 	if (!mtype || strcmp(mtype, "BPE") != 0) {
 		set_err(err, errlen, "%s: model.type is '%s' (supported: BPE)", path, mtype ? mtype : "missing");
 		goto out;
@@ -1517,12 +1578,19 @@ struct tokenizer *tok_load_hf_json(const char *path, char *err, size_t errlen)
 		goto out;
 	}
 	if (!cJSON_IsArray(merges)) {
-		set_err(err, errlen, "%s: model.merges: missing (a byte-level BPE vocabulary needs its merge list)", path);
+		set_err(err, errlen, "%s: model.merges: missing (a BPE vocabulary needs its merge list)", path);
 		goto out;
 	}
-	if (!pt || hf_pre(pt, &pre, &byte_level) || !byte_level || pre == TOK_PRE_NONE) {
+	if (hf_metaspace(root, &spm, &prefix, &first_only)) {
+		set_err(err, errlen, "%s: pre_tokenizer: a Metaspace that splits words is not supported (only "
+			"split: false, as Llama and Mistral tokenizers use)", path);
+		goto out;
+	}
+	spm = spm || byte_fallback;
+	if (!spm && (!pt || hf_pre(pt, &pre, &byte_level) || !byte_level || pre == TOK_PRE_NONE)) {
 		set_err(err, errlen, "%s: pre_tokenizer: not a byte-level split this tokenizer knows (supported: ByteLevel "
-			"with the GPT-2 regex, or Split with the Qwen2 or Qwen3.5 regex followed by ByteLevel)", path);
+			"with the GPT-2 regex, or Split with the Qwen2, Qwen3.5 or Llama 3 regex followed by ByteLevel; or "
+			"SentencePiece-style BPE with byte_fallback)", path);
 		goto out;
 	}
 	/* vocabulary size: one past the largest id */
@@ -1545,16 +1613,33 @@ struct tokenizer *tok_load_hf_json(const char *path, char *err, size_t errlen)
 			max_id = (int64_t)id;
 	}
 	size_t n_vocab = (size_t)(max_id + 1), n_merges = (size_t)cJSON_GetArraySize(merges);
+	size_t n_entries = (size_t)cJSON_GetArraySize(vocab) + (size_t)cJSON_GetArraySize(added);
+	if (n_vocab > n_entries) {
+		set_err(err, errlen, "%s: model.vocab: ids reach %zu but there are only %zu tokens (ids must be "
+			"0..N-1 without gaps)", path, n_vocab - 1, n_entries);
+		goto out;
+	}
 	if (alloc_src(&src, n_vocab, n_merges, false) || !(t = tok_alloc())) {
 		set_err(err, errlen, "%s: out of memory", path);
 		goto out;
 	}
-	t->model = TOK_MODEL_BPE;
+	t->model = spm ? TOK_MODEL_SPM : TOK_MODEL_BPE;
 	t->pre = pre;
+	t->rank_merges = true;
+	json_get_bool(model, "ignore_merges", &t->ignore_merges);
+	t->add_space_prefix = spm && prefix;
+	t->prefix_first_only = first_only;
+	t->add_bos = spm || pre == TOK_PRE_LLAMA3; /* tokenizer_config.json may say otherwise */
 	cJSON_ArrayForEach(it, vocab) {
 		size_t id = (size_t)it->valuedouble;
+		unsigned byte;
+		char tail;
 		src.text[id] = it->string;
 		src.len[id] = strlen(it->string);
+		if (spm && src.len[id] == 6 && sscanf(it->string, "<0x%2X>%c", &byte, &tail) == 1)
+			src.type[id] = TOK_TYPE_BYTE;
+		if (unk && strcmp(it->string, unk) == 0)
+			src.type[id] = TOK_TYPE_UNKNOWN;
 	}
 	cJSON_ArrayForEach(it, added) {
 		double id;
@@ -1599,6 +1684,8 @@ struct tokenizer *tok_load_hf_json(const char *path, char *err, size_t errlen)
 	}
 	t = tok_build(t, &src, path, err, errlen);
 	if (t) {
+		if (unk)
+			t->unk = tok_find(t, unk);
 		hf_config(t, path);
 		if (finish_specials(t, err, errlen)) {
 			tok_destroy(t);

@@ -27,7 +27,7 @@ enum tok_type {
 };
 
 enum tok_model { TOK_MODEL_BPE, TOK_MODEL_SPM };
-enum tok_pre { TOK_PRE_NONE, TOK_PRE_DEFAULT, TOK_PRE_GPT2, TOK_PRE_QWEN2, TOK_PRE_QWEN35 };
+enum tok_pre { TOK_PRE_NONE, TOK_PRE_DEFAULT, TOK_PRE_GPT2, TOK_PRE_QWEN2, TOK_PRE_QWEN35, TOK_PRE_LLAMA3 };
 
 /* From the tokenizer.ggml.* keys of a GGUF (the gguf may be closed afterwards). */
 struct tokenizer *tok_load_gguf(const struct gguf *g, char *err, size_t errlen);

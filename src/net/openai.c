@@ -5,7 +5,11 @@
 #include "core/json.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *openai_api_path(enum openai_api api)
@@ -97,64 +101,490 @@ out:
 	return rc;
 }
 
-static void text_field(const cJSON *obj, const char *key, const char **s, size_t *n)
+/* ---- the chunk scanner ----
+ * Recursive descent over RFC 8259 JSON with the location of each value in the
+ * OpenAI chunk schema; only the fields sixi reads are kept. Depth is bounded. */
+
+enum loc {
+	L_OTHER, L_ROOT, L_ERROR, L_ERRMSG, L_CHOICES, L_CHOICE0, L_DELTA, L_TEXT, L_CONTENT, L_REASONING,
+	L_REASONING2, L_TOOLCALLS, L_FINISH, L_USAGE, L_CT, L_PT, L_PTD, L_CACHED,
+};
+
+struct span {
+	const char *p;
+	size_t n;
+	bool escaped;
+};
+
+struct scan {
+	const char *s, *end;
+	const char *why;
+	struct span text, content, reasoning, reasoning2, finish, errmsg;
+	bool has_usage, is_error, tool_calls;
+	int64_t ct, pt, cached;
+};
+
+static bool bad_at(struct scan *c, const char *p, const char *why)
 {
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
-	if (cJSON_IsString(it) && it->valuestring[0]) {
-		*s = it->valuestring;
-		*n = strlen(it->valuestring);
+	c->s = p;
+	if (!c->why)
+		c->why = why;
+	return false;
+}
+
+/* 1 for bytes that end the fast path of a string: '"', '\\' and control characters. */
+static const unsigned char str_stop[256] = {
+	[0] = 1, [1] = 1, [2] = 1, [3] = 1, [4] = 1, [5] = 1, [6] = 1, [7] = 1, [8] = 1, [9] = 1, [10] = 1,
+	[11] = 1, [12] = 1, [13] = 1, [14] = 1, [15] = 1, [16] = 1, [17] = 1, [18] = 1, [19] = 1, [20] = 1,
+	[21] = 1, [22] = 1, [23] = 1, [24] = 1, [25] = 1, [26] = 1, [27] = 1, [28] = 1, [29] = 1, [30] = 1,
+	[31] = 1, ['"'] = 1, ['\\'] = 1,
+};
+
+static bool is_hex(char ch)
+{
+	return (ch >= '0' && ch <= '9') || ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'f');
+}
+
+/* Advances p to the first byte that str_stop marks, or to end. SSE2 (part of the
+ * x86-64 baseline) tests 16 bytes at a time; other machines take the byte loop. */
+static const char *skip_plain(const char *p, const char *end)
+{
+#ifdef __SSE2__
+	const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
+	while (end - p >= 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+		/* control characters: v < 0x20 as unsigned, i.e. max(v, 0x20) != v */
+		__m128i ctl = _mm_xor_si128(_mm_max_epu8(v, space), v);
+		__m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
+					   _mm_cmpeq_epi8(_mm_cmpeq_epi8(ctl, _mm_setzero_si128()), _mm_setzero_si128()));
+		int mask = _mm_movemask_epi8(hit);
+		if (mask)
+			return p + __builtin_ctz((unsigned)mask);
+		p += 16;
 	}
+#endif
+	while (p < end && !str_stop[(unsigned char)*p])
+		p++;
+	return p;
+}
+
+/* Scans the string starting at *pp (on the opening quote); *pp ends past the closing one. */
+static bool scan_string(struct scan *c, const char **pp, struct span *out)
+{
+	const char *p = *pp + 1, *end = c->end;
+	const char *start = p;
+	bool esc = false;
+	for (;;) {
+		p = skip_plain(p, end);
+		if (p >= end)
+			return bad_at(c, p, "unterminated string");
+		unsigned char ch = (unsigned char)*p;
+		if (ch == '"')
+			break;
+		if (ch < 0x20)
+			return bad_at(c, p, "control character in a string");
+		esc = true; /* a backslash */
+		if (++p >= end)
+			return bad_at(c, p, "unterminated string");
+		if (*p == 'u') {
+			if (end - p < 5 || !is_hex(p[1]) || !is_hex(p[2]) || !is_hex(p[3]) || !is_hex(p[4]))
+				return bad_at(c, p, "bad \\u escape");
+			p += 5;
+		} else if (*p == '"' || *p == '\\' || *p == '/' || *p == 'b' || *p == 'f' || *p == 'n' || *p == 'r' ||
+			   *p == 't') {
+			p++;
+		} else {
+			return bad_at(c, p, "bad escape in a string");
+		}
+	}
+	out->p = start;
+	out->n = (size_t)(p - start);
+	out->escaped = esc;
+	*pp = p + 1;
+	return true;
+}
+
+/* Scans a number at *pp; when want, stores it if it is an integer (else -1). */
+static bool scan_number(struct scan *c, const char **pp, bool want, int64_t *out)
+{
+	const char *p = *pp, *end = c->end, *st = p;
+	bool neg = false;
+	if (p < end && *p == '-') {
+		neg = true;
+		p++;
+	}
+	if (p >= end)
+		return bad_at(c, p, "bad number");
+	int64_t v = 0;
+	bool integral = true, overflow = false;
+	if (*p == '0') {
+		p++;
+	} else if (*p >= '1' && *p <= '9') {
+		while (p < end && *p >= '0' && *p <= '9') {
+			if (v > (INT64_MAX - 9) / 10)
+				overflow = true;
+			else
+				v = v * 10 + (*p - '0');
+			p++;
+		}
+	} else {
+		return bad_at(c, p, "unexpected character");
+	}
+	if (p < end && *p == '.') {
+		integral = false;
+		p++;
+		if (p >= end || *p < '0' || *p > '9')
+			return bad_at(c, p, "bad number");
+		while (p < end && *p >= '0' && *p <= '9')
+			p++;
+	}
+	if (p < end && (*p == 'e' || *p == 'E')) {
+		integral = false;
+		p++;
+		if (p < end && (*p == '+' || *p == '-'))
+			p++;
+		if (p >= end || *p < '0' || *p > '9')
+			return bad_at(c, p, "bad number");
+		while (p < end && *p >= '0' && *p <= '9')
+			p++;
+	}
+	if (want) {
+		if (integral && !overflow) {
+			*out = neg ? -v : v;
+		} else {
+			/* 64.0 or 6.4e1: exact integers written as floats still count */
+			char tmp[40];
+			size_t n = (size_t)(p - st);
+			double d = -1;
+			if (n < sizeof tmp) {
+				memcpy(tmp, st, n);
+				tmp[n] = 0;
+				d = strtod(tmp, NULL);
+			}
+			*out = d >= 0 && d < 9.0e15 && d == (double)(int64_t)d ? (int64_t)d : -1;
+		}
+	}
+	*pp = p;
+	return true;
+}
+
+static enum loc child(enum loc parent, const struct span *k)
+{
+#define KEY(lit) (k->n == sizeof(lit) - 1 && memcmp(k->p, lit, sizeof(lit) - 1) == 0)
+	switch (parent) {
+	case L_ROOT:
+		return KEY("choices") ? L_CHOICES : KEY("usage") ? L_USAGE : KEY("error") ? L_ERROR : L_OTHER;
+	case L_ERROR:
+		return KEY("message") ? L_ERRMSG : L_OTHER;
+	case L_CHOICE0:
+		switch (k->n) {
+		case 4: return KEY("text") ? L_TEXT : L_OTHER;
+		case 5: return KEY("delta") ? L_DELTA : L_OTHER;
+		case 7: return KEY("message") ? L_DELTA : L_OTHER;
+		case 13: return KEY("finish_reason") ? L_FINISH : L_OTHER;
+		default: return L_OTHER;
+		}
+	case L_DELTA:
+		return KEY("content")             ? L_CONTENT
+		       : KEY("reasoning_content") ? L_REASONING
+		       : KEY("reasoning")         ? L_REASONING2
+		       : KEY("tool_calls")        ? L_TOOLCALLS
+						  : L_OTHER;
+	case L_USAGE:
+		return KEY("completion_tokens")       ? L_CT
+		       : KEY("prompt_tokens")         ? L_PT
+		       : KEY("prompt_tokens_details") ? L_PTD
+						      : L_OTHER;
+	case L_PTD:
+		return KEY("cached_tokens") ? L_CACHED : L_OTHER;
+	default:
+		return L_OTHER;
+	}
+#undef KEY
+}
+
+#define SCAN_MAX_DEPTH 64
+#define SKIP_WS()                                                                          \
+	while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))           \
+		p++
+
+/* The whole document, iteratively: an explicit stack of containers, and `at`, the
+ * schema location of the value about to be read. */
+static bool scan_doc(struct scan *c)
+{
+	const char *p = c->s, *end = c->end;
+	bool is_obj[SCAN_MAX_DEPTH];
+	enum loc where[SCAN_MAX_DEPTH];
+	int d = -1;
+	enum loc at = L_ROOT;
+	struct span sp;
+value:
+	SKIP_WS();
+	if (p >= end)
+		return bad_at(c, p, "unexpected end");
+	switch (*p) {
+	case '{':
+		if (d + 1 >= SCAN_MAX_DEPTH)
+			return bad_at(c, p, "nested too deeply");
+		if (at == L_ERROR)
+			c->is_error = true;
+		is_obj[++d] = true;
+		where[d] = at;
+		p++;
+		SKIP_WS();
+		if (p < end && *p == '}') {
+			p++;
+			d--;
+			goto after;
+		}
+		goto key;
+	case '[':
+		if (d + 1 >= SCAN_MAX_DEPTH)
+			return bad_at(c, p, "nested too deeply");
+		is_obj[++d] = false;
+		where[d] = at;
+		p++;
+		SKIP_WS();
+		if (p < end && *p == ']') {
+			p++;
+			d--;
+			goto after;
+		}
+		if (at == L_TOOLCALLS)
+			c->tool_calls = true;
+		at = at == L_CHOICES ? L_CHOICE0 : L_OTHER;
+		goto value;
+	case '"':
+		if (!scan_string(c, &p, &sp))
+			return false;
+		switch (at) {
+		case L_TEXT: c->text = sp; break;
+		case L_CONTENT: c->content = sp; break;
+		case L_REASONING: c->reasoning = sp; break;
+		case L_REASONING2: c->reasoning2 = sp; break;
+		case L_FINISH: c->finish = sp; break;
+		case L_ERRMSG: c->errmsg = sp; break;
+		case L_ERROR: c->is_error = true; c->errmsg = sp; break;
+		default: break;
+		}
+		goto after;
+	case 't':
+		if (end - p < 4 || memcmp(p, "true", 4) != 0)
+			return bad_at(c, p, "unexpected character");
+		p += 4;
+		if (at == L_ERROR)
+			c->is_error = true;
+		goto after;
+	case 'f':
+		if (end - p < 5 || memcmp(p, "false", 5) != 0)
+			return bad_at(c, p, "unexpected character");
+		p += 5;
+		goto after;
+	case 'n':
+		if (end - p < 4 || memcmp(p, "null", 4) != 0)
+			return bad_at(c, p, "unexpected character");
+		p += 4;
+		goto after;
+	default: {
+		int64_t v = -1;
+		bool want = at == L_CT || at == L_PT || at == L_CACHED;
+		if (!scan_number(c, &p, want, &v))
+			return false;
+		if (at == L_CT) {
+			c->ct = v;
+			c->has_usage = v >= 0;
+		} else if (at == L_PT) {
+			c->pt = v;
+		} else if (at == L_CACHED) {
+			c->cached = v;
+		} else if (at == L_ERROR) {
+			c->is_error = true;
+		}
+		goto after;
+	}
+	}
+key:
+	SKIP_WS();
+	if (p >= end || *p != '"')
+		return bad_at(c, p, "expected a string");
+	if (!scan_string(c, &p, &sp))
+		return false;
+	SKIP_WS();
+	if (p >= end || *p != ':')
+		return bad_at(c, p, "expected ':'");
+	p++;
+	at = child(where[d], &sp);
+	goto value;
+after:
+	if (d < 0) {
+		c->s = p;
+		return true;
+	}
+	SKIP_WS();
+	if (p < end && *p == ',') {
+		p++;
+		if (is_obj[d])
+			goto key;
+		at = L_OTHER; /* only element 0 of choices is read */
+		goto value;
+	}
+	if (p < end && *p == (is_obj[d] ? '}' : ']')) {
+		p++;
+		d--;
+		goto after;
+	}
+	return bad_at(c, p, is_obj[d] ? "expected ',' or '}'" : "expected ',' or ']'");
+}
+
+static void put_utf8(char **o, uint32_t cp)
+{
+	unsigned char *u = (unsigned char *)*o;
+	if (cp < 0x80) {
+		*u++ = (unsigned char)cp;
+	} else if (cp < 0x800) {
+		*u++ = (unsigned char)(0xC0 | cp >> 6);
+		*u++ = (unsigned char)(0x80 | (cp & 0x3F));
+	} else if (cp < 0x10000) {
+		*u++ = (unsigned char)(0xE0 | cp >> 12);
+		*u++ = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+		*u++ = (unsigned char)(0x80 | (cp & 0x3F));
+	} else {
+		*u++ = (unsigned char)(0xF0 | cp >> 18);
+		*u++ = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+		*u++ = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+		*u++ = (unsigned char)(0x80 | (cp & 0x3F));
+	}
+	*o = (char *)u;
+}
+
+static uint32_t hex4(const char *p)
+{
+	uint32_t v = 0;
+	for (int i = 0; i < 4; i++) {
+		char ch = p[i];
+		v = v * 16 + (uint32_t)(ch <= '9' ? ch - '0' : (ch | 0x20) - 'a' + 10);
+	}
+	return v;
+}
+
+/* Unescapes a validated string span into o (room for sp->n bytes suffices:
+ * no escape expands). Returns the end. Lone surrogates become U+FFFD. */
+static char *unescape(const struct span *sp, char *o)
+{
+	const char *p = sp->p, *end = sp->p + sp->n;
+	while (p < end) {
+		if (*p != '\\') {
+			*o++ = *p++;
+			continue;
+		}
+		p++;
+		char e = *p++;
+		switch (e) {
+		case 'b': *o++ = '\b'; break;
+		case 'f': *o++ = '\f'; break;
+		case 'n': *o++ = '\n'; break;
+		case 'r': *o++ = '\r'; break;
+		case 't': *o++ = '\t'; break;
+		case 'u': {
+			uint32_t cp = hex4(p);
+			p += 4;
+			if (cp >= 0xD800 && cp <= 0xDBFF && end - p >= 6 && p[0] == '\\' && p[1] == 'u') {
+				uint32_t lo = hex4(p + 2);
+				if (lo >= 0xDC00 && lo <= 0xDFFF) {
+					cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+					p += 6;
+				} else {
+					cp = 0xFFFD;
+				}
+			} else if (cp >= 0xD800 && cp <= 0xDFFF) {
+				cp = 0xFFFD;
+			}
+			put_utf8(&o, cp);
+			break;
+		}
+		default: *o++ = e; break;
+		}
+	}
+	return o;
 }
 
 int openai_chunk_parse(struct openai_chunk *c, const char *json, size_t n)
 {
 	memset(c, 0, sizeof *c);
 	c->prompt_tokens = c->completion_tokens = c->cached_tokens = -1;
-	cJSON *root = cJSON_ParseWithLength(json, n);
-	c->tree_ = root;
-	if (!cJSON_IsObject(root)) {
-		snprintf(c->error_message, sizeof c->error_message, "chunk is not a JSON object: %.80s", json);
+	struct scan sc = { .s = json, .end = json + n, .ct = -1, .pt = -1, .cached = -1 };
+	while (sc.s < sc.end && (*sc.s == ' ' || *sc.s == '\n' || *sc.s == '\r' || *sc.s == '\t'))
+		sc.s++;
+	bool ok = sc.s < sc.end && *sc.s == '{' && scan_doc(&sc);
+	if (ok) {
+		while (sc.s < sc.end && (*sc.s == ' ' || *sc.s == '\n' || *sc.s == '\r' || *sc.s == '\t'))
+			sc.s++;
+		if (sc.s != sc.end)
+			ok = false, sc.why = "text after the JSON object";
+	}
+	if (!ok) {
+		/* the input is not NUL-terminated: print at most its first 80 bytes */
+		snprintf(c->error_message, sizeof c->error_message, "chunk is not a JSON object (%s at byte %zu): %.*s",
+			 sc.why ? sc.why : "not an object", (size_t)(sc.s - json), (int)(n < 80 ? n : 80), json);
 		return -EBADMSG;
 	}
-	const cJSON *err = cJSON_GetObjectItemCaseSensitive(root, "error");
-	if (err && !cJSON_IsNull(err)) {
-		c->is_error = true;
-		const char *msg = cJSON_IsString(err) ? err->valuestring : json_get_str(err, "message");
-		snprintf(c->error_message, sizeof c->error_message, "%s", msg ? msg : "server sent an error object");
-	}
-	const cJSON *choices = cJSON_GetObjectItemCaseSensitive(root, "choices");
-	const cJSON *ch = cJSON_IsArray(choices) ? cJSON_GetArrayItem(choices, 0) : NULL;
-	if (cJSON_IsObject(ch)) {
-		text_field(ch, "text", &c->content, &c->content_len);
-		const cJSON *delta = cJSON_GetObjectItemCaseSensitive(ch, "delta");
-		if (!cJSON_IsObject(delta))
-			delta = cJSON_GetObjectItemCaseSensitive(ch, "message");
-		if (cJSON_IsObject(delta)) {
-			text_field(delta, "content", &c->content, &c->content_len);
-			text_field(delta, "reasoning_content", &c->reasoning, &c->reasoning_len);
-			if (!c->reasoning)
-				text_field(delta, "reasoning", &c->reasoning, &c->reasoning_len);
-			const cJSON *tc = cJSON_GetObjectItemCaseSensitive(delta, "tool_calls");
-			c->has_tool_call = cJSON_IsArray(tc) && cJSON_GetArraySize(tc) > 0;
+	/* text fields: the first present, non-empty one of each kind */
+	const struct span *content = sc.content.n ? &sc.content : sc.text.n ? &sc.text : NULL;
+	const struct span *reasoning = sc.reasoning.n ? &sc.reasoning : sc.reasoning2.n ? &sc.reasoning2 : NULL;
+	size_t need = (content && content->escaped ? content->n : 0) + (reasoning && reasoning->escaped ? reasoning->n : 0) +
+		      (sc.errmsg.escaped ? sc.errmsg.n : 0);
+	char *o = NULL;
+	if (need) {
+		c->unescaped_ = malloc(need + 3);
+		if (!c->unescaped_) {
+			snprintf(c->error_message, sizeof c->error_message, "out of memory");
+			return -EBADMSG;
 		}
-		const char *fr = json_get_str(ch, "finish_reason");
-		if (fr)
-			snprintf(c->finish_reason, sizeof c->finish_reason, "%s", fr);
+		o = c->unescaped_;
+	}
+	if (content) {
+		if (content->escaped) {
+			c->content = o;
+			o = unescape(content, o);
+			c->content_len = (size_t)(o - c->content);
+		} else {
+			c->content = content->p;
+			c->content_len = content->n;
+		}
+	}
+	if (reasoning) {
+		if (reasoning->escaped) {
+			c->reasoning = o;
+			o = unescape(reasoning, o);
+			c->reasoning_len = (size_t)(o - c->reasoning);
+		} else {
+			c->reasoning = reasoning->p;
+			c->reasoning_len = reasoning->n;
+		}
 	}
 	c->has_content = c->content != NULL;
 	c->has_reasoning = c->reasoning != NULL;
+	c->has_tool_call = sc.tool_calls;
 	c->has_token = c->has_content || c->has_reasoning || c->has_tool_call;
-	const cJSON *usage = cJSON_GetObjectItemCaseSensitive(root, "usage");
-	if (cJSON_IsObject(usage)) {
-		int64_t v;
-		if (json_get_i64(usage, "completion_tokens", &v)) {
-			c->has_usage = true;
-			c->completion_tokens = v;
+	if (sc.finish.n)
+		snprintf(c->finish_reason, sizeof c->finish_reason, "%.*s", (int)sc.finish.n, sc.finish.p);
+	c->has_usage = sc.has_usage;
+	c->completion_tokens = sc.ct;
+	c->prompt_tokens = sc.pt;
+	c->cached_tokens = sc.cached;
+	if (sc.is_error) {
+		c->is_error = true;
+		if (sc.errmsg.n) {
+			if (sc.errmsg.escaped) {
+				char *m = o;
+				o = unescape(&sc.errmsg, o);
+				snprintf(c->error_message, sizeof c->error_message, "%.*s", (int)(o - m), m);
+			} else {
+				snprintf(c->error_message, sizeof c->error_message, "%.*s", (int)sc.errmsg.n, sc.errmsg.p);
+			}
+		} else {
+			snprintf(c->error_message, sizeof c->error_message, "server sent an error object");
 		}
-		if (json_get_i64(usage, "prompt_tokens", &v))
-			c->prompt_tokens = v;
-		if (json_get_i64(usage, "prompt_tokens_details.cached_tokens", &v))
-			c->cached_tokens = v;
 	}
 	return 0;
 }
@@ -163,6 +593,6 @@ void openai_chunk_finish(struct openai_chunk *c)
 {
 	if (!c)
 		return;
-	cJSON_Delete(c->tree_);
-	c->tree_ = NULL;
+	free(c->unescaped_);
+	c->unescaped_ = NULL;
 }

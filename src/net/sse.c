@@ -29,9 +29,23 @@ void sse_parser_reset(struct sse_parser *p)
 	buf_reset(&p->line);
 	buf_reset(&p->data);
 	strcpy(p->event, "message");
+	p->borrowed = NULL;
+	p->borrowed_len = 0;
 	p->has_data = 0;
 	p->last_cr = 0;
 	p->failed = 0;
+}
+
+/* Moves a borrowed data line into the parser's own buffer (before more lines are
+ * appended, or before the caller's bytes go away). */
+static int own_data(struct sse_parser *p)
+{
+	if (!p->borrowed)
+		return 0;
+	int rc = buf_append(&p->data, p->borrowed, p->borrowed_len) ? -ENOMEM : 0;
+	p->borrowed = NULL;
+	p->borrowed_len = 0;
+	return rc;
 }
 
 static int dispatch(struct sse_parser *p)
@@ -39,15 +53,21 @@ static int dispatch(struct sse_parser *p)
 	int rc = 0;
 	if (p->has_data) {
 		p->events++;
-		rc = p->on_event(p->ud, p->event, p->data.data ? p->data.data : "", p->data.len);
+		if (p->borrowed)
+			rc = p->on_event(p->ud, p->event, p->borrowed, p->borrowed_len);
+		else
+			rc = p->on_event(p->ud, p->event, p->data.data ? p->data.data : "", p->data.len);
 	}
+	p->borrowed = NULL;
+	p->borrowed_len = 0;
 	buf_reset(&p->data);
 	p->has_data = 0;
 	strcpy(p->event, "message");
 	return rc;
 }
 
-static int process_line(struct sse_parser *p, const char *s, size_t n)
+/* s may point into the caller's bytes (borrowable) or into p->line (not). */
+static int process_line(struct sse_parser *p, const char *s, size_t n, int borrowable)
 {
 	if (n == 0)
 		return dispatch(p);
@@ -64,8 +84,17 @@ static int process_line(struct sse_parser *p, const char *s, size_t n)
 		val_len--;
 	}
 	if (name_len == 4 && memcmp(s, "data", 4) == 0) {
-		if (p->data.len + val_len + 1 > p->max_event_bytes)
+		if (p->data.len + p->borrowed_len + val_len + 1 > p->max_event_bytes)
 			return -EMSGSIZE;
+		if (!p->has_data && borrowable) {
+			/* the common case: one data line, dispatched before this feed returns */
+			p->borrowed = val;
+			p->borrowed_len = val_len;
+			p->has_data = 1;
+			return 0;
+		}
+		if (own_data(p))
+			return -ENOMEM;
 		if (p->has_data && buf_append(&p->data, "\n", 1))
 			return -ENOMEM;
 		if (buf_append(&p->data, val, val_len))
@@ -114,10 +143,10 @@ int sse_parser_feed(struct sse_parser *p, const char *bytes, size_t n)
 				rc = -ENOMEM;
 				goto out;
 			}
-			rc = process_line(p, p->line.data, p->line.len);
+			rc = process_line(p, p->line.data, p->line.len, 0);
 			buf_reset(&p->line);
 		} else {
-			rc = process_line(p, start, seg);
+			rc = process_line(p, start, seg, 1);
 		}
 		if (rc)
 			goto out;
@@ -132,6 +161,9 @@ int sse_parser_feed(struct sse_parser *p, const char *bytes, size_t n)
 		}
 	}
 out:
+	/* an event still open keeps its data past this call: copy what was borrowed */
+	if (!rc && own_data(p))
+		rc = -ENOMEM;
 	if (rc)
 		p->failed = rc;
 	return rc;
@@ -143,7 +175,7 @@ int sse_parser_end(struct sse_parser *p)
 		return p->failed;
 	int rc = 0;
 	if (p->line.len) {
-		rc = process_line(p, p->line.data, p->line.len);
+		rc = process_line(p, p->line.data, p->line.len, 0);
 		buf_reset(&p->line);
 	}
 	if (!rc && p->has_data)

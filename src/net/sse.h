@@ -20,6 +20,8 @@ typedef int (*sse_event_fn)(void *ud, const char *event, const char *data, size_
 struct sse_parser {
 	struct buf line;        /* bytes of the current, incomplete line */
 	struct buf data;        /* data lines of the current event */
+	const char *borrowed;   /* the event's only data line, still in the caller's bytes (no copy) */
+	size_t borrowed_len;
 	char event[64];         /* event field of the current event */
 	int has_data;           /* a data field was seen (even empty) */
 	int last_cr;            /* previous chunk ended in '\r': skip a leading '\n' */

@@ -139,14 +139,14 @@ static void on_http_done(void *ud, const struct http_result *r)
 	} else if (!s->opt.stream) {
 		take_chunk(s, s->raw.data ? s->raw.data : "", s->raw.len, r->t_done_ns);
 		s->error = s->fail_class;
-	} else if (!s->done_marker && !s->finish_reason[0]) {
-		s->error = "reset";
-		snprintf(s->error_detail, sizeof s->error_detail,
-			 "stream ended without a finish_reason or [DONE] (%lld events)", (long long)s->sse_events);
 	} else if (s->sse_events == 0) {
 		s->error = "parse";
 		snprintf(s->error_detail, sizeof s->error_detail, "no SSE events in a streamed response: %.120s",
 			 s->raw.data ? s->raw.data : "");
+	} else if (!s->done_marker && !s->finish_reason[0]) {
+		s->error = "reset";
+		snprintf(s->error_detail, sizeof s->error_detail,
+			 "stream ended without a finish_reason or [DONE] (%lld events)", (long long)s->sse_events);
 	}
 	if (!s->error && s->failed_alloc) {
 		s->error = "client";

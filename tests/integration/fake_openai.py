@@ -9,9 +9,11 @@ Listens on 127.0.0.1 only. Python standard library only.
   fake_openai.py --port 0 --port-file F [--tokens-per-event N] [--no-usage]
                  [--cached N] [--ready-after S] [--fail MODE --fail-every K]
                  [--event-delay-ms D] [--fingerprint TEXT]
-MODE: reset | 500 | malformed | stall | error-event | huge-event
+MODE: reset | 500 | malformed | stall | error-event | huge-event | non-json | bad-utf8
 """
 import argparse
+import io
+import os
 import json
 import math
 import socket
@@ -94,6 +96,14 @@ class Handler(BaseHTTPRequestHandler):
         if fail == "500":
             self.send_json(500, {"error": {"message": "internal error (scripted)"}})
             return
+        if fail == "non-json":
+            data = b"<html><body>502 Bad Gateway</body></html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
         usage = {"prompt_tokens": ptoks, "completion_tokens": max_tokens, "total_tokens": ptoks + max_tokens,
                  "prompt_tokens_details": {"cached_tokens": ARGS.cached}}
         if not body.get("stream"):
@@ -121,8 +131,11 @@ class Handler(BaseHTTPRequestHandler):
             i += 1
             if fail and i == 3:
                 if fail == "reset":
+                    # linger 0 then close the descriptor itself: the peer sees a TCP reset
                     self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                    self.connection.close()
+                    os.close(self.connection.detach())
+                    self.close_connection = True
+                    self.wfile = io.BytesIO()
                     return
                 if fail == "malformed":
                     self.chunk(b"data: {\"choices\": [\r\n\r\n")
@@ -130,6 +143,11 @@ class Handler(BaseHTTPRequestHandler):
                     self.event({"error": {"message": "scripted failure", "code": 500}})
                 if fail == "huge-event":
                     self.chunk(b"data: \"" + b"x" * (2 << 20) + b"\"\r\n\r\n")
+                if fail == "bad-utf8":
+                    # bytes that are not UTF-8, inside an otherwise valid chunk
+                    self.chunk(b'data: {"choices": [{"index": 0, "text": "\xff\xfe\xc3"}]}\r\n\r\n')
+                    sent += 1
+                    continue
                 if fail == "stall":
                     time.sleep(ARGS.stall_seconds)
                     return
@@ -167,7 +185,7 @@ def main():
     ap.add_argument("--no-usage", action="store_true")
     ap.add_argument("--cached", type=int, default=0)
     ap.add_argument("--ready-after", type=float, default=0.0)
-    ap.add_argument("--fail", choices=["reset", "500", "malformed", "stall", "error-event", "huge-event"])
+    ap.add_argument("--fail", choices=["reset", "500", "malformed", "stall", "error-event", "huge-event", "non-json", "bad-utf8"])
     ap.add_argument("--fail-every", type=int, default=0)
     ap.add_argument("--stall-seconds", type=float, default=20.0)
     ap.add_argument("--event-delay-ms", type=float, default=0.0)
@@ -181,7 +199,6 @@ def main():
     if ARGS.port_file:
         with open(ARGS.port_file + ".tmp", "w") as f:
             f.write(str(port))
-        import os
         os.replace(ARGS.port_file + ".tmp", ARGS.port_file)
     print(f"listening on 127.0.0.1:{port}", file=sys.stderr, flush=True)
     threading.Timer(ARGS.lifetime, srv.shutdown).start()

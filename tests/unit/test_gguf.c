@@ -5,6 +5,7 @@
 #include "test.h"
 #include "model/gguf.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <unistd.h>
 
@@ -103,11 +104,12 @@ static int write_sample(const char *path, uint32_t alignment)
 	rc |= gguf_writer_add_tensor(w, "bf16", 2, shape_bf16, GGUF_TENSOR_BF16, bf16, sizeof bf16);
 	rc |= gguf_writer_add_tensor(w, "q8_0", 3, shape_q8, GGUF_TENSOR_Q8_0, q8, sizeof q8);
 	rc |= gguf_writer_add_tensor(w, "q4_0", 1, shape_q40, GGUF_TENSOR_Q4_0, q40, sizeof q40);
-	rc |= gguf_writer_add_tensor(w, "q4_k", 2, shape_q4k, GGUF_TENSOR_Q4_K, q4k, sizeof q4k);
+	rc |= gguf_writer_add_tensor_ref(w, "q4_k", 2, shape_q4k, GGUF_TENSOR_Q4_K, q4k, sizeof q4k);
 	/* wrong byte count, bad block multiple, duplicate name: refused */
 	CHECK(gguf_writer_add_tensor(w, "bad", 1, shape_f32, GGUF_TENSOR_F32, f32, 16) < 0);
 	CHECK(gguf_writer_add_tensor(w, "bad", 1, shape_f32, GGUF_TENSOR_Q8_0, q8, 34) < 0);
 	CHECK(gguf_writer_add_tensor(w, "f32", 1, shape_f32, GGUF_TENSOR_F32, f32, sizeof f32) < 0);
+	CHECK(gguf_writer_add_tensor_ref(w, "q4_k", 2, shape_q4k, GGUF_TENSOR_Q4_K, q4k, sizeof q4k) == -EEXIST);
 	CHECK_EQ_INT(rc, 0);
 	rc = gguf_writer_write(w, path, err, sizeof err);
 	CHECK_EQ_INT(rc, 0);

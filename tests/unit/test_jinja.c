@@ -223,12 +223,15 @@ static void test_loading(void)
 	size_t n = 0;
 	cJSON *special = NULL;
 	char *src = jinja_source_load(write_tmp("a.json", "{\"chat_template\": \"{{ bos_token }}hi\", "
-							  "\"bos_token\": {\"content\": \"<B>\"}, \"eos_token\": \"<E>\"}"),
+							  "\"bos_token\": {\"content\": \"<B>\"}, \"eos_token\": \"<E>\", "
+							  "\"pad_token\": \"<P>\", \"unk_token\": null, \"max_token\": 5}"),
 				      &n, &special, err, sizeof err);
 	CHECK_EQ_STR(src, "{{ bos_token }}hi");
 	CHECK_EQ_INT(n, 17);
 	CHECK_EQ_STR(json_get_str(special, "bos_token"), "<B>");
 	CHECK_EQ_STR(json_get_str(special, "eos_token"), "<E>");
+	CHECK_EQ_STR(json_get_str(special, "pad_token"), "<P>");
+	CHECK_EQ_INT(cJSON_GetArraySize(special), 3);
 	free(src);
 	cJSON_Delete(special);
 	src = jinja_source_load(write_tmp("b.json", "{\"chat_template\": [{\"name\": \"tool_use\", \"template\": \"T\"},"

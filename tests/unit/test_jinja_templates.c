@@ -29,25 +29,6 @@ static bool is_unsupported(const char *name)
 	return false;
 }
 
-static char *read_all(const char *path, size_t *n)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	struct buf b;
-	buf_init(&b);
-	char chunk[8192];
-	size_t got;
-	int rc = 0;
-	while (rc == 0 && (got = fread(chunk, 1, sizeof chunk, f)) > 0)
-		rc = buf_append(&b, chunk, got);
-	fclose(f);
-	*n = b.len;
-	char *s = rc == 0 && b.len ? buf_steal(&b) : NULL;
-	buf_finish(&b);
-	return s;
-}
-
 static int verbose;
 static int texts_identical, errors_reproduced; /* cases by kind of expected result */
 static int templates_six_texts; /* templates with every case right and >= 6 rendered texts */
@@ -68,13 +49,14 @@ static int check_template(const char *dir, const char *file, const cJSON *convs,
 		return 0;
 	}
 	size_t n = 0;
-	char *src = read_all(path, &n);
+	char *src = jinja_source_load(path, &n, NULL, err, sizeof err);
 	char hex[65];
 	sha256_hex(src ? src : "", n, hex);
 	const char *want_hex = json_get_str(exp, "template_sha256");
 	int ok = 0;
 	if (!src || !want_hex || strcmp(hex, want_hex) != 0) {
-		printf("FAIL %s: template differs from the one the expected outputs were made from\n", file);
+		printf("FAIL %s: template differs from the one the expected outputs were made from; rerun "
+		       "tests/fixtures/templates/make_expected.py (command in its header)\n", file);
 		CHECK(0);
 		goto out;
 	}

@@ -91,5 +91,42 @@ int main(void)
 	openai_chunk_finish(&bad);
 	CHECK(openai_chunk_parse(&bad, "[DONE]", 6) == -EBADMSG);
 	openai_chunk_finish(&bad);
+	/* escapes are unescaped, \u with surrogate pairs become UTF-8 */
+	c = parse("{\"choices\":[{\"delta\":{\"content\":\"a\\nb\\\"c\\u00e9\\ud83d\\ude00\\/\"}}]}");
+	CHECK(c.has_content && c.content_len == strlen("a\nb\"c\xc3\xa9\xf0\x9f\x98\x80/"));
+	CHECK(memcmp(c.content, "a\nb\"c\xc3\xa9\xf0\x9f\x98\x80/", c.content_len) == 0);
+	openai_chunk_finish(&c);
+	/* only choices[0] counts; other keys and nesting are skipped */
+	c = parse(" { \"x\" : [1, {\"text\":\"no\"}, -2.5e3, true, null] , \"choices\" : [ {\"text\":\"\"}, "
+		  "{\"text\":\"second\"} ] } ");
+	CHECK(!c.has_token);
+	openai_chunk_finish(&c);
+	c = parse("{\"error\":\"plain string error\"}");
+	CHECK(c.is_error);
+	CHECK_EQ_STR(c.error_message, "plain string error");
+	openai_chunk_finish(&c);
+	c = parse("{\"error\":null,\"choices\":[{\"text\":\"ok\"}]}");
+	CHECK(!c.is_error && c.has_content);
+	openai_chunk_finish(&c);
+	/* malformed JSON of many kinds is rejected with a reason, never half-read */
+	static const char *bad_inputs[] = {
+		"", "{", "{\"a\"}", "{\"a\":}", "{\"a\":1,}", "{\"a\":[1,]}", "{\"a\":01}", "{\"a\":-}",
+		"{\"a\":1.}", "{\"a\":1e}", "{\"a\":\"x}", "{\"a\":\"\\q\"}", "{\"a\":\"\\u12G4\"}",
+		"{\"a\":tru}", "{\"a\":1} x", "{\"a\":\"tab\there\"}", "[1]", "\"s\"", "{'a':1}",
+	};
+	for (size_t i = 0; i < sizeof bad_inputs / sizeof bad_inputs[0]; i++) {
+		struct openai_chunk x;
+		int rc = openai_chunk_parse(&x, bad_inputs[i], strlen(bad_inputs[i]));
+		if (!CHECK(rc == -EBADMSG))
+			fprintf(stderr, "  accepted: %s\n", bad_inputs[i]);
+		openai_chunk_finish(&x);
+	}
+	/* deep nesting is refused, not a stack overflow */
+	char deep[400];
+	memset(deep, '[', sizeof deep);
+	memcpy(deep, "{\"a\":", 5);
+	struct openai_chunk x;
+	CHECK(openai_chunk_parse(&x, deep, sizeof deep) == -EBADMSG);
+	openai_chunk_finish(&x);
 	return test_done();
 }

@@ -61,13 +61,9 @@ static struct tokenizer *load_gguf_file(const char *path, char *err, size_t errl
 
 /* ---- splits ---- */
 
-static void test_splits(void)
+/* Compares tok_pre_split with every line {"pre", "text", "pieces"} of a JSONL buffer; returns the line count. */
+static int compare_splits(char *all)
 {
-	size_t n;
-	char *all = slurp(test_src_path("tests/fixtures/tokenizer/splits.jsonl"), &n);
-	CHECK(all != NULL);
-	if (!all)
-		return;
 	int lines = 0, bad = 0;
 	for (char *line = strtok(all, "\n"); line; line = strtok(NULL, "\n")) {
 		cJSON *j = cJSON_Parse(line);
@@ -76,7 +72,8 @@ static void test_splits(void)
 		const cJSON *pieces = cJSON_GetObjectItem(j, "pieces");
 		enum tok_pre pre = strcmp(pre_name, "gpt2") == 0 ? TOK_PRE_GPT2
 				   : strcmp(pre_name, "qwen2") == 0 ? TOK_PRE_QWEN2
-				   : strcmp(pre_name, "qwen35") == 0 ? TOK_PRE_QWEN35 : TOK_PRE_DEFAULT;
+				   : strcmp(pre_name, "qwen35") == 0 ? TOK_PRE_QWEN35
+				   : strcmp(pre_name, "llama3") == 0 ? TOK_PRE_LLAMA3 : TOK_PRE_DEFAULT;
 		size_t *ends = NULL, np = 0;
 		int rc = tok_pre_split(pre, text, strlen(text), &ends, &np);
 		CHECK_EQ_INT(rc, 0);
@@ -101,7 +98,73 @@ static void test_splits(void)
 		lines++;
 	}
 	CHECK_EQ_INT(bad, 0);
-	CHECK(lines >= 100);
+	return lines;
+}
+
+/* GPT-2's byte alphabet: a bijection onto printable code points, known anchors. */
+static void test_byte_alphabet(void)
+{
+	unsigned char seen[0x200] = {0};
+	int dup = 0;
+	for (unsigned b = 0; b < 256; b++) {
+		uint32_t cp = tok_byte_char((unsigned char)b);
+		CHECK(cp < 0x200);
+		if (cp < 0x200)
+			dup += seen[cp]++;
+		CHECK(unicode_category(cp) != UCAT_OTHER && !unicode_is_space(cp));
+	}
+	CHECK_EQ_INT(dup, 0);
+	CHECK_EQ_INT(tok_byte_char(' '), 0x120);  /* Ġ */
+	CHECK_EQ_INT(tok_byte_char('\n'), 0x10a); /* Ċ */
+	CHECK_EQ_INT(tok_byte_char('A'), 'A');
+	CHECK_EQ_INT(tok_byte_char(0x7f), 0x121);
+	CHECK_EQ_INT(tok_byte_char(0xad), 0x143);
+	CHECK_EQ_INT(tok_byte_char(0xe9), 0xe9);
+}
+
+static void test_splits(void)
+{
+	size_t n;
+	char *all = slurp(test_src_path("tests/fixtures/tokenizer/splits.jsonl"), &n);
+	CHECK(all != NULL);
+	if (all)
+		CHECK(compare_splits(all) >= 100);
+	free(all);
+}
+
+/* The inputs of llama.cpp's vocabulary tests (qwen35's included, whose vocabulary is not
+ * in ../shared) split by Python's re with the same regexes, run now, against ours. */
+static void test_splits_shared(void)
+{
+	static const char *const names[] = {"qwen35", "gpt-2", "llama-spm"};
+	char cmd[8192], rel[128];
+	int len = snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s' --inp",
+			   test_src_path("tests/fixtures/tokenizer/gen_splits.py"));
+	for (int i = 0; i < 3; i++) {
+		snprintf(rel, sizeof rel, "../shared/data/vocab/ggml-vocab-%s.gguf.inp", names[i]);
+		if (access(test_src_path(rel), R_OK) != 0 || access("/usr/bin/python3", X_OK) != 0) {
+			printf("note: ../shared/data/vocab or /usr/bin/python3 absent: splits of the shared inputs not checked\n");
+			return;
+		}
+		len += snprintf(cmd + len, sizeof cmd - (size_t)len, " '%s'", test_src_path(rel));
+	}
+	FILE *p = popen(cmd, "r");
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	size_t cap = 1 << 20, n = 0;
+	char *all = malloc(cap);
+	size_t k;
+	while (all && (k = fread(all + n, 1, cap - 1 - n, p)) > 0)
+		n += k;
+	int status = pclose(p);
+	CHECK_EQ_INT(status, 0);
+	if (all && status == 0) {
+		all[n] = 0;
+		int lines = compare_splits(all);
+		CHECK(lines >= 5 * 140);
+		printf("splits of the shared vocabulary inputs: %d (pre-tokenizer, input) pairs compared\n", lines);
+	}
 	free(all);
 }
 
@@ -357,6 +420,24 @@ static void test_tiny(void)
 	CHECK(tok_load_hf_json(jpath, err, sizeof err) == NULL);
 	CHECK(strstr(err, "model.merges: missing") != NULL);
 	f = fopen(jpath, "w");
+	fputs("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 900000000}, \"merges\": []}, "
+	      "\"pre_tokenizer\": {\"type\": \"ByteLevel\"}}", f);
+	fclose(f);
+	CHECK(tok_load_hf_json(jpath, err, sizeof err) == NULL);
+	CHECK(strstr(err, "ids reach 900000000 but there are only 2 tokens") != NULL);
+	f = fopen(jpath, "w");
+	fputs("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, "
+	      "\"pre_tokenizer\": {\"type\": \"Metaspace\"}}", f);
+	fclose(f);
+	CHECK(tok_load_hf_json(jpath, err, sizeof err) == NULL);
+	CHECK(strstr(err, "a Metaspace that splits words is not supported") != NULL);
+	f = fopen(jpath, "w");
+	fputs("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, "
+	      "\"pre_tokenizer\": {\"type\": \"Whitespace\"}}", f);
+	fclose(f);
+	CHECK(tok_load_hf_json(jpath, err, sizeof err) == NULL);
+	CHECK(strstr(err, "pre_tokenizer: not a byte-level split") != NULL);
+	f = fopen(jpath, "w");
 	fputs("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []", f);
 	fclose(f);
 	CHECK(tok_load_hf_json(jpath, err, sizeof err) == NULL);
@@ -473,6 +554,60 @@ static void test_spm(void)
 	CHECK_EQ_INT(tok_stream_feed(&s, 3 + 0xc3, chunk, sizeof chunk), 0);
 	CHECK_EQ_INT(tok_stream_feed(&s, 3 + 0xa9, chunk, sizeof chunk), 2);
 	CHECK(memcmp(chunk, "\xc3\xa9", 2) == 0);
+
+	/* the same vocabulary as a SentencePiece-style tokenizer.json: merges by rank (listed in the
+	 * score order above), Metaspace with prepend_scheme "always" or "first" */
+	static const char *const schemes[] = {"always", "first"};
+	for (int k = 0; k < 2; k++) {
+		cJSON *root = cJSON_CreateObject(), *model = cJSON_CreateObject(), *vocab = cJSON_CreateObject();
+		cJSON *added = cJSON_CreateArray();
+		for (size_t i = 0; i < tok_vocab_size(t); i++) {
+			cJSON_AddNumberToObject(vocab, tok_piece(t, (int32_t)i), (double)i);
+			if (i == 1 || i == 2) {
+				cJSON *a = cJSON_CreateObject();
+				cJSON_AddNumberToObject(a, "id", (double)i);
+				cJSON_AddStringToObject(a, "content", tok_piece(t, (int32_t)i));
+				cJSON_AddBoolToObject(a, "special", 1);
+				cJSON_AddItemToArray(added, a);
+			}
+		}
+		cJSON_AddStringToObject(model, "type", "BPE");
+		cJSON_AddBoolToObject(model, "byte_fallback", 1);
+		cJSON_AddStringToObject(model, "unk_token", "<unk>");
+		cJSON_AddItemToObject(model, "vocab", vocab);
+		cJSON_AddItemToObject(model, "merges", cJSON_Parse("[\"h e\", \"\u2581 h\", \"l l\", \"\u2581h e\", "
+								   "\"\u2581 he\", \"ll o\", \"\u2581he llo\"]"));
+		cJSON_AddItemToObject(root, "model", model);
+		cJSON_AddItemToObject(root, "added_tokens", added);
+		cJSON *pt = cJSON_CreateObject();
+		cJSON_AddStringToObject(pt, "type", "Metaspace");
+		cJSON_AddStringToObject(pt, "prepend_scheme", schemes[k]);
+		cJSON_AddBoolToObject(pt, "split", 0);
+		cJSON_AddItemToObject(root, "pre_tokenizer", pt);
+		char jpath[600];
+		snprintf(jpath, sizeof jpath, "%s", tmp_path("tokenizer.json"));
+		char *js = cJSON_Print(root);
+		FILE *f = fopen(jpath, "w");
+		fputs(js, f);
+		fclose(f);
+		free(js);
+		cJSON_Delete(root);
+		struct tokenizer *h = tok_load_hf_json(jpath, err, sizeof err);
+		CHECK(h != NULL);
+		if (!h) {
+			fprintf(stderr, "%s\n", err);
+			continue;
+		}
+		CHECK_EQ_INT(tok_model_kind(h), TOK_MODEL_SPM);
+		check_ids(h, "hello hi", false, false, (const int32_t[]){SPM_HELLO, 264, 3 + 0x69}, 3);
+		check_ids(h, "\xc3\xa9", false, false, (const int32_t[]){259, 3 + 0xc3, 3 + 0xa9}, 3);
+		if (k == 0)
+			check_ids(h, "<s>hello", false, true, (const int32_t[]){1, SPM_HELLO}, 2);
+		else /* "first": no space prefix after a special token */
+			check_ids(h, "<s>hello", false, true, (const int32_t[]){1, 269, 267}, 3);
+		check_round_trip(h, "hello hi \xc3\xa9", false);
+		tok_destroy(h);
+	}
 	tok_destroy(t);
 }
 
@@ -524,6 +659,37 @@ static void test_bad_vocab(void)
 	CHECK_EQ_INT(gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", true), 0);
 	expect_load_error(w, "nobos.gguf", "add_bos_token: true but the vocabulary has no BOS");
 	CHECK_EQ_INT(gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", false), 0);
+
+	/* llama3 takes a piece whole when it is a token (ignore_merges); qwen2 merges it */
+	{
+		const char *tk[] = {"a", "b", "c", "ab", "abc"};
+		const char *mg[] = {"a b"};
+		char e2[512];
+		struct gguf_writer *w2 = gguf_writer_create();
+		int rc = gguf_writer_set_str(w2, "tokenizer.ggml.model", "gpt2");
+		rc |= gguf_writer_set_arr_str(w2, "tokenizer.ggml.tokens", tk, 5);
+		rc |= gguf_writer_set_arr_str(w2, "tokenizer.ggml.merges", mg, 1);
+		rc |= gguf_writer_set_u32(w2, "tokenizer.ggml.bos_token_id", 0);
+		for (int k = 0; k < 2; k++) {
+			rc |= gguf_writer_set_str(w2, "tokenizer.ggml.pre", k ? "llama3" : "qwen2");
+			const char *p2 = tmp_path("whole.gguf");
+			rc |= gguf_writer_write(w2, p2, e2, sizeof e2);
+			struct tokenizer *t2 = load_gguf_file(p2, e2, sizeof e2);
+			CHECK(t2 != NULL);
+			if (!t2)
+				continue;
+			if (k) {
+				CHECK(tok_add_bos(t2)); /* llama3's default */
+				check_ids(t2, "abc", false, false, (const int32_t[]){4}, 1);
+			} else {
+				CHECK(!tok_add_bos(t2));
+				check_ids(t2, "abc", false, false, (const int32_t[]){3, 2}, 2);
+			}
+			tok_destroy(t2);
+		}
+		CHECK_EQ_INT(rc, 0);
+		gguf_writer_destroy(w2);
+	}
 
 	/* a vocabulary lacking byte tokens: encoding text it cannot spell is an error, not a crash */
 	char err[512];
@@ -589,7 +755,9 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
+	test_byte_alphabet();
 	test_splits();
+	test_splits_shared();
 	test_tiny();
 	test_spm();
 	test_bad_vocab();

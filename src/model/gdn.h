@@ -39,10 +39,11 @@ size_t gdn_chunk_scratch_floats(int chunk, int d_k, int d_v);
 void gdn_rule_chunked(float *st, int d_k, int d_v, float scale, const struct gdn_rows *r, int chunk,
 		      float *scratch);
 
-/* Depthwise causal convolution over `channels` channels with kernel width kw, then SiLU.
+/* Depthwise causal convolution with kernel width kw, then SiLU, on channels [c0, c1) of
+ * `channels` (channels are independent, so callers may split them across threads).
  * w: weights [channels][kw] (ggml ne {kw, channels}); win: the last kw-1 pre-convolution rows
  * [kw-1][channels], oldest first, updated in place to end at the last of the n new rows
- * x (row stride x_stride); out: n rows of `channels` floats, row stride out_stride. */
-void gdn_conv_rows(float *win, const float *w, int kw, int channels, const float *x, int x_stride, int n,
-		   float *out, int out_stride);
+ * x (row stride x_stride); out: n rows, row stride out_stride (same channel indexing). */
+void gdn_conv_rows(float *win, const float *w, int kw, int channels, int c0, int c1, const float *x, int x_stride,
+		   int n, float *out, int out_stride);
 #endif

@@ -18,9 +18,31 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define KERN_X86 1
+#include <cpuid.h>
 #include <immintrin.h>
 #else
 #define KERN_X86 0
+#endif
+
+#if KERN_X86
+/* AVX2 + FMA + F16C (CPUID leaf 1 ECX bit 29; not every compiler's __builtin_cpu_supports
+ * knows "f16c"). CPUID is slow, and very slow under a hypervisor, so it is asked once; the
+ * answer never changes afterwards. */
+static pthread_once_t avx2_once = PTHREAD_ONCE_INIT;
+static int avx2_ok;
+
+static void avx2_probe(void)
+{
+	unsigned a, b, c, d;
+	int f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
+	avx2_ok = f16c && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+static int have_avx2(void)
+{
+	pthread_once(&avx2_once, avx2_probe);
+	return avx2_ok;
+}
 #endif
 
 #define QK8_0 32
@@ -161,13 +183,6 @@ void kern_row_to_f32(uint32_t type, const void *row, float *out, int n)
 	row_to_f32_portable(type, row, out, n);
 }
 
-float kern_dot(const float *a, const float *b, int n)
-{
-	float s = 0;
-	for (int i = 0; i < n; i++)
-		s += a[i] * b[i];
-	return s;
-}
 
 /* ---- portable tile: ROWS_PER_TILE weight rows against every x row ---- */
 
@@ -194,7 +209,7 @@ static void tile_portable(const float *w, int n_w, int n_in, const float *x, int
 }
 
 #if KERN_X86
-__attribute__((target("avx2,fma,f16c"))) static inline float hsum256(__m256 v)
+__attribute__((target("avx2,fma,f16c"), always_inline)) static inline float hsum256(__m256 v)
 {
 	__m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
 	lo = _mm_add_ps(lo, hi);
@@ -255,24 +270,26 @@ __attribute__((target("avx2,fma,f16c"))) static void tile_avx2(const float *w, i
 			const float *xa = x + (size_t)r * x_stride, *xb = xa + x_stride, *xc = xb + x_stride;
 			__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0,
 			       c0 = a0, c1 = a0, c2 = a0, c3 = a0;
+			/* 12 accumulators + 3 x + 1 weight = 16 ymm registers: load x once, stream the
+			 * weight rows one at a time (loading all four would spill). */
 			for (int i = 0; i < n8; i += 8) {
-				__m256 v0 = _mm256_loadu_ps(w0 + i), v1 = _mm256_loadu_ps(w1 + i), v2 = _mm256_loadu_ps(w2 + i),
-				       v3 = _mm256_loadu_ps(w3 + i);
-				__m256 xv = _mm256_loadu_ps(xa + i);
-				a0 = _mm256_fmadd_ps(v0, xv, a0);
-				a1 = _mm256_fmadd_ps(v1, xv, a1);
-				a2 = _mm256_fmadd_ps(v2, xv, a2);
-				a3 = _mm256_fmadd_ps(v3, xv, a3);
-				xv = _mm256_loadu_ps(xb + i);
-				b0 = _mm256_fmadd_ps(v0, xv, b0);
-				b1 = _mm256_fmadd_ps(v1, xv, b1);
-				b2 = _mm256_fmadd_ps(v2, xv, b2);
-				b3 = _mm256_fmadd_ps(v3, xv, b3);
-				xv = _mm256_loadu_ps(xc + i);
-				c0 = _mm256_fmadd_ps(v0, xv, c0);
-				c1 = _mm256_fmadd_ps(v1, xv, c1);
-				c2 = _mm256_fmadd_ps(v2, xv, c2);
-				c3 = _mm256_fmadd_ps(v3, xv, c3);
+				__m256 xa8 = _mm256_loadu_ps(xa + i), xb8 = _mm256_loadu_ps(xb + i), xc8 = _mm256_loadu_ps(xc + i);
+				__m256 v = _mm256_loadu_ps(w0 + i);
+				a0 = _mm256_fmadd_ps(v, xa8, a0);
+				b0 = _mm256_fmadd_ps(v, xb8, b0);
+				c0 = _mm256_fmadd_ps(v, xc8, c0);
+				v = _mm256_loadu_ps(w1 + i);
+				a1 = _mm256_fmadd_ps(v, xa8, a1);
+				b1 = _mm256_fmadd_ps(v, xb8, b1);
+				c1 = _mm256_fmadd_ps(v, xc8, c1);
+				v = _mm256_loadu_ps(w2 + i);
+				a2 = _mm256_fmadd_ps(v, xa8, a2);
+				b2 = _mm256_fmadd_ps(v, xb8, b2);
+				c2 = _mm256_fmadd_ps(v, xc8, c2);
+				v = _mm256_loadu_ps(w3 + i);
+				a3 = _mm256_fmadd_ps(v, xa8, a3);
+				b3 = _mm256_fmadd_ps(v, xb8, b3);
+				c3 = _mm256_fmadd_ps(v, xc8, c3);
 			}
 			float *ya = y + (size_t)r * y_stride + o0, *yb = ya + y_stride, *yc = yb + y_stride;
 			ya[0] = hsum256(a0), ya[1] = hsum256(a1), ya[2] = hsum256(a2), ya[3] = hsum256(a3);
@@ -338,6 +355,128 @@ __attribute__((target("avx2,fma,f16c"))) static void tile_avx2(const float *w, i
 		}
 	}
 }
+
+/* AVX-512 tile for rows whose length is a multiple of 16: 4 weight rows x 4 x rows, 16
+ * accumulators + 4 x + 1 weight register of the 32 there are. */
+__attribute__((target("avx512f,avx2,fma,f16c"))) static void tile_avx512(const float *w, int n_w, int n_in,
+									const float *x, int x_stride, int n_rows,
+									float *y, int y_stride, int o0)
+{
+	const float *w0 = w, *w1 = w + n_in, *w2 = w + 2 * (size_t)n_in, *w3 = w + 3 * (size_t)n_in;
+	int r = 0;
+	if (n_w == ROWS_PER_TILE) {
+		for (; r + 4 <= n_rows; r += 4) {
+			const float *xa = x + (size_t)r * x_stride, *xb = xa + x_stride, *xc = xb + x_stride,
+				    *xd = xc + x_stride;
+			__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0,
+			       c0 = a0, c1 = a0, c2 = a0, c3 = a0, d0 = a0, d1 = a0, d2 = a0, d3 = a0;
+			for (int i = 0; i < n_in; i += 16) {
+				__m512 xa16 = _mm512_loadu_ps(xa + i), xb16 = _mm512_loadu_ps(xb + i),
+				       xc16 = _mm512_loadu_ps(xc + i), xd16 = _mm512_loadu_ps(xd + i);
+				__m512 v = _mm512_loadu_ps(w0 + i);
+				a0 = _mm512_fmadd_ps(v, xa16, a0);
+				b0 = _mm512_fmadd_ps(v, xb16, b0);
+				c0 = _mm512_fmadd_ps(v, xc16, c0);
+				d0 = _mm512_fmadd_ps(v, xd16, d0);
+				v = _mm512_loadu_ps(w1 + i);
+				a1 = _mm512_fmadd_ps(v, xa16, a1);
+				b1 = _mm512_fmadd_ps(v, xb16, b1);
+				c1 = _mm512_fmadd_ps(v, xc16, c1);
+				d1 = _mm512_fmadd_ps(v, xd16, d1);
+				v = _mm512_loadu_ps(w2 + i);
+				a2 = _mm512_fmadd_ps(v, xa16, a2);
+				b2 = _mm512_fmadd_ps(v, xb16, b2);
+				c2 = _mm512_fmadd_ps(v, xc16, c2);
+				d2 = _mm512_fmadd_ps(v, xd16, d2);
+				v = _mm512_loadu_ps(w3 + i);
+				a3 = _mm512_fmadd_ps(v, xa16, a3);
+				b3 = _mm512_fmadd_ps(v, xb16, b3);
+				c3 = _mm512_fmadd_ps(v, xc16, c3);
+				d3 = _mm512_fmadd_ps(v, xd16, d3);
+			}
+			float *ya = y + (size_t)r * y_stride + o0, *yb = ya + y_stride, *yc = yb + y_stride,
+			      *yd = yc + y_stride;
+			ya[0] = _mm512_reduce_add_ps(a0), ya[1] = _mm512_reduce_add_ps(a1);
+			ya[2] = _mm512_reduce_add_ps(a2), ya[3] = _mm512_reduce_add_ps(a3);
+			yb[0] = _mm512_reduce_add_ps(b0), yb[1] = _mm512_reduce_add_ps(b1);
+			yb[2] = _mm512_reduce_add_ps(b2), yb[3] = _mm512_reduce_add_ps(b3);
+			yc[0] = _mm512_reduce_add_ps(c0), yc[1] = _mm512_reduce_add_ps(c1);
+			yc[2] = _mm512_reduce_add_ps(c2), yc[3] = _mm512_reduce_add_ps(c3);
+			yd[0] = _mm512_reduce_add_ps(d0), yd[1] = _mm512_reduce_add_ps(d1);
+			yd[2] = _mm512_reduce_add_ps(d2), yd[3] = _mm512_reduce_add_ps(d3);
+		}
+		for (; r < n_rows; r++) {
+			const float *xr = x + (size_t)r * x_stride;
+			__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+			for (int i = 0; i < n_in; i += 16) {
+				__m512 xv = _mm512_loadu_ps(xr + i);
+				a0 = _mm512_fmadd_ps(_mm512_loadu_ps(w0 + i), xv, a0);
+				a1 = _mm512_fmadd_ps(_mm512_loadu_ps(w1 + i), xv, a1);
+				a2 = _mm512_fmadd_ps(_mm512_loadu_ps(w2 + i), xv, a2);
+				a3 = _mm512_fmadd_ps(_mm512_loadu_ps(w3 + i), xv, a3);
+			}
+			float *yr = y + (size_t)r * y_stride + o0;
+			yr[0] = _mm512_reduce_add_ps(a0), yr[1] = _mm512_reduce_add_ps(a1);
+			yr[2] = _mm512_reduce_add_ps(a2), yr[3] = _mm512_reduce_add_ps(a3);
+		}
+		return;
+	}
+	for (; r < n_rows; r++) {
+		const float *xr = x + (size_t)r * x_stride;
+		for (int k = 0; k < n_w; k++) {
+			const float *wk = w + (size_t)k * n_in;
+			__m512 a = _mm512_setzero_ps();
+			for (int i = 0; i < n_in; i += 16)
+				a = _mm512_fmadd_ps(_mm512_loadu_ps(wk + i), _mm512_loadu_ps(xr + i), a);
+			y[(size_t)r * y_stride + o0 + k] = _mm512_reduce_add_ps(a);
+		}
+	}
+}
+
+/* AVX-512 tile of 8 weight rows x 3 x rows: 24 accumulators + 3 x + 1 weight register. Twice
+ * the weight rows of tile_avx512 halve the x traffic per FMA, which is what limits a pass of
+ * many rows once the weights are in cache. */
+#define WIDE_TILE 8
+__attribute__((target("avx512f,avx2,fma,f16c"))) static void tile8_avx512(const float *w, int n_in, const float *x,
+									 int x_stride, int n_rows, float *y,
+									 int y_stride, int o0)
+{
+	int r = 0;
+	for (; r + 3 <= n_rows; r += 3) {
+		const float *xa = x + (size_t)r * x_stride, *xb = xa + x_stride, *xc = xb + x_stride;
+		__m512 acc[3][WIDE_TILE];
+		_Pragma("GCC unroll 8") for (int k = 0; k < WIDE_TILE; k++)
+			acc[0][k] = acc[1][k] = acc[2][k] = _mm512_setzero_ps();
+		for (int i = 0; i < n_in; i += 16) {
+			__m512 xa16 = _mm512_loadu_ps(xa + i), xb16 = _mm512_loadu_ps(xb + i), xc16 = _mm512_loadu_ps(xc + i);
+			_Pragma("GCC unroll 8") for (int k = 0; k < WIDE_TILE; k++) {
+				__m512 v = _mm512_loadu_ps(w + (size_t)k * n_in + i);
+				acc[0][k] = _mm512_fmadd_ps(v, xa16, acc[0][k]);
+				acc[1][k] = _mm512_fmadd_ps(v, xb16, acc[1][k]);
+				acc[2][k] = _mm512_fmadd_ps(v, xc16, acc[2][k]);
+			}
+		}
+		_Pragma("GCC unroll 3") for (int j = 0; j < 3; j++) {
+			float *yr = y + (size_t)(r + j) * y_stride + o0;
+			_Pragma("GCC unroll 8") for (int k = 0; k < WIDE_TILE; k++)
+				yr[k] = _mm512_reduce_add_ps(acc[j][k]);
+		}
+	}
+	for (; r < n_rows; r++) {
+		const float *xr = x + (size_t)r * x_stride;
+		__m512 acc[WIDE_TILE];
+		_Pragma("GCC unroll 8") for (int k = 0; k < WIDE_TILE; k++)
+			acc[k] = _mm512_setzero_ps();
+		for (int i = 0; i < n_in; i += 16) {
+			__m512 xv = _mm512_loadu_ps(xr + i);
+			_Pragma("GCC unroll 8") for (int k = 0; k < WIDE_TILE; k++)
+				acc[k] = _mm512_fmadd_ps(_mm512_loadu_ps(w + (size_t)k * n_in + i), xv, acc[k]);
+		}
+		float *yr = y + (size_t)r * y_stride + o0;
+		_Pragma("GCC unroll 8") for (int k = 0; k < WIDE_TILE; k++)
+			yr[k] = _mm512_reduce_add_ps(acc[k]);
+	}
+}
 #endif
 
 /* ---- thread pool ---- */
@@ -350,6 +489,7 @@ __attribute__((target("avx2,fma,f16c"))) static void tile_avx2(const float *w, i
 struct kern_pool {
 	int n_threads;
 	int use_avx2;
+	int use_avx512;              /* matmul tiles on 512-bit vectors (rows a multiple of 16) */
 	pthread_t *threads;
 	pthread_mutex_t mu;
 	pthread_cond_t cv_start;
@@ -360,7 +500,7 @@ struct kern_pool {
 	int n_job;                   /* job fields are written before generation is bumped */
 	void (*fn)(void *, int, int);
 	void *ctx;
-	float **scratch; /* per thread: ROWS_PER_TILE * scratch_n floats, decoded weight rows */
+	float **scratch; /* per thread: 8 * scratch_n floats, the decoded weight rows of a tile */
 	size_t scratch_n;
 };
 
@@ -437,8 +577,8 @@ struct kern_pool *kern_pool_create(int n_threads, const char *isa)
 		n_threads = 256;
 	p->n_threads = n_threads;
 #if KERN_X86
-	p->use_avx2 = (!isa || strcmp(isa, "portable") != 0) && __builtin_cpu_supports("avx2") &&
-		      __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+	p->use_avx2 = (!isa || strcmp(isa, "portable") != 0) && have_avx2();
+	p->use_avx512 = p->use_avx2 && (!isa || strcmp(isa, "avx2") != 0) && __builtin_cpu_supports("avx512f");
 #endif
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv_start, NULL);
@@ -499,7 +639,7 @@ int kern_pool_threads(const struct kern_pool *p)
 
 const char *kern_pool_isa(const struct kern_pool *p)
 {
-	return p->use_avx2 ? "avx2" : "portable";
+	return p->use_avx512 ? "avx512" : p->use_avx2 ? "avx2" : "portable";
 }
 
 void kern_pool_run(struct kern_pool *p, void (*fn)(void *ctx, int ith, int nth), void *ctx, int n)
@@ -541,16 +681,27 @@ struct matmul_job {
 	int y_stride;
 };
 
+/* Weight rows per tile: 8 for the AVX-512 path on passes of 3 rows or more, else 4. */
+static int tile_rows(const struct kern_pool *p, const struct kern_mat *w, int n_rows)
+{
+#if KERN_X86
+	if (p->use_avx512 && w->n_in % 16 == 0 && n_rows >= 3)
+		return WIDE_TILE;
+#endif
+	return ROWS_PER_TILE;
+}
+
 static void matmul_part(void *arg, int ith, int nth)
 {
 	struct matmul_job *j = arg;
 	const struct kern_mat *w = j->w;
-	int n_tiles = (w->n_out + ROWS_PER_TILE - 1) / ROWS_PER_TILE;
+	int tr = tile_rows(j->p, w, j->n_rows);
+	int n_tiles = (w->n_out + tr - 1) / tr;
 	int t0 = (int)((long)n_tiles * ith / nth), t1 = (int)((long)n_tiles * (ith + 1) / nth);
 	float *buf = j->p->scratch[ith];
 	for (int t = t0; t < t1; t++) {
-		int o0 = t * ROWS_PER_TILE;
-		int n_w = w->n_out - o0 < ROWS_PER_TILE ? w->n_out - o0 : ROWS_PER_TILE;
+		int o0 = t * tr;
+		int n_w = w->n_out - o0 < tr ? w->n_out - o0 : tr;
 		const float *wf;
 		if (w->type == GGUF_TENSOR_F32 && w->row_bytes == (size_t)w->n_in * 4) {
 			wf = (const float *)((const uint8_t *)w->data + (size_t)o0 * w->row_bytes);
@@ -567,7 +718,13 @@ static void matmul_part(void *arg, int ith, int nth)
 			wf = buf;
 		}
 #if KERN_X86
-		if (j->p->use_avx2)
+		if (tr == WIDE_TILE && n_w == WIDE_TILE)
+			tile8_avx512(wf, w->n_in, j->x, j->x_stride, j->n_rows, j->y, j->y_stride, o0);
+		else if (j->p->use_avx512 && w->n_in % 16 == 0)
+			for (int k0 = 0; k0 < n_w; k0 += ROWS_PER_TILE) /* tiles of 4, the last maybe short */
+				tile_avx512(wf + (size_t)k0 * w->n_in, n_w - k0 < ROWS_PER_TILE ? n_w - k0 : ROWS_PER_TILE,
+					    w->n_in, j->x, j->x_stride, j->n_rows, j->y, j->y_stride, o0 + k0);
+		else if (j->p->use_avx2)
 			tile_avx2(wf, n_w, w->n_in, j->x, j->x_stride, j->n_rows, j->y, j->y_stride, o0);
 		else
 #endif
@@ -582,7 +739,7 @@ void kern_matmul(struct kern_pool *p, const struct kern_mat *w, const float *x, 
 		return;
 	if (p->scratch_n < (size_t)w->n_in) {
 		for (int i = 0; i < p->n_threads; i++) {
-			float *b = realloc(p->scratch[i], sizeof(float) * ROWS_PER_TILE * (size_t)w->n_in);
+			float *b = realloc(p->scratch[i], sizeof(float) * 8 * (size_t)w->n_in);
 			if (!b)
 				abort(); /* a few KiB per thread; out of memory here has no way to recover */
 			p->scratch[i] = b;
@@ -595,8 +752,164 @@ void kern_matmul(struct kern_pool *p, const struct kern_mat *w, const float *x, 
 	int nth = p->n_threads;
 	if (work < 65536.0 * nth)
 		nth = work < 65536.0 ? 1 : (int)(work / 65536.0);
-	int n_tiles = (w->n_out + ROWS_PER_TILE - 1) / ROWS_PER_TILE;
+	int tr = tile_rows(p, w, n_rows), n_tiles = (w->n_out + tr - 1) / tr;
 	if (nth > n_tiles)
 		nth = n_tiles;
 	kern_pool_run(p, matmul_part, &j, nth);
+}
+
+/* ---- vector primitives ---- */
+
+#if KERN_X86
+__attribute__((target("avx2,fma,f16c"))) static float dot_avx2(const float *a, const float *b, int n)
+{
+	__m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+	int i = 0;
+	for (; i + 16 <= n; i += 16) {
+		acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+		acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+	}
+	for (; i + 8 <= n; i += 8)
+		acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+	float s = hsum256(_mm256_add_ps(acc0, acc1));
+	for (; i < n; i++)
+		s += a[i] * b[i];
+	return s;
+}
+
+__attribute__((target("avx2,fma,f16c"))) static void axpy_avx2(float *y, float a, const float *x, int n)
+{
+	__m256 av = _mm256_set1_ps(a);
+	int i = 0;
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+	for (; i < n; i++)
+		y[i] += a * x[i];
+}
+
+
+/* exp(x) for 8 floats: x = n ln2 + r with |r| <= ln2/2, e^r by Cephes' degree-6 polynomial,
+ * 2^n through the exponent bits. Inputs are clamped to [-87.3, 88.7] (results stay normal). */
+__attribute__((target("avx2,fma,f16c"))) static inline __m256 exp256(__m256 x)
+{
+	x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.7f));
+	__m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+				   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+	r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+	__m256 p = _mm256_set1_ps(1.9875691500e-4f);
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+	p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+	__m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+	return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+__attribute__((target("avx2,fma,f16c"))) static inline __m256 silu256(__m256 v)
+{
+	__m256 one = _mm256_set1_ps(1.0f);
+	return _mm256_div_ps(v, _mm256_add_ps(one, exp256(_mm256_sub_ps(_mm256_setzero_ps(), v))));
+}
+
+__attribute__((target("avx2,fma,f16c"))) static int silu_mul_avx2(float *y, const float *m, int n)
+{
+	int i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256 v = silu256(_mm256_loadu_ps(y + i));
+		if (m)
+			v = _mm256_mul_ps(v, _mm256_loadu_ps(m + i));
+		_mm256_storeu_ps(y + i, v);
+	}
+	return i;
+}
+
+__attribute__((target("avx2,fma,f16c"))) static int mul_silu_avx2(float *y, const float *z, int n)
+{
+	int i = 0;
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(y + i), silu256(_mm256_loadu_ps(z + i))));
+	return i;
+}
+
+__attribute__((target("avx2,fma,f16c"))) static int exp_shift_avx2(float *x, float shift, int n, float *sum)
+{
+	__m256 sh = _mm256_set1_ps(shift), acc = _mm256_setzero_ps();
+	int i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(x + i), sh));
+		_mm256_storeu_ps(x + i, e);
+		acc = _mm256_add_ps(acc, e);
+	}
+	*sum = hsum256(acc);
+	return i;
+}
+#endif
+
+static float silu1(float v)
+{
+	return v / (1.0f + expf(-v));
+}
+
+void kern_silu_mul(float *y, const float *m, int n)
+{
+	int i = 0;
+#if KERN_X86
+	if (have_avx2())
+		i = silu_mul_avx2(y, m, n);
+#endif
+	for (; i < n; i++)
+		y[i] = silu1(y[i]) * (m ? m[i] : 1.0f);
+}
+
+void kern_mul_silu(float *y, const float *z, int n)
+{
+	int i = 0;
+#if KERN_X86
+	if (have_avx2())
+		i = mul_silu_avx2(y, z, n);
+#endif
+	for (; i < n; i++)
+		y[i] *= silu1(z[i]);
+}
+
+float kern_exp_shift(float *x, float shift, int n)
+{
+	int i = 0;
+	float sum = 0;
+#if KERN_X86
+	if (have_avx2())
+		i = exp_shift_avx2(x, shift, n, &sum);
+#endif
+	for (; i < n; i++) {
+		x[i] = expf(x[i] - shift);
+		sum += x[i];
+	}
+	return sum;
+}
+
+float kern_dot(const float *a, const float *b, int n)
+{
+#if KERN_X86
+	if (have_avx2())
+		return dot_avx2(a, b, n);
+#endif
+	float s = 0;
+	for (int i = 0; i < n; i++)
+		s += a[i] * b[i];
+	return s;
+}
+
+void kern_axpy(float *y, float a, const float *x, int n)
+{
+#if KERN_X86
+	if (have_avx2()) {
+		axpy_avx2(y, a, x, n);
+		return;
+	}
+#endif
+	for (int i = 0; i < n; i++)
+		y[i] += a * x[i];
 }

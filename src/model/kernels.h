@@ -24,12 +24,13 @@ struct kern_mat {
 
 struct kern_pool;
 
-/* n_threads <= 0: one thread per online CPU. isa: NULL or "auto" picks AVX2/FMA when the CPU
- * has it, "portable" forces the plain C path (tests compare the two). NULL and errno on failure. */
+/* n_threads <= 0: one thread per online CPU. isa: NULL or "auto" picks the widest the CPU has
+ * (AVX-512 matrix tiles, else AVX2/FMA), "avx2" stops at AVX2, "portable" forces the plain C
+ * path (tests compare them). NULL and errno on failure. */
 struct kern_pool *kern_pool_create(int n_threads, const char *isa);
 void kern_pool_destroy(struct kern_pool *p);
 int kern_pool_threads(const struct kern_pool *p);
-/* "avx2" or "portable". */
+/* "avx512", "avx2" or "portable": the matmul path. */
 const char *kern_pool_isa(const struct kern_pool *p);
 
 /* Run fn(ctx, i, n) for i in [0, n) on the pool's threads (n <= threads); returns when all end. */
@@ -45,8 +46,16 @@ void kern_row_to_f32(uint32_t type, const void *row, float *out, int n);
 /* True for the weight types the kernels decode. */
 int kern_type_supported(uint32_t type);
 
-/* Small helpers shared by the layers (portable; they are not the hot path). */
+/* Vector primitives for the per-sequence parts (attention, delta rule): AVX2/FMA when the
+ * CPU has it, else portable. kern_dot returns a·b; kern_axpy does y += a x. */
 float kern_dot(const float *a, const float *b, int n);
+void kern_axpy(float *y, float a, const float *x, int n);
+/* Activations over arrays, with an AVX2 exp (Cephes' polynomial, relative error about 1e-7)
+ * when the CPU has it: kern_silu_mul: y[i] = silu(y[i]) * (m ? m[i] : 1);
+ * kern_mul_silu: y[i] *= silu(z[i]); kern_exp_shift: x[i] = exp(x[i] - shift), returns the sum. */
+void kern_silu_mul(float *y, const float *m, int n);
+void kern_mul_silu(float *y, const float *z, int n);
+float kern_exp_shift(float *x, float shift, int n);
 /* IEEE half and bfloat16 to fp32 and back (round to nearest even). */
 float kern_f16_to_f32(uint16_t h);
 uint16_t kern_f32_to_f16(float f);

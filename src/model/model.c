@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -511,13 +512,10 @@ static const struct model_tensor *find_in_array(void *ctx, const char *name)
 	return NULL;
 }
 
-struct model *model_load(const char *path, int n_threads, char *err, size_t errlen)
+struct model *model_load_gguf(struct gguf *g, const char *name, int n_threads, char *err, size_t errlen)
 {
-	struct gguf *g = gguf_open(path, err, errlen);
-	if (!g)
-		return NULL;
 	struct model_config cfg;
-	if (model_config_from_gguf(g, path, &cfg, err, errlen)) {
+	if (model_config_from_gguf(g, name, &cfg, err, errlen)) {
 		gguf_close(g);
 		errno = EINVAL;
 		return NULL;
@@ -529,7 +527,7 @@ struct model *model_load(const char *path, int n_threads, char *err, size_t errl
 	tmp.tensors = calloc(tmp.n_tensors ? tmp.n_tensors : 1, sizeof(*tmp.tensors));
 	if (!tmp.tensors) {
 		gguf_close(g);
-		set_err(err, errlen, "%s: out of memory", path);
+		set_err(err, errlen, "%s: out of memory", name);
 		return NULL;
 	}
 	for (size_t i = 0; i < tmp.n_tensors; i++) {
@@ -542,7 +540,7 @@ struct model *model_load(const char *path, int n_threads, char *err, size_t errl
 		o->data = t->data;
 		o->n_bytes = t->n_bytes;
 	}
-	struct model *m = model_create(&cfg, find_in_array, &tmp, path, n_threads, err, errlen);
+	struct model *m = model_create(&cfg, find_in_array, &tmp, name, n_threads, err, errlen);
 	if (!m) {
 		free(tmp.tensors);
 		gguf_close(g);
@@ -552,6 +550,14 @@ struct model *model_load(const char *path, int n_threads, char *err, size_t errl
 	m->tensors = tmp.tensors;
 	m->n_tensors = tmp.n_tensors;
 	return m;
+}
+
+struct model *model_load(const char *path, int n_threads, char *err, size_t errlen)
+{
+	struct gguf *g = gguf_open(path, err, errlen);
+	if (!g)
+		return NULL;
+	return model_load_gguf(g, path, n_threads, err, errlen);
 }
 
 const struct model_config *model_get_config(const struct model *m)
@@ -620,6 +626,11 @@ struct model_state *model_state_create(const struct model *m, int n_slots, int n
 	s->conv_floats = (size_t)s->conv_hist * s->conv_dim;
 	s->kv_floats = (size_t)n_ctx * s->kv_dim;
 	s->slot_floats = (s->ssm_floats + s->conv_floats) * s->n_gdn + 2 * s->kv_floats * s->n_attn;
+	if (s->slot_floats > SIZE_MAX / sizeof(float) / (size_t)n_slots) {
+		model_state_destroy(s);
+		errno = ENOMEM;
+		return NULL;
+	}
 	s->data = calloc(s->slot_floats * n_slots, sizeof(float));
 	s->pos = calloc((size_t)n_slots, sizeof(int));
 	if (!s->data || !s->pos) {
@@ -763,11 +774,6 @@ static void l2_norm(float *x, int n)
 		x[i] *= r;
 }
 
-static float silu(float v)
-{
-	return v / (1.0f + expf(-v));
-}
-
 static float softplus(float v)
 {
 	return v > 20.0f ? v : log1pf(expf(v)); /* the reference's threshold */
@@ -776,6 +782,34 @@ static float softplus(float v)
 static void matmul(struct pass *p, const struct kern_mat *w, const float *x, int xs, float *y, int ys)
 {
 	kern_matmul(p->m->pool, w, x, xs, p->N, y, ys);
+}
+
+/* ---- elementwise work, split by rows over the pool ---- */
+
+struct row_job {
+	struct pass *p;
+	void (*row)(struct pass *p, int r);
+};
+
+static void rows_part(void *arg, int ith, int nth)
+{
+	struct row_job *j = arg;
+	int r0 = (int)((long)j->p->N * ith / nth), r1 = (int)((long)j->p->N * (ith + 1) / nth);
+	for (int r = r0; r < r1; r++)
+		j->row(j->p, r);
+}
+
+/* Runs row(p, r) for every row; `cost` is the rough flops a row (threads only when it pays). */
+static void for_rows(struct pass *p, void (*row)(struct pass *, int), double cost)
+{
+	struct row_job j = { p, row };
+	int nth = kern_pool_threads(p->m->pool);
+	double work = cost * p->N;
+	if (work < 65536.0 * nth)
+		nth = work < 65536.0 ? 1 : (int)(work / 65536.0);
+	if (nth > p->N)
+		nth = p->N;
+	kern_pool_run(p->m->pool, rows_part, &j, nth);
 }
 
 /* ---- GDN ---- */
@@ -814,51 +848,69 @@ static void gdn_heads(void *arg, int ith, int nth)
 	}
 }
 
+static void conv_part(void *arg, int ith, int nth)
+{
+	struct pass *p = arg;
+	int cd = p->m->conv_dim, c0 = (int)((long)cd * ith / nth), c1 = (int)((long)cd * (ith + 1) / nth);
+	for (int si = 0; si < p->n_seg; si++) {
+		const struct segment *sg = &p->seg[si];
+		gdn_conv_rows(slot_conv(p->s, sg->slot, p->l->index), p->l->conv_w, p->m->cfg.ssm_conv_kernel, cd, c0, c1,
+			      p->a1 + (size_t)sg->r0 * p->w1, p->w1, sg->n, p->a2 + (size_t)sg->r0 * p->w2, p->w2);
+	}
+}
+
+/* After the conv: L2-normalise q and k per K-head; g and β per V-head. */
+static void gdn_pre_row(struct pass *p, int r)
+{
+	const struct model_config *c = &p->m->cfg;
+	const struct layer *l = p->l;
+	int Hv = c->ssm_n_v_heads, Hk = c->ssm_n_k_heads, d = c->ssm_head_dim;
+	float *row = p->a2 + (size_t)r * p->w2;
+	for (int kh = 0; kh < Hk; kh++) {
+		l2_norm(row + kh * d, d);
+		l2_norm(row + Hk * d + kh * d, d);
+	}
+	const float *ab = p->ab + (size_t)r * 2 * Hv;
+	float *gb = p->gb + (size_t)r * 2 * Hv;
+	for (int h = 0; h < Hv; h++) {
+		gb[h] = l->ssm_a[h] * softplus(ab[Hv + h] + l->dt_bias[h]);
+		gb[Hv + h] = 1.0f / (1.0f + expf(-ab[h]));
+	}
+}
+
+/* Gated RMSNorm per head (plain weight), gate SiLU(z). */
+static void gdn_post_row(struct pass *p, int r)
+{
+	const struct model_config *c = &p->m->cfg;
+	int Hv = c->ssm_n_v_heads, d = c->ssm_head_dim;
+	float *o = p->a4 + (size_t)r * p->w4;
+	const float *z = p->a3 + (size_t)r * p->w3;
+	for (int h = 0; h < Hv; h++) {
+		rms_norm(o + h * d, o + h * d, p->l->ssm_norm, d, c->norm_eps);
+	}
+	kern_mul_silu(o, z, Hv * d);
+}
+
 static void layer_gdn(struct pass *p)
 {
 	const struct model_config *c = &p->m->cfg;
 	const struct layer *l = p->l;
-	int N = p->N, Hv = c->ssm_n_v_heads, Hk = c->ssm_n_k_heads, d = c->ssm_head_dim, cd = p->m->conv_dim;
-	int inner = Hv * d;
-	matmul(p, &l->qkv, p->h, c->n_embd, p->a1, p->w1);      /* pre-conv q|k|v */
-	matmul(p, &l->z, p->h, c->n_embd, p->a3, p->w3);        /* z */
-	matmul(p, &l->beta, p->h, c->n_embd, p->ab, 2 * Hv);     /* b */
+	int N = p->N, Hv = c->ssm_n_v_heads, d = c->ssm_head_dim, cd = p->m->conv_dim;
+	matmul(p, &l->qkv, p->h, c->n_embd, p->a1, p->w1);        /* pre-conv q|k|v */
+	matmul(p, &l->z, p->h, c->n_embd, p->a3, p->w3);          /* z */
+	matmul(p, &l->beta, p->h, c->n_embd, p->ab, 2 * Hv);       /* b */
 	matmul(p, &l->alpha, p->h, c->n_embd, p->ab + Hv, 2 * Hv); /* a */
-	for (int si = 0; si < p->n_seg; si++) {
-		const struct segment *sg = &p->seg[si];
-		gdn_conv_rows(slot_conv(p->s, sg->slot, l->index), l->conv_w, c->ssm_conv_kernel, cd,
-			      p->a1 + (size_t)sg->r0 * p->w1, p->w1, sg->n, p->a2 + (size_t)sg->r0 * p->w2, p->w2);
-	}
-	for (int r = 0; r < N; r++) {
-		float *row = p->a2 + (size_t)r * p->w2;
-		for (int kh = 0; kh < Hk; kh++) {
-			l2_norm(row + kh * d, d);
-			l2_norm(row + Hk * d + kh * d, d);
-		}
-		const float *ab = p->ab + (size_t)r * 2 * Hv;
-		float *gb = p->gb + (size_t)r * 2 * Hv;
-		for (int h = 0; h < Hv; h++) {
-			gb[h] = l->ssm_a[h] * softplus(ab[Hv + h] + l->dt_bias[h]);
-			gb[Hv + h] = 1.0f / (1.0f + expf(-ab[h]));
-		}
-	}
-	/* Threads only pay off when there is enough state to sweep (about 6 d² flops a row a head). */
 	int nth = kern_pool_threads(p->m->pool);
+	double conv_work = 30.0 * N * cd; /* an expf a channel a row */
+	int nconv = conv_work < 65536.0 * nth ? (conv_work < 65536.0 ? 1 : (int)(conv_work / 65536.0)) : nth;
+	kern_pool_run(p->m->pool, conv_part, p, nconv);
+	for_rows(p, gdn_pre_row, 30.0 * (2 * c->ssm_n_k_heads * d + Hv));
+	/* Threads only pay off when there is enough state to sweep (about 6 d² flops a row a head). */
 	double work = 6.0 * N * Hv * d * d;
 	if (work < 262144.0)
 		nth = 1;
 	kern_pool_run(p->m->pool, gdn_heads, p, p->n_seg * Hv < nth ? p->n_seg * Hv : nth);
-	/* Gated RMSNorm per head (plain weight), gate SiLU(z). */
-	for (int r = 0; r < N; r++) {
-		float *o = p->a4 + (size_t)r * p->w4;
-		const float *z = p->a3 + (size_t)r * p->w3;
-		for (int h = 0; h < Hv; h++) {
-			rms_norm(o + h * d, o + h * d, l->ssm_norm, d, c->norm_eps);
-			for (int i = 0; i < d; i++)
-				o[h * d + i] *= silu(z[h * d + i]);
-		}
-	}
-	(void)inner;
+	for_rows(p, gdn_post_row, 30.0 * Hv * d);
 	matmul(p, &l->ssm_out, p->a4, p->w4, p->y, c->n_embd);
 }
 
@@ -900,28 +952,16 @@ static void attn_heads(void *arg, int ith, int nth)
 		int kvh = h / rep;
 		float mx = -INFINITY;
 		for (int t = 0; t <= pos; t++) {
-			const float *k = K + (size_t)t * kvd + kvh * hd;
-			float sc = 0;
-			for (int i = 0; i < hd; i++)
-				sc += q[i] * k[i];
-			scores[t] = sc * scale;
+			scores[t] = kern_dot(q, K + (size_t)t * kvd + kvh * hd, hd) * scale;
 			if (scores[t] > mx)
 				mx = scores[t];
 		}
-		float sum = 0;
-		for (int t = 0; t <= pos; t++) {
-			scores[t] = expf(scores[t] - mx);
-			sum += scores[t];
-		}
+		float sum = kern_exp_shift(scores, mx, pos + 1);
 		float *o = p->a4 + (size_t)r * p->w4 + h * hd;
 		for (int i = 0; i < hd; i++)
 			o[i] = 0;
-		for (int t = 0; t <= pos; t++) {
-			const float *v = V + (size_t)t * kvd + kvh * hd;
-			float wgt = scores[t] / sum;
-			for (int i = 0; i < hd; i++)
-				o[i] += wgt * v[i];
-		}
+		for (int t = 0; t <= pos; t++)
+			kern_axpy(o, scores[t] / sum, V + (size_t)t * kvd + kvh * hd, hd);
 		const float *gate = q + hd;
 		for (int i = 0; i < hd; i++)
 			o[i] *= 1.0f / (1.0f + expf(-gate[i]));
@@ -965,18 +1005,18 @@ static void layer_attn(struct pass *p)
 
 /* ---- MLP ---- */
 
+static void mlp_act_row(struct pass *p, int r)
+{
+	kern_silu_mul(p->a1 + (size_t)r * p->w1, p->a2 + (size_t)r * p->w2, p->m->cfg.n_ff);
+}
+
 static void layer_mlp(struct pass *p)
 {
 	const struct model_config *c = &p->m->cfg;
 	const struct layer *l = p->l;
 	matmul(p, &l->ffn_gate, p->h, c->n_embd, p->a1, p->w1);
 	matmul(p, &l->ffn_up, p->h, c->n_embd, p->a2, p->w2);
-	for (int r = 0; r < p->N; r++) {
-		float *g = p->a1 + (size_t)r * p->w1;
-		const float *u = p->a2 + (size_t)r * p->w2;
-		for (int i = 0; i < c->n_ff; i++)
-			g[i] = silu(g[i]) * u[i];
-	}
+	for_rows(p, mlp_act_row, 30.0 * c->n_ff);
 	matmul(p, &l->ffn_down, p->a1, p->w1, p->y, c->n_embd);
 }
 

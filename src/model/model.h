@@ -47,6 +47,9 @@ struct model;
 /* Opens a qwen35 GGUF and checks every key and tensor it needs. n_threads <= 0: all CPUs.
  * NULL on failure with "FILE: what (key or tensor), what is supported" in err. */
 struct model *model_load(const char *path, int n_threads, char *err, size_t errlen);
+/* The same over a GGUF already open (e.g. to read its tokenizer first); takes ownership of g
+ * (closed on failure too). name is used in messages. */
+struct model *model_load_gguf(struct gguf *g, const char *name, int n_threads, char *err, size_t errlen);
 void model_free(struct model *m);
 
 const struct model_config *model_get_config(const struct model *m);

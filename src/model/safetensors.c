@@ -647,3 +647,15 @@ int hf_model_write_gguf(const struct hf_model *h, struct gguf_writer *w, uint32_
 	}
 	return gguf_writer_write(w, path, err, errlen);
 }
+
+int hf_model_convert(const char *dir, const char *out, uint32_t matrix_type, char *err, size_t errlen)
+{
+	struct hf_model *h = hf_model_import(dir, err, errlen);
+	if (!h)
+		return -EINVAL;
+	struct gguf_writer *w = gguf_writer_create();
+	int rc = w ? hf_model_write_gguf(h, w, matrix_type, out, err, errlen) : -ENOMEM;
+	gguf_writer_destroy(w);
+	hf_model_free(h);
+	return rc;
+}

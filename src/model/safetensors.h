@@ -49,4 +49,6 @@ struct model *hf_model_create(struct hf_model *h, int n_threads, char *err, size
 struct gguf_writer;
 int hf_model_write_gguf(const struct hf_model *h, struct gguf_writer *w, uint32_t matrix_type, const char *path,
 			char *err, size_t errlen);
+/* hf_model_import + hf_model_write_gguf into a fresh writer: DIR to OUT (no tokenizer keys). */
+int hf_model_convert(const char *dir, const char *out, uint32_t matrix_type, char *err, size_t errlen);
 #endif

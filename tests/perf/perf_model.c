@@ -1,8 +1,9 @@
 /* perf_model — decode throughput of the CPU forward pass.
  *
- *   perf_model [--threads N] [--steps N] [--model FILE.gguf]... [--json]
+ *   perf_model [--threads N] [--steps N] [--isa auto|avx2|portable] [--model FILE.gguf]... [--json]
  *   perf_model --write-tiny PATH | --write-100m PATH
  *   perf_model --model FILE.gguf --greedy TEXT [--steps N]
+ *   perf_model --import-hf DIR OUT.gguf [--type f32|f16|bf16|q8_0]
  *
  * Without --model it writes two random models to a temporary directory: the embedded tiny
  * default and a ~100M-parameter one (F32), both with the tiny vocabulary. For each model it
@@ -11,7 +12,8 @@
  *   32 sequences: 32 slots, one row each per pass (rows share one read of the weights);
  *   prefill: one 256-token prompt in one pass.
  * --greedy prints the first N greedy tokens after TEXT (ids and text), to compare with
- * llama.cpp on the same file. --write-* write the two benchmark models and exit.
+ * llama.cpp on the same file. --write-* write the two benchmark models and exit; --import-hf
+ * converts a Hugging Face Qwen3.5 text checkpoint to GGUF (without tokenizer keys).
  * Tokens/s = rows decoded / wall time of the passes (clock_now_ns). Run by `meson test
  * --benchmark --suite perf`, never in the default test run. */
 #include <errno.h>
@@ -23,6 +25,7 @@
 #include "core/clock.h"
 #include "model/gguf.h"
 #include "model/model.h"
+#include "model/safetensors.h"
 #include "model/tiny.h"
 #include "model/tokenizer.h"
 
@@ -45,12 +48,18 @@ struct result {
 	double single_tps, batch_tps, prefill_tps;
 };
 
-static int bench(const char *path, int threads, int steps, struct result *res, char *desc, size_t desc_len)
+static int bench(const char *path, int threads, const char *isa, int steps, struct result *res, char *desc,
+		 size_t desc_len)
 {
 	char err[512];
 	struct model *m = model_load(path, threads, err, sizeof(err));
 	if (!m) {
 		fprintf(stderr, "perf_model: %s\n", err);
+		return -1;
+	}
+	if (isa && model_set_isa(m, isa) != 0) {
+		fprintf(stderr, "perf_model: cannot select kernels '%s'\n", isa);
+		model_free(m);
 		return -1;
 	}
 	const struct model_config *c = model_get_config(m);
@@ -66,7 +75,8 @@ static int bench(const char *path, int threads, int steps, struct result *res, c
 	}
 	snprintf(desc, desc_len, "%.1fM params, %d layers, n_embd %d, %s, %d threads", params / 1e6, c->n_layer,
 		 c->n_embd, model_isa(m), threads);
-	struct model_state *s = model_state_create(m, n_seq, prompt + steps + long_prompt + 8);
+	/* slot 0 decodes in both phases */
+	struct model_state *s = model_state_create(m, n_seq, prompt + 2 * steps + long_prompt + 8);
 	float *logits = malloc(sizeof(float) * V * (size_t)(long_prompt > n_seq ? long_prompt : n_seq));
 	int32_t tok[1024], slot[1024];
 	uint8_t want[1024];
@@ -165,7 +175,9 @@ static int greedy(const char *path, const char *text, int steps, int threads)
 
 int main(int argc, char **argv)
 {
-	const char *greedy_text = NULL, *write_tiny = NULL, *write_100m = NULL;
+	const char *greedy_text = NULL, *write_tiny = NULL, *write_100m = NULL, *hf_dir = NULL, *hf_out = NULL;
+	uint32_t hf_type = GGUF_TENSOR_F32;
+	const char *isa = NULL;
 	int threads = 0, steps = 32, json = 0, n_models = 0;
 	const char *models[8];
 	for (int i = 1; i < argc; i++) {
@@ -177,16 +189,28 @@ int main(int argc, char **argv)
 			models[n_models++] = argv[++i];
 		else if (strcmp(argv[i], "--json") == 0)
 			json = 1;
+		else if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc)
+			isa = argv[++i];
 		else if (strcmp(argv[i], "--greedy") == 0 && i + 1 < argc)
 			greedy_text = argv[++i];
 		else if (strcmp(argv[i], "--write-tiny") == 0 && i + 1 < argc)
 			write_tiny = argv[++i];
 		else if (strcmp(argv[i], "--write-100m") == 0 && i + 1 < argc)
 			write_100m = argv[++i];
+		else if (strcmp(argv[i], "--import-hf") == 0 && i + 2 < argc)
+			hf_dir = argv[i + 1], hf_out = argv[i + 2], i += 2;
+		else if (strcmp(argv[i], "--type") == 0 && i + 1 < argc) {
+			const char *t = argv[++i];
+			hf_type = strcmp(t, "f16") == 0	   ? GGUF_TENSOR_F16
+				  : strcmp(t, "bf16") == 0 ? GGUF_TENSOR_BF16
+				  : strcmp(t, "q8_0") == 0 ? GGUF_TENSOR_Q8_0
+							   : GGUF_TENSOR_F32;
+		}
 		else {
-			fprintf(stderr, "usage: perf_model [--threads N] [--steps N] [--model FILE.gguf]... [--json]\n"
+			fprintf(stderr, "usage: perf_model [--threads N] [--steps N] [--isa auto|avx2|portable] [--model FILE.gguf]... [--json]\n"
 					"       perf_model --write-tiny PATH | --write-100m PATH\n"
-					"       perf_model --model FILE.gguf --greedy TEXT [--steps N]\n");
+					"       perf_model --model FILE.gguf --greedy TEXT [--steps N]\n"
+					"       perf_model --import-hf DIR OUT.gguf [--type f32|f16|bf16|q8_0]\n");
 			return 2;
 		}
 	}
@@ -197,6 +221,14 @@ int main(int argc, char **argv)
 	if (steps < 1 || steps > 400)
 		steps = 32;
 	char err0[512];
+	if (hf_dir) {
+		if (hf_model_convert(hf_dir, hf_out, hf_type, err0, sizeof(err0))) {
+			fprintf(stderr, "perf_model: %s\n", err0);
+			return 1;
+		}
+		printf("wrote %s (%s matrices)\n", hf_out, gguf_type_name(hf_type));
+		return 0;
+	}
 	if (write_tiny || write_100m) {
 		if ((write_tiny && model_write_tiny(write_tiny, err0, sizeof(err0))) ||
 		    (write_100m && model_write_random(write_100m, &c100, GGUF_TENSOR_F32, 7, err0, sizeof(err0)))) {
@@ -239,7 +271,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < n_models; i++) {
 		struct result r;
 		char desc[256];
-		if (bench(models[i], threads, steps, &r, desc, sizeof(desc))) {
+		if (bench(models[i], threads, isa, steps, &r, desc, sizeof(desc))) {
 			rc = 1;
 			continue;
 		}

@@ -151,22 +151,30 @@ static void test_conv(void)
 {
 	/* Width 3, two channels; window starts empty. Channel 0 weights [1, 2, 3]: out_t = silu(x_{t-2} + 2x_{t-1} + 3x_t). */
 	float w[6] = { 1, 2, 3, 0, 0, 1 }, win[4] = { 0 }, x[8] = { 1, 10, 2, 20, 3, 30, 4, 40 }, out[8];
-	gdn_conv_rows(win, w, 3, 2, x, 2, 2, out, 2);
+	gdn_conv_rows(win, w, 3, 2, 0, 2, x, 2, 2, out, 2);
 	float pre = 0 * 1 + 1 * 2 + 2 * 3; /* row 1: x_{-1}=0, x_0=1, x_1=2 */
 	CHECK_NEAR(out[2], pre / (1 + expf(-pre)), 1e-6);
 	CHECK_NEAR(win[0], 1, 0);
 	CHECK_NEAR(win[2], 2, 0);
 	/* Two more rows, one at a time, equal a single call over all four. */
 	float win2[4] = { 0 }, out2[8];
-	gdn_conv_rows(win, w, 3, 2, x + 4, 2, 1, out + 4, 2);
-	gdn_conv_rows(win, w, 3, 2, x + 6, 2, 1, out + 6, 2);
-	gdn_conv_rows(win2, w, 3, 2, x, 2, 4, out2, 2);
+	gdn_conv_rows(win, w, 3, 2, 0, 2, x + 4, 2, 1, out + 4, 2);
+	gdn_conv_rows(win, w, 3, 2, 0, 2, x + 6, 2, 1, out + 6, 2);
+	gdn_conv_rows(win2, w, 3, 2, 0, 2, x, 2, 4, out2, 2);
 	for (int i = 0; i < 8; i++)
 		CHECK_NEAR(out[i], out2[i], 1e-7);
 	for (int i = 0; i < 4; i++)
 		CHECK_NEAR(win[i], win2[i], 0);
 	pre = 2 * 1 + 3 * 2 + 4 * 3;
 	CHECK_NEAR(out[6], pre / (1 + expf(-pre)), 1e-6);
+	/* Channels done separately (as threads split them) equal all at once. */
+	float win3[4] = { 0 }, out3[8];
+	gdn_conv_rows(win3, w, 3, 2, 1, 2, x, 2, 4, out3, 2);
+	gdn_conv_rows(win3, w, 3, 2, 0, 1, x, 2, 4, out3, 2);
+	for (int i = 0; i < 8; i++)
+		CHECK_NEAR(out3[i], out2[i], 0);
+	for (int i = 0; i < 4; i++)
+		CHECK_NEAR(win3[i], win2[i], 0);
 }
 
 static void test_matmul_paths(void)
@@ -188,7 +196,7 @@ static void test_matmul_paths(void)
 	const uint32_t types[] = { GGUF_TENSOR_F32, GGUF_TENSOR_F16, GGUF_TENSOR_BF16, GGUF_TENSOR_Q8_0 };
 	const double tol[] = { 1e-5, 2e-3, 1.5e-2, 2e-2 };
 	uint8_t *buf = malloc((size_t)n_in * n_out * 4);
-	const char *isas[] = { "portable", "auto" };
+	const char *isas[] = { "portable", "avx2", "auto" };
 	for (int ti = 0; ti < 4; ti++) {
 		size_t rb;
 		for (int o = 0; o < n_out; o++) {
@@ -209,8 +217,8 @@ static void test_matmul_paths(void)
 		}
 		rb = (size_t)gguf_type_row_bytes(types[ti], (uint64_t)n_in);
 		struct kern_mat m = { buf, types[ti], n_in, n_out, rb };
-		float *y[2];
-		for (int k = 0; k < 2; k++) {
+		float *y[3];
+		for (int k = 0; k < 3; k++) {
 			struct kern_pool *p = kern_pool_create(2, isas[k]);
 			y[k] = calloc((size_t)n_out * n_rows, 4);
 			kern_matmul(p, &m, x, n_in, n_rows, y[k], n_out);
@@ -220,8 +228,10 @@ static void test_matmul_paths(void)
 				fprintf(stderr, "type %u isa %s: rel err %g\n", types[ti], isas[k], e);
 		}
 		CHECK(max_rel(y[1], y[0], (size_t)n_out * n_rows) < 1e-5);
+		CHECK(max_rel(y[2], y[0], (size_t)n_out * n_rows) < 1e-5);
 		free(y[0]);
 		free(y[1]);
+		free(y[2]);
 	}
 	/* Conversions round trip exactly where the format can hold the value. */
 	CHECK_NEAR(kern_f16_to_f32(kern_f32_to_f16(1.5f)), 1.5, 0);
@@ -235,8 +245,49 @@ static void test_matmul_paths(void)
 	free(ref);
 }
 
+/* The vector exp/SiLU against libm over a wide range, including values that clamp. */
+static void test_activations(void)
+{
+	enum { N = 1003 };
+	float x[N], y[N], m[N], e[N];
+	for (int i = 0; i < N; i++) {
+		x[i] = -100.0f + 200.0f * i / (N - 1);
+		m[i] = 0.5f + (float)(i % 7);
+	}
+	memcpy(y, x, sizeof(x));
+	kern_silu_mul(y, m, N);
+	double worst = 0;
+	for (int i = 0; i < N; i++) {
+		double ref = (double)x[i] / (1.0 + exp(-(double)x[i])) * m[i];
+		double err = fabs(y[i] - ref) / fmax(fabs(ref), 1e-30);
+		if (fabs(ref) > 1e-30)
+			worst = fmax(worst, err);
+	}
+	printf("silu: worst relative error %.3g\n", worst);
+	CHECK(worst < 1e-6);
+	float in[N];
+	for (int i = 0; i < N; i++)
+		in[i] = e[i] = x[i] * 0.8f; /* keep exp finite: up to e^80 */
+	float shift = 3.0f, sum = kern_exp_shift(e, shift, N);
+	double rsum = 0;
+	worst = 0;
+	for (int i = 0; i < N; i++) {
+		double ref = exp((double)(in[i] - shift));
+		rsum += ref;
+		worst = fmax(worst, fabs(e[i] - ref) / ref);
+	}
+	printf("exp: worst relative error %.3g\n", worst);
+	CHECK(worst < 1e-6);
+	CHECK_NEAR(sum, rsum, 1e-5);
+	float y2[3] = { 1, 2, 3 }, z2[3] = { 0, 1, -1 };
+	kern_mul_silu(y2, z2, 3);
+	CHECK_NEAR(y2[0], 0.0, 0);
+	CHECK_NEAR(y2[1], 2.0 / (1.0 + exp(-1.0)), 1e-6);
+}
+
 int main(void)
 {
+	test_activations();
 	test_hand_step();
 	test_chunked_equals_rows();
 	test_split_runs();

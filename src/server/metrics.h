@@ -1,6 +1,8 @@
 /* metrics — the server's counters and histograms, rendered as Prometheus text.
  * Counters are atomics (written from the scheduler's threads and the HTTP
- * loop); histograms take a mutex. struct metrics is embedded by the server;
+ * loop); histograms take a mutex. Does not: label series (one model, one
+ * server per process), compute quantiles (fixed buckets; Prometheus derives
+ * them), or reset anything while the process lives. struct metrics is embedded by the server;
  * fields are written only through the functions and macros here. */
 #ifndef SIXI_SERVER_METRICS_H
 #define SIXI_SERVER_METRICS_H

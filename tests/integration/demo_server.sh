@@ -14,13 +14,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
+. "$(dirname "$0")/./server_lib.sh"
 serve() { # args...
 	rm -f "$T/port"
 	"$B/src/sixi-server" --host 127.0.0.1 --port 0 --port-file "$T/port" "$@" 2>"$T/server.log" &
 	PID=$!
 	i=0
-	until curl -s --max-time 2 "http://127.0.0.1:$(cat "$T/port" 2>/dev/null || echo 1)/health" 2>/dev/null |
-		grep -q '"ok"'; do
+	until http_get "http://127.0.0.1:$(cat "$T/port" 2>/dev/null || echo 1)/health" | grep -q '"ok"'; do
 		i=$((i + 1))
 		[ $i -lt 300 ] || { cat "$T/server.log"; exit 1; }
 		sleep 0.1
@@ -34,12 +34,12 @@ stop() { kill -TERM "$PID"; wait "$PID" || true; PID=""; }
 serve --model "$T/tiny.gguf" --parallel 32 --context 1024 --threads 2
 timeout 300 "$B/src/sixi-bench" sweep --url "http://127.0.0.1:$PORT" --model tiny --concurrency 1,4,16,32 \
 	--max-tokens 64 --db "$T/demo.db" --no-plots
-curl -s "http://127.0.0.1:$PORT/metrics" | grep -E '^sixi_(passes|rows|state_copies)_total'
+http_get "http://127.0.0.1:$PORT/metrics" | grep -E '^sixi_(passes|rows|state_copies)_total'
 stop
 
 serve --simulate thor --time-scale 10
 timeout 300 "$B/src/sixi-bench" sweep --url "http://127.0.0.1:$PORT" --model sim-thor --concurrency 1,4,16,32 \
 	--max-tokens 32 --db "$T/demo.db" --no-plots
 echo "(simulated Thor at --time-scale 10: divide tok/s by 10 for the device's own figures)"
-curl -s "http://127.0.0.1:$PORT/metrics" | grep -E '^sixi_(passes|split_passes|straggler_waits|state_copies)_total'
+http_get "http://127.0.0.1:$PORT/metrics" | grep -E '^sixi_(passes|split_passes|straggler_waits|state_copies)_total'
 stop

@@ -59,11 +59,12 @@ for i in range(1 << 20):
 print(json.dumps({"logit_bias": bad}))
 PY
 
+. "$(dirname "$0")/../integration/server_lib.sh"
 free_port() { "$PY" -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"; }
 wait_ready() { # port
 	i=0
 	while [ $i -lt 600 ]; do
-		curl -s --max-time 5 "http://127.0.0.1:$1/health" 2>/dev/null | grep -q '"ok"' && return 0
+		http_get "http://127.0.0.1:$1/health" | grep -q '"ok"' && return 0
 		sleep 0.1
 		i=$((i + 1))
 	done

@@ -25,7 +25,7 @@ static const char usage_text[] =
 	"commands:\n"
 	"  sweep     closed-loop concurrency sweep   --concurrency 1,4,16,32\n"
 	"  prefill   TTFT and prefill rate per prompt length, cache-cold   --prompt-tokens 1000,4000,16000\n"
-	"  agents    long unique documents with follow-ups   --agents 16 --doc-tokens 17800 --followups 2\n"
+	"  agents    long unique documents with follow-ups   --agents 16 --doc-tokens 17800 --followups 2 [--stagger S]\n"
 	"  rate      open-loop Poisson arrivals   --rps R --duration S\n"
 	"  selftest  this client's ceiling against a built-in emitter   [--streams 1,64,1000] [--url EMITTER]\n"
 	"  emitter   run the built-in emitter alone   --port N [--port-file F] [--events 256]\n"
@@ -222,6 +222,9 @@ static int parse(int argc, char **argv, const char *cmd, struct opts *o)
 		} else if (FLAG("--followup-tokens") && strcmp(cmd, "agents") == 0) {
 			NEED_VAL();
 			CHECKED(args_i64(flag, val, 1, 10000000, &o->agents.followup_tokens, err, sizeof err));
+		} else if (FLAG("--stagger") && strcmp(cmd, "agents") == 0) {
+			NEED_VAL();
+			CHECKED(args_double(flag, val, 0, 3600, &o->agents.stagger_s, err, sizeof err));
 		} else if (FLAG("--answer-tokens") && strcmp(cmd, "agents") == 0) {
 			NEED_VAL();
 			CHECKED(args_i64(flag, val, 1, 1000000, &o->agents.answer_tokens, err, sizeof err));
@@ -422,6 +425,7 @@ int main(int argc, char **argv)
 		cJSON_AddNumberToObject(proto, "doc_tokens", (double)o.agents.doc_tokens);
 		cJSON_AddNumberToObject(proto, "followups", (double)o.agents.followups);
 		cJSON_AddNumberToObject(proto, "followup_tokens", (double)o.agents.followup_tokens);
+		cJSON_AddNumberToObject(proto, "stagger_s", o.agents.stagger_s);
 	} else if (strcmp(cmd, "rate") == 0) {
 		if (o.rps <= 0 || o.duration <= 0)
 			return cJSON_Delete(proto), fail_usage("rate needs --rps R and --duration S%s%s", "", "");

@@ -318,6 +318,13 @@ int workload_agents(struct bench *b, const struct agents_params *p, FILE *out, c
 					&rq->body, &rq->body_len);
 		}
 	}
+	/* staggered arrivals: agent a's document is sent a x stagger after the start, so
+	 * follow-ups of early agents meet the documents of later ones */
+	if (!rc && p->stagger_s > 0) {
+		int64_t t0 = clock_now_ns() + 50000000LL;
+		for (int64_t a = 0; a < A; a++)
+			pl.streams[a].reqs[0].t_intended_ns = t0 + (int64_t)((double)a * p->stagger_s * 1e9);
+	}
 	struct bench_sample *samples = NULL;
 	size_t n = 0;
 	if (!rc)
@@ -364,7 +371,8 @@ int workload_agents(struct bench *b, const struct agents_params *p, FILE *out, c
 			cached++;
 		if (!x->t_first_token)
 			continue;
-		double ttft = (double)(x->t_first_token - x->t_send) / 1e9;
+		int64_t start = x->t_intended ? x->t_intended : x->t_send;
+		double ttft = (double)(x->t_first_token - start) / 1e9;
 		if (strcmp(x->phase, "alone") == 0)
 			alone[na++] = ttft;
 		else if (x->tag && strcmp(x->tag, "doc") == 0)
@@ -388,6 +396,7 @@ int workload_agents(struct bench *b, const struct agents_params *p, FILE *out, c
 	cJSON_AddNumberToObject(d, "agents", (double)A);
 	cJSON_AddNumberToObject(d, "doc_tokens", (double)p->doc_tokens);
 	cJSON_AddNumberToObject(d, "followups", (double)F);
+	cJSON_AddNumberToObject(d, "stagger_s", p->stagger_s);
 	if (isfinite(doc_med))
 		cJSON_AddNumberToObject(d, "doc_ttft_median_s", doc_med);
 	if (isfinite(fu_med))
@@ -408,8 +417,8 @@ int workload_agents(struct bench *b, const struct agents_params *p, FILE *out, c
 	if (c->json) {
 		print_json(out, b, "agents", &L, 1, d);
 	} else {
-		fprintf(out, "%lld agents x %lld-token documents, %lld follow-ups each (%lld tokens)\n", (long long)A,
-			(long long)p->doc_tokens, (long long)F, (long long)p->followup_tokens);
+		fprintf(out, "%lld agents x %lld-token documents, %lld follow-ups each (%lld tokens), starts %.2f s apart\n",
+			(long long)A, (long long)p->doc_tokens, (long long)F, (long long)p->followup_tokens, p->stagger_s);
 		fprintf(out, "  document load TTFT   median %.3f s\n", doc_med);
 		fprintf(out, "  follow-up wait       median %.3f s   max %.3f s   (%zu follow-ups)\n", fu_med, fu_max, nf);
 		fprintf(out, "  same follow-up alone median %.3f s\n", alone_med);

@@ -17,7 +17,10 @@
 
 struct sweep_params { const int64_t *levels; size_t n_levels; };
 struct prefill_params { const int64_t *lengths; size_t n_lengths; int64_t repeats; };
-struct agents_params { int64_t agents, doc_tokens, followups, followup_tokens, answer_tokens; };
+struct agents_params {
+	int64_t agents, doc_tokens, followups, followup_tokens, answer_tokens;
+	double stagger_s;        /* agent i starts at i x stagger_s (0: all at once) */
+};
 struct rate_params { double rps; double duration_s; };
 
 int workload_sweep(struct bench *b, const struct sweep_params *p, FILE *out, char *err, size_t errlen);

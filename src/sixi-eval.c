@@ -24,8 +24,12 @@ static const char usage[] =
 	"usage: sixi-eval COMMAND ...\n"
 	"  template render ...                    render a chat template (sixi-eval template --help)\n"
 	"  preflight DATASET [--no-canaries]      reference passes, empty fails, sandbox canaries contained\n"
-	"  import --format humaneval|mbpp|gsm8k FILE [--name NAME] [--force]\n"
-	"                                         write datasets/NAME/tasks.jsonl from a public benchmark file\n"
+	"  import --format F FILE [--name NAME] [--out DIR] [--force]\n"
+	"                                         write datasets/NAME/ from a public benchmark file; F is humaneval,\n"
+	"                                         humaneval+, mbpp, mbpp-sanitized, gsm8k, livecodebench, bigcodebench,\n"
+	"                                         aime (datasets/FORMATS.md)\n"
+	"  dataset check DIR                      schema, unique ids, tests present; size and licence\n"
+	"  gate PROTOCOL.json [--url URL] [--model NAME]  release gates (math, code, tool calls, needle): PASS/FAIL\n"
 	"  grade DATASET --completions FILE.jsonl [--loop-threshold PCT] [--json]\n"
 	"                                         grade given completions offline\n"
 	"  run PROTOCOL.json [--condition NAME]   a run per condition of the protocol (protocols/schema.json)\n"
@@ -347,38 +351,6 @@ static int cmd_preflight(int argc, char **argv)
 	return rc || failed ? 1 : 0;
 }
 
-static int cmd_import(int argc, char **argv)
-{
-	const char *format = NULL, *file = NULL, *name = NULL;
-	bool force = false;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--format") == 0 && i + 1 < argc)
-			format = argv[++i];
-		else if (strcmp(argv[i], "--name") == 0 && i + 1 < argc)
-			name = argv[++i];
-		else if (strcmp(argv[i], "--force") == 0)
-			force = true;
-		else if (argv[i][0] != '-' && !file)
-			file = argv[i];
-		else {
-			fprintf(stderr, "sixi-eval import: unknown argument '%s'\n%s", argv[i], usage);
-			return 2;
-		}
-	}
-	if (!format || !file) {
-		fprintf(stderr, "sixi-eval import: give --format and a FILE\n%s", usage);
-		return 2;
-	}
-	char err[4096], out[1024];
-	size_t n = 0;
-	if (eval_import(format, file, name, force, out, sizeof out, &n, err, sizeof err) != 0) {
-		fprintf(stderr, "sixi-eval: %s\n", err);
-		return 1;
-	}
-	printf("%zu tasks written to %s; check them with `sixi-eval preflight %s`\n", n, out, out);
-	return 0;
-}
-
 static int cmd_grade(int argc, char **argv)
 {
 	const char *dataset = NULL, *completions = NULL;
@@ -441,7 +413,7 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "grade") == 0)
 		return cmd_grade(argc - 1, argv + 1);
 	if (strcmp(cmd, "import") == 0)
-		return cmd_import(argc - 1, argv + 1);
+		return import_cmd_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "export") == 0 || strcmp(cmd, "regrade") == 0 || strcmp(cmd, "summary") == 0)
 		return cmd_rows(cmd, argc - 1, argv + 1);
 	if (strcmp(cmd, "run") == 0 || strcmp(cmd, "resume") == 0) {

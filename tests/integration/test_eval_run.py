@@ -548,6 +548,24 @@ def test_sixi_server_tiny(tmp):
         con.close()
         check(n == 18 and n_raw == 18 and n_tok == 18, "18 rows, each with raw text and usage tokens: %s" %
               ((n, n_raw, n_tok),))
+        # kill -9 against the tiny model: long replies (up to 1500 tokens, one request at a
+        # time) keep the run going long enough to be killed after 2 rows, then again in a
+        # resume after 3 more; the last resume completes the run with nothing lost or doubled
+        kdb = os.path.join(tmp, "tiny-kill.db")
+        args = ["run", "--url", url, "--model", "tiny", "--dataset", DEMO, "--repeats", "3",
+                "--concurrency", "1", "--max-tokens", "1500", "--timeout", "60", "--stall", "30",
+                "--no-preflight", "--template", gguf, "--db", kdb]
+        kill_when(args, 2, 0.0, kdb)
+        first = rows(kdb, 1)
+        check(0 < len(first) < 18, "tiny model: killed mid-run (%d rows)" % len(first))
+        kill_when(["resume", "1", "--db", kdb], 3, 0.0, kdb)
+        second = rows(kdb, 1)
+        check(set(first) <= set(second), "tiny model: no row lost across the first kill")
+        r = sixi_eval("resume", "1", "--db", kdb)
+        check(r.returncode == 0, "tiny model: final resume: %s" % r.stderr[-1000:])
+        final = rows(kdb, 1)
+        check(set(second) <= set(final), "tiny model: no row lost across the second kill")
+        check_complete(kdb, 1, 3, 6, 3, "tiny model, kill/resume")
     finally:
         stop_sixi_server(proc, log)
 

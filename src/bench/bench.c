@@ -556,16 +556,22 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-double bench_percentile(double *v, size_t n, double pct)
+double bench_percentile_sorted(const double *v, size_t n, double pct)
 {
 	if (n == 0)
 		return NAN;
-	qsort(v, n, sizeof *v, cmp_double);
 	double pos = pct / 100.0 * (double)(n - 1);
 	size_t lo = (size_t)floor(pos);
 	size_t hi = lo + 1 < n ? lo + 1 : lo;
 	double f = pos - (double)lo;
 	return v[lo] + (v[hi] - v[lo]) * f;
+}
+
+double bench_percentile(double *v, size_t n, double pct)
+{
+	if (n)
+		qsort(v, n, sizeof *v, cmp_double);
+	return bench_percentile_sorted(v, n, pct);
 }
 
 double bench_client_ceiling(struct bench *b)
@@ -666,9 +672,10 @@ void bench_level_summarise(const struct bench *b, const struct bench_sample *s, 
 	L->agg_tok_s = L->wall_s > 0 ? (double)tokens / L->wall_s : 0;
 	L->events_per_s = L->wall_s > 0 ? (double)events / L->wall_s : 0;
 	L->tokens_per_event = tok_events > 0 ? (double)tokens / (double)tok_events : 0;
+	/* each distribution is sorted once, then read at its percentiles */
 	L->ttft_p50_ms = bench_percentile(ttft, n_ttft, 50);
-	L->ttft_p90_ms = bench_percentile(ttft, n_ttft, 90);
-	L->ttft_p99_ms = bench_percentile(ttft, n_ttft, 99);
+	L->ttft_p90_ms = bench_percentile_sorted(ttft, n_ttft, 90);
+	L->ttft_p99_ms = bench_percentile_sorted(ttft, n_ttft, 99);
 	double sum = 0;
 	for (size_t i = 0; i < n_rate; i++)
 		sum += rate[i];
@@ -676,9 +683,9 @@ void bench_level_summarise(const struct bench *b, const struct bench_sample *s, 
 	L->stream_tok_s_p50 = bench_percentile(rate, n_rate, 50);
 	L->tpot_ms_mean = tpot_n ? tpot_sum / (double)tpot_n : NAN;
 	L->gap_p50_ms = bench_percentile(gaps, n_gaps, 50);
-	L->gap_p99_ms = bench_percentile(gaps, n_gaps, 99);
+	L->gap_p99_ms = bench_percentile_sorted(gaps, n_gaps, 99);
 	L->itl_p50_ms = bench_percentile(itl, n_gaps, 50);
-	L->itl_p99_ms = bench_percentile(itl, n_gaps, 99);
+	L->itl_p99_ms = bench_percentile_sorted(itl, n_gaps, 99);
 	L->prefill_tok_s = bench_percentile(prefill, n_prefill, 50);
 	L->prompt_tokens_mean = L->ok - L->missing_usage > 0 ? prompt_sum / (L->ok - L->missing_usage) : 0;
 	double ceiling = bench_client_ceiling((struct bench *)b);

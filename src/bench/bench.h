@@ -127,6 +127,8 @@ struct cJSON *bench_level_json(const struct bench_level *l);
 void bench_level_store(struct bench *b, const struct bench_level *l);
 /* Percentile (0..100) of v[0..n) with linear interpolation; sorts v. NAN when n == 0. */
 double bench_percentile(double *v, size_t n, double pct);
+/* The same over an array already sorted ascending (no sort). */
+double bench_percentile_sorted(const double *v, size_t n, double pct);
 /* The client's ceiling (events/s) from the newest selftest in the DB; 0 if none. */
 double bench_client_ceiling(struct bench *b);
 #endif

@@ -62,7 +62,8 @@ async def main():
         t0 = time.monotonic()
         await asyncio.gather(*(one_stream(session, a.url, a.rounds, stats) for _ in range(a.streams)))
         wall = time.monotonic() - t0
-    print(json.dumps({"events_per_s": stats["events"] / wall, "tokens_per_s": stats["tokens"] / wall,
+    print(json.dumps({"events": stats["events"], "events_per_s": stats["events"] / wall,
+                      "tokens_per_s": stats["tokens"] / wall,
                       "requests": stats["requests"], "errors": stats["errors"], "wall_s": wall}))
 
 

@@ -389,8 +389,14 @@ static void process_input(struct http_conn *c)
 			const char *why = NULL;
 			int st = parse_head(c, &expect, &why);
 			if (st) {
-				log_info("rejecting request: %s", why);
-				fail(c, st, why);
+				char msg[160];
+				if (st == 413)
+					snprintf(msg, sizeof msg, "request body too large: the limit is %zu bytes (--max-body)",
+						 s->cfg.max_body_bytes);
+				else
+					snprintf(msg, sizeof msg, "%s", why);
+				log_info("rejecting request: %s", msg);
+				fail(c, st, msg);
 				break;
 			}
 			c->state = CS_BODY;

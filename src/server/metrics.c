@@ -101,6 +101,7 @@ int metrics_render(struct metrics *m, const struct metrics_gauges *g, struct buf
 		      "Passes that started while a decoding sequence was not ready (it ran in a later pass).",
 		      LOAD(split_passes));
 	rc |= counter(out, "sixi_unknown_fields_total", "Unknown request fields ignored.", LOAD(unknown_fields));
+	rc |= counter(out, "sixi_pass_errors_total", "Forward passes that failed.", LOAD(pass_errors));
 	rc |= counter(out, "sixi_state_copies_total", "Recurrent-state copies made by passes (stays 0).",
 		      (uint64_t)g->state_copies);
 	rc |= gauge(out, "sixi_active_sequences", "Sequences holding a state slot.", g->active_sequences);

@@ -1,6 +1,8 @@
 /* metrics — the server's counters and histograms, rendered as Prometheus text.
  * Counters are atomics (written from the scheduler's threads and the HTTP
- * loop); histograms take a mutex. struct metrics is embedded by the server;
+ * loop); histograms take a mutex. Does not: label series (one model, one
+ * server per process), compute quantiles (fixed buckets; Prometheus derives
+ * them), or reset anything while the process lives. struct metrics is embedded by the server;
  * fields are written only through the functions and macros here. */
 #ifndef SIXI_SERVER_METRICS_H
 #define SIXI_SERVER_METRICS_H
@@ -36,6 +38,8 @@ struct metrics {
 	_Atomic uint64_t straggler_waits;
 	_Atomic uint64_t split_passes;        /* passes that ran while a decoding sequence was not ready */
 	_Atomic uint64_t unknown_fields;      /* request fields ignored */
+	_Atomic uint64_t pass_errors;         /* forward passes that failed */
+	_Atomic int last_pass_failed;         /* 1 while the latest pass failed: /health says so */
 	struct metrics_hist rows_per_pass;
 	struct metrics_hist pass_seconds;
 	struct metrics_hist queue_seconds;

@@ -49,6 +49,9 @@ struct sched_seq {
 	char **stop;              /* (n_stop) */
 	size_t n_stop;
 	bool ignore_eos;
+	int32_t *bias_ids;        /* (n_bias) */
+	float *bias;              /* (n_bias) */
+	size_t n_bias;
 	int64_t t_arrive_ns;
 	uint64_t order;           /* arrival order */
 	/* state, under s->lock (or owned as the header says) */
@@ -79,7 +82,7 @@ struct retained {
 
 struct batch_item {
 	struct sched_seq *seq;
-	const float *logits;      /* (n_logits) */
+	float *logits;            /* (n_logits); the sampler may add the sequence's logit biases */
 };
 
 struct batch {
@@ -87,6 +90,7 @@ struct batch {
 	size_t n_items;
 	struct batch_item *items; /* (n_items) */
 	float *logits;            /* (n_items, n_logits) */
+	size_t n_floats;          /* capacity of logits */
 };
 
 struct sched {
@@ -107,6 +111,8 @@ struct sched {
 	int n_sampling;           /* sequences in S_SAMPLING */
 	struct batch *q_head, *q_tail; /* sampler queue */
 	int64_t last_pass_ns;
+	float *spare_logits;      /* (spare_floats) a logits buffer the sampler is done with */
+	size_t spare_floats;
 	bool last_was_prompt_pass; /* interleave off: alternate prompt chunks and decode passes */
 	struct retained *ret;     /* (n_slots) */
 	/* executor scratch */
@@ -126,6 +132,8 @@ void sched_config_default(struct sched_config *c)
 static void seq_free(struct sched_seq *q)
 {
 	free(q->toks);
+	free(q->bias_ids);
+	free(q->bias);
 	for (size_t i = 0; i < q->n_stop; i++)
 		free(q->stop[i]);
 	free(q->stop);
@@ -405,7 +413,16 @@ static void *exec_main(void *arg)
 		for (size_t i = 0; i < n_rows; i++)
 			n_want += s->rows[i].want_logits;
 		struct batch *b = calloc(1, sizeof *b);
-		float *logits = b ? malloc((n_want ? n_want : 1) * n_logits * sizeof(float)) : NULL;
+		/* Reuse the buffer of a pass the sampler has finished: with a large vocabulary
+		 * a fresh allocation per pass costs thousands of page faults. */
+		size_t want_floats = (n_want ? n_want : 1) * n_logits;
+		float *logits = NULL;
+		if (b && s->spare_logits && s->spare_floats >= want_floats) {
+			logits = s->spare_logits;
+			s->spare_logits = NULL;
+		} else if (b) {
+			logits = malloc(want_floats * sizeof(float));
+		}
 		struct batch_item *items = b ? calloc(n_want ? n_want : 1, sizeof *items) : NULL;
 		int rc = (b && logits && items) ? 0 : -ENOMEM;
 		pthread_mutex_unlock(&s->lock);
@@ -416,6 +433,9 @@ static void *exec_main(void *arg)
 		pthread_mutex_lock(&s->lock);
 		s->last_pass_ns = dt;
 		metrics_add(s->m, passes, 1);
+		if (rc != 0)
+			metrics_add(s->m, pass_errors, 1);
+		atomic_store(&s->m->last_pass_failed, rc != 0);
 		metrics_add(s->m, rows, n_rows);
 		metrics_add(s->m, decode_rows, n_want);
 		metrics_add(s->m, prefill_rows, n_rows - n_want);
@@ -458,6 +478,7 @@ static void *exec_main(void *arg)
 		b->n_items = k;
 		b->items = items;
 		b->logits = logits;
+		b->n_floats = want_floats;
 		if (s->q_tail)
 			s->q_tail->next = b;
 		else
@@ -556,7 +577,7 @@ static bool text_advance(struct sched_seq *q, bool final, size_t *safe_end)
 	return false;
 }
 
-static void sample_row(struct sched *s, struct sched_seq *q, const float *logits, struct sampler_scratch *sc)
+static void sample_row(struct sched *s, struct sched_seq *q, float *logits, struct sampler_scratch *sc)
 {
 	enum sched_finish fin = SCHED_RUNNING;
 	int32_t tok = -1;
@@ -566,6 +587,9 @@ static void sample_row(struct sched *s, struct sched_seq *q, const float *logits
 	if (cancelled) {
 		fin = SCHED_CANCELLED;
 	} else {
+		for (size_t i = 0; i < q->n_bias; i++)
+			if (q->bias_ids[i] < s->e->n_sample)
+				logits[q->bias_ids[i]] += q->bias[i];
 		tok = sampler_pick(&q->sp, &q->rng, logits, (size_t)s->e->n_sample, sc);
 		if (tok < 0)
 			fin = SCHED_ERROR;
@@ -631,9 +655,15 @@ static void *samp_main(void *arg)
 			sample_row(s, b->items[i].seq, b->items[i].logits, &sc);
 		}
 		free(b->items);
-		free(b->logits);
-		free(b);
 		pthread_mutex_lock(&s->lock);
+		if (!s->spare_logits || s->spare_floats < b->n_floats) {
+			free(s->spare_logits);
+			s->spare_logits = b->logits;
+			s->spare_floats = b->n_floats;
+		} else {
+			free(b->logits);
+		}
+		free(b);
 	}
 	pthread_mutex_unlock(&s->lock);
 	sampler_scratch_finish(&sc);
@@ -718,6 +748,7 @@ void sched_destroy(struct sched *s)
 		if (s->ret[i].slot >= 0)
 			retained_drop(s, &s->ret[i]);
 	free(s->seqs);
+	free(s->spare_logits);
 	free(s->ret);
 	free(s->rows);
 	free(s->members);
@@ -743,6 +774,15 @@ struct sched_seq *sched_submit(struct sched *s, const struct sched_seq_params *p
 	if (!q->toks || (p->n_stop && !q->stop))
 		goto fail;
 	memcpy(q->toks, p->prompt, p->n_prompt * sizeof(int32_t));
+	if (p->n_bias) {
+		q->bias_ids = malloc(p->n_bias * sizeof(int32_t));
+		q->bias = malloc(p->n_bias * sizeof(float));
+		if (!q->bias_ids || !q->bias)
+			goto fail;
+		memcpy(q->bias_ids, p->bias_ids, p->n_bias * sizeof(int32_t));
+		memcpy(q->bias, p->bias, p->n_bias * sizeof(float));
+		q->n_bias = p->n_bias;
+	}
 	for (size_t i = 0; i < p->n_stop; i++) {
 		q->stop[i] = strdup(p->stop[i]);
 		q->n_stop = i + 1;

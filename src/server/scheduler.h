@@ -49,6 +49,9 @@ struct sched_seq_params {
 	const char *const *stop;   /* (n_stop) strings, copied */
 	size_t n_stop;
 	bool ignore_eos;
+	const int32_t *bias_ids;   /* (n_bias) logit_bias: ids, copied */
+	const float *bias;         /* (n_bias) added to those ids' logits */
+	size_t n_bias;
 };
 
 struct sched_status {

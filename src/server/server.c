@@ -6,7 +6,10 @@
  * Chat prompts are rendered with the model's Jinja chat template (or the one
  * --chat-template names) through src/eval/jinja; without one, with a built-in
  * ChatML rendering (<|im_start|>role\n...<|im_end|>). What it does not do:
- * logprobs, tools, images, echo, best_of. */
+ * logprobs, tools, images, echo, best_of. logit_bias is applied (values in
+ * [-100, 100] are added to the logits, as OpenAI documents). /health: 503
+ * "loading" until the warm-up generation has produced a token, then 200 "ok",
+ * and 503 "error" while the latest forward pass failed. */
 #include "server/server.h"
 #include "server/engine.h"
 #include "server/metrics.h"
@@ -145,6 +148,9 @@ struct gen_req {
 	const char *stop[MAX_STOPS];
 	size_t n_stop;
 	bool ignore_eos;
+	int32_t *bias_ids;   /* (n_bias) logit_bias */
+	float *bias;         /* (n_bias) */
+	size_t n_bias;
 	int n;
 	bool stream, include_usage;
 };
@@ -277,7 +283,7 @@ static int render_chat(struct server *s, const cJSON *msgs, struct gen_req *r, c
 
 static const char *const known_fields[] = {
 	"model", "prompt", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k",
-	"min_p", "seed", "stop", "ignore_eos", "n", "stream", "stream_options",
+	"min_p", "seed", "stop", "ignore_eos", "n", "stream", "stream_options", "logit_bias",
 };
 
 /* Parses and validates; on error returns the HTTP status with msg/param set. */
@@ -389,6 +395,25 @@ static int parse_request(struct server *s, const struct http_request *hr, bool c
 			BAD("ignore_eos", "ignore_eos must be true or false");
 		r->ignore_eos = cJSON_IsTrue(v);
 	}
+	if (FIELD("logit_bias")) {
+		int nb = cJSON_IsObject(v) ? cJSON_GetArraySize(v) : -1;
+		if (nb < 0)
+			BAD("logit_bias", "logit_bias must be an object of {\"token id\": bias in [-100, 100]}");
+		r->bias_ids = malloc((size_t)(nb ? nb : 1) * sizeof(int32_t));
+		r->bias = malloc((size_t)(nb ? nb : 1) * sizeof(float));
+		if (!r->bias_ids || !r->bias)
+			BAD("logit_bias", "out of memory");
+		for (const cJSON *it = v->child; it; it = it->next) {
+			char *end;
+			long id = strtol(it->string, &end, 10);
+			if (*it->string == 0 || *end || id < 0 || id >= s->e->n_vocab)
+				BAD("logit_bias", "logit_bias key \"%s\" is not a token id in [0, %d)", it->string, s->e->n_vocab);
+			if (!cJSON_IsNumber(it) || it->valuedouble < -100 || it->valuedouble > 100)
+				BAD("logit_bias", "logit_bias[\"%s\"] must be a number in [-100, 100]", it->string);
+			r->bias_ids[r->n_bias] = (int32_t)id;
+			r->bias[r->n_bias++] = (float)it->valuedouble;
+		}
+	}
 	if (FIELD("n")) {
 		if (!is_integer(v) || v->valuedouble < 1 || v->valuedouble > MAX_CHOICES)
 			BAD("n", "n must be an integer in [1, %d]", MAX_CHOICES);
@@ -428,6 +453,8 @@ out:
 static void gen_req_finish(struct gen_req *r)
 {
 	free(r->prompt);
+	free(r->bias_ids);
+	free(r->bias);
 	for (size_t i = 0; i < r->n_stop; i++)
 		free((char *)r->stop[i]);
 }
@@ -676,7 +703,8 @@ static void handle_generate(struct server *s, struct http_conn *c, const struct 
 	for (int i = 0; i < r.n; i++) {
 		struct sched_seq_params p = { .prompt = r.prompt, .n_prompt = r.n_prompt, .max_tokens = r.max_tokens,
 					      .sampling = r.sp, .seed = seed + (uint64_t)i, .stop = r.stop,
-					      .n_stop = r.n_stop, .ignore_eos = r.ignore_eos };
+					      .n_stop = r.n_stop, .ignore_eos = r.ignore_eos, .bias_ids = r.bias_ids,
+					      .bias = r.bias, .n_bias = r.n_bias };
 		g->ch[i].q = sched_submit(s->sched, &p);
 		buf_init(&g->ch[i].text);
 		g->n = i + 1;
@@ -741,7 +769,9 @@ static void handler(void *ctx, struct http_conn *c, const struct http_request *r
 		else
 			handle_generate(s, c, req, p[4] == 'c' && p[5] == 'h');
 	} else if (strcmp(p, "/health") == 0) {
-		if (s->ready)
+		if (s->ready && atomic_load(&s->metrics.last_pass_failed))
+			http_respond(c, 503, "application/json", "{\"status\":\"error\"}", 18);
+		else if (s->ready)
 			http_respond(c, 200, "application/json", "{\"status\":\"ok\"}", 15);
 		else if (s->warm_failed)
 			http_respond(c, 503, "application/json", "{\"status\":\"error\"}", 18);

@@ -33,12 +33,13 @@ struct sim_config {
 
 /* Presets: "thor" (Jetson-Thor-class, 27B hybrid at 4-bit, 15.8 GB of weights,
  * ~85 ms per pass) and "gb10" (GB10-class, 273 GB/s). 0 or -ENOENT. */
-int sim_config_preset(const char *name, struct sim_config *out);
+__attribute__((warn_unused_result)) int sim_config_preset(const char *name, struct sim_config *out);
 /* Preset names, comma-separated, for messages. */
 const char *sim_preset_names(void);
 /* A JSON file: any field of a preset may be given, starting from "base"
  * (a preset name, default "thor"). 0 or -EINVAL with err set. */
-int sim_config_load(const char *path, struct sim_config *out, char *err, size_t errlen);
+__attribute__((warn_unused_result)) int sim_config_load(const char *path, struct sim_config *out, char *err,
+							 size_t errlen);
 /* Unscaled pass time in ns. */
 double sim_pass_ns(const struct sim_config *c, size_t decode_rows, size_t prefill_rows);
 
@@ -49,7 +50,8 @@ struct sim_size {
 struct sim_size sim_size_of(const struct sim_config *c, int64_t n_slots, int64_t n_ctx);
 /* Returns 0 when c fits in mem_limit_bytes; otherwise -ENOMEM and a message
  * naming the largest context for c's slots and the most slots for c's context. */
-int sim_fit_check(const struct sim_config *c, double mem_limit_bytes, char *msg, size_t msglen);
+__attribute__((warn_unused_result)) int sim_fit_check(const struct sim_config *c, double mem_limit_bytes, char *msg,
+						       size_t msglen);
 
 /* NULL with errno set on failure. */
 struct engine *sim_engine_create(const struct sim_config *c);

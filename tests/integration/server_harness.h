@@ -322,8 +322,9 @@ static inline double harness_metric(int port, const char *name)
 }
 
 /* Starts sixi-server with args (NULL-terminated) plus --port 0 --port-file
- * --pid-file; waits up to 15 s for /health = 200. 0 on success. */
-static inline int harness_start(struct harness_srv *s, const char *const *args)
+ * --pid-file and waits up to 15 s for the port file (s->port); /health is not
+ * consulted. 0 on success. */
+static inline int harness_spawn(struct harness_srv *s, const char *const *args)
 {
 	memset(s, 0, sizeof *s);
 	snprintf(s->dir, sizeof s->dir, "/tmp/sixi-server-test-XXXXXX");
@@ -373,12 +374,35 @@ static inline int harness_start(struct harness_srv *s, const char *const *args)
 				s->port = 0;
 			fclose(f);
 		}
-		if (s->port > 0) {
-			struct harness_resp r;
-			int ok = harness_request(s->port, "GET", "/health", NULL, NULL, &r, 2000) == 0 && r.status == 200;
-			harness_resp_finish(&r);
-			if (ok)
-				return 0;
+		if (s->port > 0)
+			return 0;
+		clock_sleep_ns(5000000);
+	}
+	return -1;
+}
+
+/* GET /health: the status code, 0 when there was no answer. */
+static inline int harness_health(int port)
+{
+	struct harness_resp r;
+	int st = harness_request(port, "GET", "/health", NULL, NULL, &r, 2000) == 0 ? r.status : 0;
+	harness_resp_finish(&r);
+	return st;
+}
+
+/* harness_spawn, then waits (up to 15 s) for /health = 200. 0 on success. */
+static inline int harness_start(struct harness_srv *s, const char *const *args)
+{
+	if (harness_spawn(s, args) != 0)
+		return -1;
+	int64_t deadline = clock_now_ns() + 15000000000LL;
+	while (clock_now_ns() < deadline) {
+		if (harness_health(s->port) == 200)
+			return 0;
+		int st;
+		if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
+			s->pid = 0;
+			return -1;
 		}
 		clock_sleep_ns(20000000);
 	}

@@ -48,8 +48,9 @@ stop() {
 	PID=""
 	[ $rc -eq 0 ] || { echo "server exit status $rc"; fail=1; }
 }
+. "$(dirname "$0")/./server_lib.sh"
 metric() { # name -> value
-	curl -s --max-time 5 "http://127.0.0.1:$PORT/metrics" | awk -v n="$1" '$1 == n { print $2 }'
+	http_get "http://127.0.0.1:$PORT/metrics" | awk -v n="$1" '$1 == n { print $2 }'
 }
 bench() { # out.json command args...
 	out=$1

@@ -104,6 +104,9 @@ static void bad_json_and_fields(void)
 	expect_error(c, "{\"prompt\": \"hi\", \"stream\": \"yes\"}", 400, "stream", NULL);
 	expect_error(c, "{\"prompt\": \"hi\", \"stream_options\": 3}", 400, "stream_options", NULL);
 	expect_error(c, "{\"prompt\": \"hi\", \"ignore_eos\": 1}", 400, "ignore_eos", NULL);
+	expect_error(c, "{\"prompt\": \"hi\", \"logit_bias\": [1]}", 400, "logit_bias", "object");
+	expect_error(c, "{\"prompt\": \"hi\", \"logit_bias\": {\"x\": 1}}", 400, "logit_bias", "not a token id");
+	expect_error(c, "{\"prompt\": \"hi\", \"logit_bias\": {\"5\": 500}}", 400, "logit_bias", "[-100, 100]");
 	const char *ch = "/v1/chat/completions";
 	expect_error(ch, "{\"messages\": \"hello\"}", 400, "messages", "non-empty array");
 	expect_error(ch, "{\"messages\": []}", 400, "messages", "non-empty array");
@@ -121,7 +124,7 @@ static void bad_json_and_fields(void)
 
 	/* Unknown fields: ignored, logged, counted. */
 	struct harness_gen g;
-	int st = post(c, "{\"prompt\":\"hi\",\"max_tokens\":2,\"frobnicate\":true,\"logit_bias\":{}}", &g);
+	int st = post(c, "{\"prompt\":\"hi\",\"max_tokens\":2,\"frobnicate\":true,\"logprobs\":null}", &g);
 	CHECK_EQ_INT(st, 200);
 	CHECK(g.ok && g.completion_tokens == 2);
 	harness_gen_finish(&g);
@@ -467,6 +470,13 @@ static void api_sampling(void)
 		cJSON_Delete(o);
 	}
 	harness_gen_finish(&full);
+	/* logit_bias: +100 on 'A' makes every token 'A'; -100 on the greedy choice changes it. */
+	struct harness_gen biased;
+	post("/v1/completions", "{\"prompt\":\"bias\",\"max_tokens\":6,\"temperature\":0.9,\"logit_bias\":{\"65\":100}}",
+	     &biased);
+	CHECK(biased.ok);
+	CHECK_EQ_STR(biased.text.data, "AAAAAA");
+	harness_gen_finish(&biased);
 	/* Temperature 0: the same text alone and inside a batch of 32. */
 	const char *greedy = "{\"prompt\":\"batch or not\",\"max_tokens\":16,\"temperature\":0}";
 	struct harness_gen alone;
@@ -650,6 +660,44 @@ static int mode_hygiene(void)
 	CHECK(access(pid_file, F_OK) != 0); /* removed at exit */
 	CHECK(kill(spid, 0) != 0);          /* and gone (reaped by us) */
 	harness_cleanup(&srv, test_failures > 0);
+
+	/* /health says loading until the warm-up generation is done; a device file
+	 * slow enough (2 s a pass) to watch that happen. */
+	char dev[] = "/tmp/sixi-slow-device-XXXXXX";
+	int dfd = mkstemp(dev);
+	if (CHECK(dfd >= 0)) {
+		const char *json = "{\"base\":\"gb10\",\"weight_gb\":2,\"bandwidth_gbps\":1,\"context\":256,\"slots\":2}";
+		ssize_t w = write(dfd, json, strlen(json));
+		close(dfd);
+		CHECK(w == (ssize_t)strlen(json));
+		const char *slow[] = { "--simulate", dev, NULL };
+		if (CHECK(harness_spawn(&srv, slow) == 0)) {
+			int first = 0;
+			for (int i = 0; i < 100 && first == 0; i++) {
+				first = harness_health(srv.port);
+				if (first == 0)
+					clock_sleep_ns(10000000);
+			}
+			struct harness_resp r;
+			CHECK(harness_request(srv.port, "GET", "/health", NULL, NULL, &r, 2000) == 0 && r.status == 503 &&
+			      r.body.data && strstr(r.body.data, "loading"));
+			harness_resp_finish(&r);
+			struct harness_gen early;
+			CHECK_EQ_INT(post("/v1/completions", "{\"prompt\":\"early\",\"max_tokens\":1}", &early), 503);
+			harness_gen_finish(&early);
+			int later = 0;
+			for (int i = 0; i < 100 && later != 200; i++) {
+				clock_sleep_ns(100000000);
+				later = harness_health(srv.port);
+			}
+			printf("/health on a 2 s-per-pass device: %d while warming up, then %d\n", first, later);
+			CHECK_EQ_INT(first, 503);
+			CHECK_EQ_INT(later, 200);
+			CHECK_EQ_INT(harness_stop(&srv, SIGTERM), 0);
+		}
+		harness_cleanup(&srv, test_failures > 0);
+		unlink(dev);
+	}
 
 	/* A configuration that does not fit is refused before allocation. */
 	char cmd[4600], out[8192];

@@ -42,13 +42,29 @@ fi
 [ -s "$MODEL" ] || { echo "could not write the $WHICH model"; exit 1; }
 SLOTS=32
 CTX=1024
+# A random model emits byte tokens that are not UTF-8 on their own; llama-server
+# answers those with a 500 ("does not match the expected Content-only format").
+# Both servers get the same logit_bias forbidding them (sixi-server applies it too).
+"$PY" - "$B/src/sixi-server" "$MODEL" >"$T/extra.json" <<'PY'
+import json, subprocess, sys
+bad = {}
+for i in range(1 << 20):
+    r = subprocess.run([sys.argv[1], "--detokenize", sys.argv[2], str(i)], capture_output=True)
+    if r.returncode != 0:
+        break
+    try:
+        r.stdout.rstrip(b"\n").decode("utf-8")
+    except UnicodeDecodeError:
+        bad[str(i)] = -100
+print(json.dumps({"logit_bias": bad}))
+PY
 
+. "$(dirname "$0")/../integration/server_lib.sh"
 free_port() { "$PY" -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"; }
 wait_ready() { # port
 	i=0
 	while [ $i -lt 600 ]; do
-		curl -s --max-time 5 "http://127.0.0.1:$1/v1/completions" \
-			-d '{"prompt":"Hello","max_tokens":2}' 2>/dev/null | grep -q completion_tokens && return 0
+		http_get "http://127.0.0.1:$1/health" | grep -q '"ok"' && return 0
 		sleep 0.1
 		i=$((i + 1))
 	done
@@ -56,7 +72,8 @@ wait_ready() { # port
 }
 sweep() { # name out.json port
 	timeout 900 "$B/src/sixi-bench" sweep --url "http://127.0.0.1:$3" --model "$1" --concurrency "$LEVELS" \
-		--max-tokens "$MAX_TOKENS" --rounds 2 --warmup 2 --db "$T/bench.db" --no-plots --json --quiet >"$2" \
+		--max-tokens "$MAX_TOKENS" --rounds 2 --warmup 2 --extra "$(cat "$T/extra.json")" --db "$T/bench.db" \
+		--no-plots --json --quiet >"$2" \
 		2>"$T/bench.err" || { echo "sixi-bench against $1 failed:"; cat "$T/bench.err"; exit 1; }
 }
 stop() { kill -TERM "$PID"; wait "$PID" 2>/dev/null; PID=""; }
@@ -82,7 +99,8 @@ stop
 echo "model: $WHICH ($(stat -c %s "$MODEL") bytes), threads $THREADS, $SLOTS slots x $CTX context, max_tokens $MAX_TOKENS, $(nproc) CPUs"
 echo "sixi:  $SIXI_CMD"
 echo "llama: $LLAMA_CMD"
-echo "bench: sixi-bench sweep --concurrency $LEVELS --max-tokens $MAX_TOKENS --rounds 2 --warmup 2"
+echo "bench: sixi-bench sweep --concurrency $LEVELS --max-tokens $MAX_TOKENS --rounds 2 --warmup 2 --extra '{\"logit_bias\": {...}}'" \
+	"($("$PY" -c "import json,sys; print(len(json.load(open(sys.argv[1]))['logit_bias']))" "$T/extra.json") byte tokens forbidden)"
 echo
 "$PY" - "$T/sixi.json" "$T/llama.json" <<'PY'
 import json, sys

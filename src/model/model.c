@@ -1249,7 +1249,7 @@ static int rb_fold(struct model *m, struct model_state *s, int slot)
 }
 
 static int forward_impl(struct model *m, struct model_state *s, const struct model_batch *b, float *logits_out,
-			int spec)
+			int spec, const uint8_t *keep)
 {
 	const struct model_config *c = &m->cfg;
 	int N = b->n_rows;
@@ -1257,17 +1257,18 @@ static int forward_impl(struct model *m, struct model_state *s, const struct mod
 		return N == 0 ? 0 : -EINVAL;
 	if (s->n_gdn != m->n_gdn || s->n_attn != m->n_attn || s->conv_dim != m->conv_dim)
 		return -EINVAL;
-	if (spec && s->rb_mode == MODEL_ROLLBACK_NONE)
-		return -EINVAL;
 	struct segment *seg = malloc(sizeof(*seg) * (size_t)N);
 	if (!seg)
 		return -ENOMEM;
-	int n_seg = 0, rc = check_batch(m, s, b, seg, &n_seg);
+	int n_seg = 0, rc = check_batch(m, s, b, seg, &n_seg), any_kept = 0;
 	for (int si = 0; !rc && si < n_seg; si++) {
-		seg[si].spec = spec;
+		seg[si].spec = spec || (keep && keep[seg[si].r0]);
 		seg[si].c = 0;
 		seg[si].replay0 = 0;
-		if (spec && seg[si].n > s->rb_rows)
+		any_kept |= seg[si].spec;
+		if (seg[si].spec && s->rb_mode == MODEL_ROLLBACK_NONE)
+			rc = -EINVAL;
+		else if (seg[si].spec && seg[si].n > s->rb_rows)
 			rc = -E2BIG;
 	}
 	if (rc) {
@@ -1279,22 +1280,22 @@ static int forward_impl(struct model *m, struct model_state *s, const struct mod
 	size_t n_replay = 0;
 	for (int si = 0; si < n_seg && s->rb_mode != MODEL_ROLLBACK_NONE; si++) {
 		struct segment *sg = &seg[si];
-		if ((!spec || s->rb_n[sg->slot] + sg->n > s->rb_rows) && (rc = rb_fold(m, s, sg->slot))) {
+		if ((!sg->spec || s->rb_n[sg->slot] + sg->n > s->rb_rows) && (rc = rb_fold(m, s, sg->slot))) {
 			free(seg);
 			return rc;
 		}
 		sg->c = s->rb_n[sg->slot];
-		if (spec && s->rb_mode == MODEL_ROLLBACK_LOG) {
+		if (sg->spec && s->rb_mode == MODEL_ROLLBACK_LOG) {
 			sg->replay0 = n_replay;
 			n_replay += (size_t)sg->c;
 		}
-		if (spec && s->rb_mode == MODEL_ROLLBACK_SNAPSHOT && sg->c == 0)
+		if (sg->spec && s->rb_mode == MODEL_ROLLBACK_SNAPSHOT && sg->c == 0)
 			for (int i = 0; i < s->n_gdn; i++)
 				memcpy(rb_row(s, sg->slot, i, 0), slot_ssm(s, sg->slot, i), sizeof(float) * s->rb_row_floats);
 	}
 	struct pass p = { .m = m, .s = s, .N = N, .seg = seg, .n_seg = n_seg };
 	float *rb_buf = NULL;
-	if (spec && s->rb_mode == MODEL_ROLLBACK_LOG) {
+	if (any_kept && s->rb_mode == MODEL_ROLLBACK_LOG) {
 		rb_buf = malloc(sizeof(float) * (n_replay * (size_t)s->conv_dim + (size_t)n_seg * s->conv_floats + 1));
 		if (!rb_buf) {
 			free(seg);
@@ -1360,7 +1361,7 @@ static int forward_impl(struct model *m, struct model_state *s, const struct mod
 	}
 	for (int si = 0; si < n_seg; si++) {
 		s->pos[seg[si].slot] += seg[si].n;
-		if (spec)
+		if (seg[si].spec)
 			s->rb_n[seg[si].slot] = seg[si].c + seg[si].n;
 	}
 	free(rb_buf);
@@ -1381,14 +1382,20 @@ static int forward_impl(struct model *m, struct model_state *s, const struct mod
 
 int model_forward(struct model *m, struct model_state *s, const struct model_batch *b, float *logits_out)
 {
-	return forward_impl(m, s, b, logits_out, 0);
+	return forward_impl(m, s, b, logits_out, 0, NULL);
 }
 
 /* ======== rollback ======== */
 
 int model_forward_spec(struct model *m, struct model_state *s, const struct model_batch *b, float *logits_out)
 {
-	return forward_impl(m, s, b, logits_out, 1);
+	return forward_impl(m, s, b, logits_out, 1, NULL);
+}
+
+int model_forward_keep(struct model *m, struct model_state *s, const struct model_batch *b, const uint8_t *keep,
+		       float *logits_out)
+{
+	return forward_impl(m, s, b, logits_out, 0, keep);
 }
 
 int model_state_set_rollback(struct model_state *s, enum model_rollback mode, int max_rows)

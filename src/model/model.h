@@ -125,8 +125,12 @@ int model_state_slot_rollback(struct model_state *s, int slot, int n);
 /* Bytes of the log or snapshot ring of all slots (0 without rollback). */
 size_t model_state_rollback_bytes(const struct model_state *s);
 /* Like model_forward, but every segment is kept for rollback. -EINVAL without rollback,
- * -E2BIG when a slot's segment has more rows than the capacity; nothing changed then. */
+ * -E2BIG when a kept segment has more rows than the capacity; nothing changed then. */
 int model_forward_spec(struct model *m, struct model_state *s, const struct model_batch *b, float *logits_out);
+/* Per slot: keep [n_rows] (NULL: none); a slot's segment is kept when keep is set on its first
+ * row. Slots not kept run as in model_forward (their kept rows are folded first). */
+int model_forward_keep(struct model *m, struct model_state *s, const struct model_batch *b, const uint8_t *keep,
+		       float *logits_out);
 /* Folds the slot's kept rows into its state (they can no longer be rolled back). */
 int model_commit(struct model *m, struct model_state *s, int slot);
 /* The slot's GDN layer `gdn` as stored: the state [H_v][d_v][d_k] followed by the conv window

@@ -179,6 +179,28 @@ static void differential(struct model *m, const char *name)
 	CHECK_EQ_INT(recompute(m, ref, prompt, hist, 0, l3), 0);
 	CHECK_EQ_INT(model_commit(m, two, 0), 0);
 	CHECK(states_equal(two, 0, ref, 0, ng));
+	/* one pass mixing a kept slot and a plain prefill (model_batch.keep) */
+	CHECK_EQ_INT(model_state_slot_reset(two, 1), 0);
+	int32_t mt[PROMPT + 2], ms[PROMPT + 2];
+	uint8_t mk[PROMPT + 2];
+	mt[0] = r2[1], mt[1] = r2[0], ms[0] = ms[1] = 0, mk[0] = mk[1] = 1;
+	for (int i = 0; i < PROMPT; i++)
+		mt[2 + i] = prompt[i], ms[2 + i] = 1, mk[2 + i] = 0;
+	float *lm = malloc(sizeof(float) * (size_t)V * (PROMPT + 2));
+	struct model_batch mb = { .n_rows = PROMPT + 2, .tokens = mt, .slots = ms };
+	CHECK_EQ_INT(model_forward_keep(m, two, &mb, mk, lm), 0);
+	CHECK_EQ_INT(model_state_slot_kept(two, 0), 2);
+	CHECK_EQ_INT(model_state_slot_kept(two, 1), 0);
+	hist[0] = r2[1], hist[1] = r2[0];
+	CHECK_EQ_INT(recompute(m, ref, prompt, hist, 2, l3), 0);
+	CHECK(memcmp(lm + (size_t)V, l3, sizeof(float) * (size_t)V) == 0);
+	CHECK_EQ_INT(model_state_slot_rollback(two, 0, 1), 0);
+	CHECK_EQ_INT(recompute(m, ref, prompt, hist, 1, l3), 0);
+	CHECK_EQ_INT(model_commit(m, two, 0), 0);
+	CHECK(states_equal(two, 0, ref, 0, ng));
+	CHECK_EQ_INT(recompute(m, ref, prompt, hist, 0, l3), 0);
+	CHECK(states_equal(two, 1, ref, 0, ng));
+	free(lm);
 	free(lb);
 	model_state_destroy(two);
 

@@ -56,6 +56,12 @@ static void usage(FILE *f)
 		"                          arrival order (a new request waits for every prompt ahead of it),\n"
 		"                          prompt chunks and decode rows in separate passes\n"
 		"  --prefix-cache          reuse a finished sequence's state for a prompt that extends it\n"
+		"Speculative decoding (real model, greedy requests):\n"
+		"  --spec ngram            draft by prompt lookup (n-gram of the sequence's own history)\n"
+		"  --draft-max N           drafted tokens per step, 1..32 (default 8)\n"
+		"  --rollback log|snapshot how rejected rows are undone (default log; snapshot keeps a full\n"
+		"                          state copy per row, the baseline)\n"
+		"  --draft FILE.gguf       a draft model: not supported by the server yet (refused)\n"
 		"HTTP:\n"
 		"  --host ADDR             bind address (default 127.0.0.1)\n"
 		"  --port N                port, 0 picks a free one (default 8080)\n"
@@ -219,6 +225,8 @@ int main(int argc, char **argv)
 	int64_t parallel = 0, context = 0, threads = 0;
 	uint64_t mem_limit = 0;
 	bool json = false;
+	const char *spec = NULL, *rollback = "log";
+	int64_t draft_max = 8;
 	char err[1024];
 	int rc = 1;
 	for (int i = 1; i < argc; i++) {
@@ -288,6 +296,20 @@ int main(int argc, char **argv)
 			cfg.sched.interleave = false;
 		} else if (strcmp(a, "--prefix-cache") == 0) {
 			cfg.sched.prefix_cache = true;
+		} else if (strcmp(a, "--spec") == 0) {
+			NEEDV();
+			spec = v;
+		} else if (strcmp(a, "--draft-max") == 0) {
+			NEEDV();
+			r = args_i64(a, v, 1, SCHED_SPEC_MAX, &draft_max, err, sizeof err);
+		} else if (strcmp(a, "--rollback") == 0) {
+			NEEDV();
+			rollback = v;
+		} else if (strcmp(a, "--draft") == 0) {
+			NEEDV();
+			fprintf(stderr, "sixi-server: --draft %s: a draft model is not supported by the server yet; "
+				"use --spec ngram (draft-free prompt lookup)\n", v);
+			return 2;
 		} else if (strcmp(a, "--host") == 0) {
 			NEEDV();
 			cfg.http.host = v;
@@ -344,6 +366,24 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sixi-server: --simulate and --model exclude each other; pick one\n");
 		return 2;
 	}
+	int rb_mode = 0;
+	if (spec && strcmp(spec, "ngram") != 0 && strcmp(spec, "off") != 0) {
+		fprintf(stderr, "sixi-server: --spec %s: unknown drafter; use --spec ngram (or off)\n", spec);
+		return 2;
+	}
+	if (strcmp(rollback, "log") != 0 && strcmp(rollback, "snapshot") != 0) {
+		fprintf(stderr, "sixi-server: --rollback %s: use log or snapshot\n", rollback);
+		return 2;
+	}
+	if (spec && strcmp(spec, "ngram") == 0) {
+		if (!model) {
+			fprintf(stderr, "sixi-server: --spec needs --model (the simulated device keeps no state to roll "
+				"back)\n");
+			return 2;
+		}
+		rb_mode = strcmp(rollback, "log") == 0 ? 1 : 2;
+		cfg.sched.spec_draft_max = (int32_t)draft_max;
+	}
 	struct engine *e = NULL;
 	struct server *srv = NULL;
 	bool wrote_pid = false;
@@ -374,6 +414,16 @@ int main(int argc, char **argv)
 			fprintf(stderr, "sixi-server: %s\n", err);
 			goto out;
 		}
+		size_t rb_bytes = 0;
+		/* a step verifies the last token and its drafts: draft_max + 1 rows */
+		if (rb_mode && real_engine_set_rollback(e, rb_mode, (int)draft_max + 1, &rb_bytes, err, sizeof err) != 0) {
+			fprintf(stderr, "sixi-server: --spec: %s\n", err);
+			goto out;
+		}
+		if (rb_mode)
+			log_info("speculative decoding: n-gram drafts of up to %d tokens, rollback by %s: %.1f KiB for %d "
+				 "slots",
+				 (int)draft_max, rollback, (double)rb_bytes / 1024.0, (int)parallel);
 	} else {
 		e = sim_engine_create(&sim_cfg);
 		if (!e) {

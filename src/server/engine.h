@@ -39,6 +39,12 @@ struct engine_ops {
 	/* A free state slot (reset to position 0), or -ENOSPC. */
 	int (*slot_alloc)(struct engine *e);
 	void (*slot_free)(struct engine *e, int slot);
+	/* Optional (NULL: no speculative decoding). forward_keep is forward with keep[n]: a slot
+	 * whose first row has keep set keeps its rows revocable; rollback drops a slot's last n
+	 * kept rows. 0 or -errno. */
+	int (*forward_keep)(struct engine *e, const struct engine_row *rows, size_t n, const uint8_t *keep,
+			    float *logits);
+	int (*rollback)(struct engine *e, int slot, int n);
 	/* Host work per sampled row that the backend simulates (ns, already
 	 * time-scaled); 0 for real backends, whose host work is real. */
 	int64_t (*host_row_ns)(struct engine *e);

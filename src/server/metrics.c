@@ -102,6 +102,16 @@ int metrics_render(struct metrics *m, const struct metrics_gauges *g, struct buf
 		      LOAD(split_passes));
 	rc |= counter(out, "sixi_unknown_fields_total", "Unknown request fields ignored.", LOAD(unknown_fields));
 	rc |= counter(out, "sixi_pass_errors_total", "Forward passes that failed.", LOAD(pass_errors));
+	uint64_t sp = LOAD(spec_steps), sd = LOAD(spec_drafted), sa = LOAD(spec_accepted);
+	rc |= counter(out, "sixi_spec_steps_total", "Speculative verification steps (one sequence each).", sp);
+	rc |= counter(out, "sixi_spec_drafted_total", "Drafted tokens verified.", sd);
+	rc |= counter(out, "sixi_spec_accepted_total", "Drafted tokens accepted.", sa);
+	rc |= buf_printf(out,
+			 "# HELP sixi_spec_accept_len Tokens per speculative step (accepted drafts + 1), since start.\n"
+			 "# TYPE sixi_spec_accept_len gauge\nsixi_spec_accept_len %.4f\n"
+			 "# HELP sixi_spec_accept_rate Accepted / drafted tokens, since start.\n"
+			 "# TYPE sixi_spec_accept_rate gauge\nsixi_spec_accept_rate %.4f\n",
+			 sp ? (double)(sa + sp) / (double)sp : 0.0, sd ? (double)sa / (double)sd : 0.0);
 	rc |= counter(out, "sixi_state_copies_total", "Recurrent-state copies made by passes (stays 0).",
 		      (uint64_t)g->state_copies);
 	rc |= gauge(out, "sixi_active_sequences", "Sequences holding a state slot.", g->active_sequences);

@@ -39,6 +39,9 @@ struct metrics {
 	_Atomic uint64_t split_passes;        /* passes that ran while a decoding sequence was not ready */
 	_Atomic uint64_t unknown_fields;      /* request fields ignored */
 	_Atomic uint64_t pass_errors;         /* forward passes that failed */
+	_Atomic uint64_t spec_steps;          /* speculative verification passes (one sequence each) */
+	_Atomic uint64_t spec_drafted;        /* drafted tokens verified */
+	_Atomic uint64_t spec_accepted;       /* drafted tokens kept */
 	_Atomic int last_pass_failed;         /* 1 while the latest pass failed: /health says so */
 	struct metrics_hist rows_per_pass;
 	struct metrics_hist pass_seconds;

@@ -74,7 +74,8 @@ static bool real_is_eog(struct engine *e, int32_t id)
 	return tok_is_eog(((struct real_engine *)e)->tok, id);
 }
 
-static int real_forward(struct engine *e, const struct engine_row *rows, size_t n, float *logits)
+static int forward_rows(struct engine *e, const struct engine_row *rows, size_t n, const uint8_t *keep,
+			float *logits)
 {
 	struct real_engine *r = (struct real_engine *)e;
 	if (n > r->cap) {
@@ -105,7 +106,23 @@ static int real_forward(struct engine *e, const struct engine_row *rows, size_t 
 	}
 	struct model_batch b = { .n_rows = (int)n, .tokens = r->tokens, .slots = r->slots, .pos = r->pos,
 				 .want_logits = r->want };
-	return model_forward(r->m, r->st, &b, logits);
+	return keep ? model_forward_keep(r->m, r->st, &b, keep, logits) : model_forward(r->m, r->st, &b, logits);
+}
+
+static int real_forward(struct engine *e, const struct engine_row *rows, size_t n, float *logits)
+{
+	return forward_rows(e, rows, n, NULL, logits);
+}
+
+static int real_forward_keep(struct engine *e, const struct engine_row *rows, size_t n, const uint8_t *keep,
+			     float *logits)
+{
+	return forward_rows(e, rows, n, keep, logits);
+}
+
+static int real_rollback(struct engine *e, int slot, int n)
+{
+	return model_state_slot_rollback(((struct real_engine *)e)->st, slot, n);
 }
 
 static int real_slot_alloc(struct engine *e)
@@ -153,6 +170,32 @@ static const struct engine_ops real_ops = {
 	.host_row_ns = NULL,
 	.destroy = real_destroy,
 };
+
+static const struct engine_ops real_spec_ops = {
+	.tokenize = real_tokenize,
+	.detokenize = real_detokenize,
+	.is_eog = real_is_eog,
+	.forward = real_forward,
+	.slot_alloc = real_slot_alloc,
+	.slot_free = real_slot_free,
+	.forward_keep = real_forward_keep,
+	.rollback = real_rollback,
+	.host_row_ns = NULL,
+	.destroy = real_destroy,
+};
+
+int real_engine_set_rollback(struct engine *e, int mode, int rows, size_t *bytes, char *err, size_t errlen)
+{
+	struct real_engine *r = (struct real_engine *)e;
+	int rc = model_state_set_rollback(r->st, (enum model_rollback)mode, rows);
+	if (rc != 0) {
+		snprintf(err, errlen, "cannot keep %d rows per slot for rollback: %s", rows, strerror(-rc));
+		return rc;
+	}
+	e->ops = mode ? &real_spec_ops : &real_ops;
+	*bytes = model_state_rollback_bytes(r->st);
+	return 0;
+}
 
 struct engine *real_engine_open(const char *path, int n_slots, int n_ctx, int n_threads, char *err, size_t errlen)
 {

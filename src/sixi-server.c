@@ -424,6 +424,10 @@ int main(int argc, char **argv)
 			log_info("speculative decoding: n-gram drafts of up to %d tokens, rollback by %s: %.1f KiB for %d "
 				 "slots",
 				 (int)draft_max, rollback, (double)rb_bytes / 1024.0, (int)parallel);
+		log_info("state memory: KV cache %.1f MiB, GDN state %.1f MiB, conv windows %.1f MiB, rollback %.1f MiB "
+			 "(a snapshot ring of the same depth: %.1f MiB)",
+			 (double)e->mem_kv / 1048576.0, (double)e->mem_gdn_state / 1048576.0, (double)e->mem_conv / 1048576.0,
+			 (double)e->mem_rollback / 1048576.0, (double)e->mem_snapshot_ring / 1048576.0);
 	} else {
 		e = sim_engine_create(&sim_cfg);
 		if (!e) {

@@ -1499,3 +1499,14 @@ const float *model_state_slot_gdn(const struct model_state *s, int slot, int gdn
 		*n_floats = s->ssm_floats + s->conv_floats;
 	return slot_ssm(s, slot, gdn);
 }
+
+void model_state_memory(const struct model_state *s, struct model_state_memory *out)
+{
+	size_t slots = (size_t)s->n_slots, f = sizeof(float);
+	out->kv = 2 * s->kv_floats * (size_t)s->n_attn * slots * f;
+	out->gdn_state = s->ssm_floats * (size_t)s->n_gdn * slots * f;
+	out->conv = s->conv_floats * (size_t)s->n_gdn * slots * f;
+	out->rollback = model_state_rollback_bytes(s);
+	out->snapshot_ring = s->rb_n ? (s->ssm_floats + s->conv_floats) * (size_t)s->n_gdn * ((size_t)s->rb_rows + 1) * slots * f
+				     : 0;
+}

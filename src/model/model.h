@@ -124,6 +124,13 @@ int model_state_slot_kept(const struct model_state *s, int slot);
 int model_state_slot_rollback(struct model_state *s, int slot, int n);
 /* Bytes of the log or snapshot ring of all slots (0 without rollback). */
 size_t model_state_rollback_bytes(const struct model_state *s);
+/* The pool's bytes by part, all slots: attention KV cache, GDN recurrent states, conv windows,
+ * the rollback log or ring, and what a snapshot ring of the same depth (one state and window
+ * per kept row plus the one before) takes; the last two are 0 without rollback. */
+struct model_state_memory {
+	size_t kv, gdn_state, conv, rollback, snapshot_ring;
+};
+void model_state_memory(const struct model_state *s, struct model_state_memory *out);
 /* Like model_forward, but every segment is kept for rollback. -EINVAL without rollback,
  * -E2BIG when a kept segment has more rows than the capacity; nothing changed then. */
 int model_forward_spec(struct model *m, struct model_state *s, const struct model_batch *b, float *logits_out);

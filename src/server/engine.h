@@ -65,6 +65,9 @@ struct engine {
 	const char *bos_text;      /* text of the BOS token for templates, or NULL */
 	const char *eos_text;      /* text of the EOS token for templates, or NULL */
 	_Atomic int64_t state_copies; /* recurrent-state copies made by forward passes: must stay 0 */
+	/* bytes of the state pool by part (0 where the backend has none): attention KV cache, GDN
+	 * states, conv windows, the rollback log (or ring), and a snapshot ring of the same depth */
+	int64_t mem_kv, mem_gdn_state, mem_conv, mem_rollback, mem_snapshot_ring;
 };
 
 static inline void engine_destroy(struct engine *e)

@@ -118,6 +118,14 @@ int metrics_render(struct metrics *m, const struct metrics_gauges *g, struct buf
 	rc |= gauge(out, "sixi_waiting_requests", "Sequences waiting for a slot.", g->waiting_requests);
 	rc |= gauge(out, "sixi_connections", "Open HTTP connections.", g->connections);
 	rc |= gauge(out, "sixi_ready", "1 once a warm-up generation has succeeded.", g->ready);
+	rc |= gauge(out, "sixi_kv_cache_bytes", "Attention KV cache of all slots.", g->mem_kv);
+	rc |= gauge(out, "sixi_gdn_state_bytes", "Recurrent GDN states of all slots.", g->mem_gdn_state);
+	rc |= gauge(out, "sixi_conv_state_bytes", "GDN conv windows of all slots.", g->mem_conv);
+	rc |= gauge(out, "sixi_rollback_bytes", "Speculative rollback log (or snapshot ring) of all slots.",
+		    g->mem_rollback);
+	rc |= gauge(out, "sixi_snapshot_ring_bytes",
+		    "What a snapshot ring of the same depth takes (the rollback's baseline; 0 without speculation).",
+		    g->mem_snapshot_ring);
 	pthread_mutex_lock(&m->lock);
 	rc |= hist(out, "sixi_rows_per_pass", "Rows per forward pass.", &m->rows_per_pass);
 	rc |= hist(out, "sixi_pass_seconds", "Forward pass time.", &m->pass_seconds);

@@ -61,6 +61,7 @@ struct metrics_gauges {
 	int64_t connections;
 	int64_t state_copies;
 	int ready;
+	int64_t mem_kv, mem_gdn_state, mem_conv, mem_rollback, mem_snapshot_ring; /* engine.h */
 };
 /* Appends the Prometheus text exposition. 0 or -ENOMEM. */
 __attribute__((warn_unused_result)) int metrics_render(struct metrics *m, const struct metrics_gauges *g,

@@ -171,6 +171,17 @@ static const struct engine_ops real_ops = {
 	.destroy = real_destroy,
 };
 
+static void real_memory(struct real_engine *r)
+{
+	struct model_state_memory mm;
+	model_state_memory(r->st, &mm);
+	r->base.mem_kv = (int64_t)mm.kv;
+	r->base.mem_gdn_state = (int64_t)mm.gdn_state;
+	r->base.mem_conv = (int64_t)mm.conv;
+	r->base.mem_rollback = (int64_t)mm.rollback;
+	r->base.mem_snapshot_ring = (int64_t)mm.snapshot_ring;
+}
+
 static const struct engine_ops real_spec_ops = {
 	.tokenize = real_tokenize,
 	.detokenize = real_detokenize,
@@ -194,6 +205,7 @@ int real_engine_set_rollback(struct engine *e, int mode, int rows, size_t *bytes
 	}
 	e->ops = mode ? &real_spec_ops : &real_ops;
 	*bytes = model_state_rollback_bytes(r->st);
+	real_memory(r);
 	return 0;
 }
 
@@ -245,6 +257,7 @@ struct engine *real_engine_open(const char *path, int n_slots, int n_ctx, int n_
 	r->base.bos_text = tok_bos(r->tok) >= 0 ? tok_piece(r->tok, tok_bos(r->tok)) : NULL;
 	r->base.eos_text = tok_eos(r->tok) >= 0 ? tok_piece(r->tok, tok_eos(r->tok)) : NULL;
 	atomic_init(&r->base.state_copies, 0);
+	real_memory(r);
 	return &r->base;
 fail:
 	real_destroy(&r->base);

@@ -755,7 +755,10 @@ static void handle_generate(struct server *s, struct http_conn *c, const struct 
 static void handle_metrics(struct server *s, struct http_conn *c)
 {
 	struct metrics_gauges gg = { .connections = http_server_conn_count(s->http),
-				     .state_copies = atomic_load(&s->e->state_copies), .ready = s->ready };
+				     .state_copies = atomic_load(&s->e->state_copies), .ready = s->ready,
+				     .mem_kv = s->e->mem_kv, .mem_gdn_state = s->e->mem_gdn_state,
+				     .mem_conv = s->e->mem_conv, .mem_rollback = s->e->mem_rollback,
+				     .mem_snapshot_ring = s->e->mem_snapshot_ring };
 	sched_counts(s->sched, &gg.active_sequences, &gg.waiting_requests);
 	struct buf b;
 	buf_init(&b);

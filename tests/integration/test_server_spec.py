@@ -112,11 +112,18 @@ for name, extra in [("log", ["--spec", "ngram", "--draft-max", "6"]),
     vals = dict(l.split() for l in metrics.splitlines() if l.startswith("sixi_spec_"))
     check(int(vals.get("sixi_spec_accepted_total", "0")) == acc, f"{name}: /metrics accepted != responses")
     check(float(vals.get("sixi_spec_accept_rate", "0")) > 0, f"{name}: /metrics accept_rate")
+    mem = dict(l.split() for l in metrics.splitlines() if l.startswith(("sixi_rollback_bytes", "sixi_snapshot_ring")))
+    rb, ring = int(mem.get("sixi_rollback_bytes", "0")), int(mem.get("sixi_snapshot_ring_bytes", "0"))
+    if name == "log":
+        check(rb > 0 and ring > 10 * rb, f"log: /metrics rollback {rb} vs snapshot ring {ring} bytes")
+    else:
+        check(rb > 0 and ring == rb, f"snapshot: /metrics rollback {rb} should equal the ring {ring}")
     print(f"{name}: " + ", ".join(f"request {i}: accept_len {s['accept_len']:.2f} accept_rate {s['accept_rate']:.2f}"
                                  for i, s in enumerate(spec) if s))
 for i in range(3):
     check("speculative" not in plain[i]["usage"], "plain run reports speculation")
 check("sixi_spec_steps_total 0" in m_plain, "plain /metrics spec steps")
+check("sixi_rollback_bytes 0" in m_plain and "sixi_gdn_state_bytes 0" not in m_plain, "plain /metrics memory")
 
 for args, words in [(["--model", model, "--draft", model], "not supported"),
                     (["--model", model, "--spec", "medusa"], "unknown drafter"),

@@ -87,6 +87,12 @@ static void differential(struct model *m, const char *name)
 				    c->ssm_conv_kernel };
 	CHECK_EQ_INT(model_state_rollback_bytes(lg), 2 * gdn_log_bytes(&sh, CAP));
 	CHECK_EQ_INT(model_state_rollback_bytes(sn), 2 * gdn_log_snapshot_bytes(&sh, CAP + 1));
+	struct model_state_memory mm;
+	model_state_memory(lg, &mm);
+	CHECK_EQ_INT(mm.rollback, 2 * gdn_log_bytes(&sh, CAP));
+	CHECK_EQ_INT(mm.snapshot_ring, model_state_rollback_bytes(sn));
+	CHECK_EQ_INT(mm.gdn_state + mm.conv, 2 * gdn_log_state_bytes(&sh));
+	CHECK_EQ_INT(mm.kv + mm.gdn_state + mm.conv, 2 * model_state_slot_bytes(lg));
 
 	int32_t prompt[PROMPT], hist[MAXH], rows[CAP + 1];
 	for (int i = 0; i < PROMPT; i++)

@@ -61,7 +61,8 @@ static void usage(FILE *f)
 		"  --draft-max N           drafted tokens per step, 1..32 (default 8)\n"
 		"  --rollback log|snapshot how rejected rows are undone (default log; snapshot keeps a full\n"
 		"                          state copy per row, the baseline)\n"
-		"  --draft FILE.gguf       a draft model: not supported by the server yet (refused)\n"
+		"  --draft FILE.gguf       draft with this model (same vocabulary as --model) instead of\n"
+		"                          prompt lookup; implies --spec\n"
 		"HTTP:\n"
 		"  --host ADDR             bind address (default 127.0.0.1)\n"
 		"  --port N                port, 0 picks a free one (default 8080)\n"
@@ -225,7 +226,7 @@ int main(int argc, char **argv)
 	int64_t parallel = 0, context = 0, threads = 0;
 	uint64_t mem_limit = 0;
 	bool json = false;
-	const char *spec = NULL, *rollback = "log";
+	const char *spec = NULL, *rollback = "log", *draft = NULL;
 	int64_t draft_max = 8;
 	char err[1024];
 	int rc = 1;
@@ -307,9 +308,7 @@ int main(int argc, char **argv)
 			rollback = v;
 		} else if (strcmp(a, "--draft") == 0) {
 			NEEDV();
-			fprintf(stderr, "sixi-server: --draft %s: a draft model is not supported by the server yet; "
-				"use --spec ngram (draft-free prompt lookup)\n", v);
-			return 2;
+			draft = v;
 		} else if (strcmp(a, "--host") == 0) {
 			NEEDV();
 			cfg.http.host = v;
@@ -375,7 +374,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sixi-server: --rollback %s: use log or snapshot\n", rollback);
 		return 2;
 	}
-	if (spec && strcmp(spec, "ngram") == 0) {
+	if (draft && spec && strcmp(spec, "off") == 0) {
+		fprintf(stderr, "sixi-server: --draft and --spec off exclude each other\n");
+		return 2;
+	}
+	if ((spec && strcmp(spec, "ngram") == 0) || draft) {
 		if (!model) {
 			fprintf(stderr, "sixi-server: --spec needs --model (the simulated device keeps no state to roll "
 				"back)\n");
@@ -420,10 +423,15 @@ int main(int argc, char **argv)
 			fprintf(stderr, "sixi-server: --spec: %s\n", err);
 			goto out;
 		}
+		if (draft && real_engine_set_draft(e, draft, (int)draft_max, (int)threads, err, sizeof err) != 0) {
+			fprintf(stderr, "sixi-server: --draft %s\n", err);
+			goto out;
+		}
 		if (rb_mode)
-			log_info("speculative decoding: n-gram drafts of up to %d tokens, rollback by %s: %.1f KiB for %d "
+			log_info("speculative decoding: %s drafts of up to %d tokens, rollback by %s: %.1f KiB for %d "
 				 "slots",
-				 (int)draft_max, rollback, (double)rb_bytes / 1024.0, (int)parallel);
+				 draft ? "draft-model" : "n-gram", (int)draft_max, rollback, (double)rb_bytes / 1024.0,
+				 (int)parallel);
 		log_info("state memory: KV cache %.1f MiB, GDN state %.1f MiB, conv windows %.1f MiB, rollback %.1f MiB "
 			 "(a snapshot ring of the same depth: %.1f MiB)",
 			 (double)e->mem_kv / 1048576.0, (double)e->mem_gdn_state / 1048576.0, (double)e->mem_conv / 1048576.0,

@@ -26,6 +26,16 @@ struct engine_row {
 	bool want_logits; /* the last prompt row and every decode row */
 };
 
+/* A draft request (engine_ops.draft): up to k greedy tokens after hist. */
+struct engine_draft {
+	int32_t slot;
+	const int32_t *hist; /* (n_hist) ids so far, the last not yet verified */
+	int32_t n_hist;
+	int32_t k;
+	int32_t *out;        /* (k) */
+	int32_t n_out;       /* set by the engine */
+};
+
 struct engine_ops {
 	/* UTF-8 text -> ids. Writes at most cap ids; *n gets the full count (may exceed cap). 0 or -errno. */
 	int (*tokenize)(struct engine *e, const char *text, size_t len, int32_t *ids, size_t cap, size_t *n);
@@ -45,6 +55,9 @@ struct engine_ops {
 	int (*forward_keep)(struct engine *e, const struct engine_row *rows, size_t n, const uint8_t *keep,
 			    float *logits);
 	int (*rollback)(struct engine *e, int slot, int n);
+	/* Optional: drafts by a draft model for n sequences at once (NULL: the scheduler drafts by
+	 * prompt lookup). 0 or -errno. */
+	int (*draft)(struct engine *e, struct engine_draft *d, size_t n);
 	/* Host work per sampled row that the backend simulates (ns, already
 	 * time-scaled); 0 for real backends, whose host work is real. */
 	int64_t (*host_row_ns)(struct engine *e);

@@ -9,6 +9,7 @@
 #include "model/gguf.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
+#include "server/spec_draft.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@ struct real_engine {
 	struct model *m;
 	struct model_state *st;
 	struct tokenizer *tok;
+	struct spec_draft *draft; /* NULL: no draft model */
 	unsigned char *used;   /* (n_slots) */
 	int32_t *tokens;       /* (cap) batch scratch */
 	int32_t *slots;        /* (cap) */
@@ -134,6 +136,8 @@ static int real_slot_alloc(struct engine *e)
 			if (rc != 0)
 				return rc;
 			r->used[i] = 1;
+			if (r->draft)
+				spec_draft_reset(r->draft, i);
 			return i;
 		}
 	return -ENOSPC;
@@ -150,6 +154,7 @@ static void real_destroy(struct engine *e)
 {
 	struct real_engine *r = (struct real_engine *)e;
 	model_state_destroy(r->st);
+	spec_draft_free(r->draft);
 	tok_destroy(r->tok);
 	model_free(r->m);
 	free(r->used);
@@ -170,6 +175,50 @@ static const struct engine_ops real_ops = {
 	.host_row_ns = NULL,
 	.destroy = real_destroy,
 };
+
+static int real_draft(struct engine *e, struct engine_draft *d, size_t n)
+{
+	struct real_engine *r = (struct real_engine *)e;
+	struct spec_draft_req *q = malloc(n * sizeof *q);
+	if (!q)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		q[i] = (struct spec_draft_req){ .slot = d[i].slot, .hist = d[i].hist, .n_hist = d[i].n_hist, .k = d[i].k,
+						.out = d[i].out };
+	int rc = spec_draft_run(r->draft, q, n);
+	for (size_t i = 0; i < n; i++)
+		d[i].n_out = rc == 0 ? q[i].n_out : 0;
+	free(q);
+	return rc;
+}
+
+static const struct engine_ops real_draft_ops = {
+	.tokenize = real_tokenize,
+	.detokenize = real_detokenize,
+	.is_eog = real_is_eog,
+	.forward = real_forward,
+	.slot_alloc = real_slot_alloc,
+	.slot_free = real_slot_free,
+	.forward_keep = real_forward_keep,
+	.rollback = real_rollback,
+	.draft = real_draft,
+	.host_row_ns = NULL,
+	.destroy = real_destroy,
+};
+
+int real_engine_set_draft(struct engine *e, const char *path, int k_max, int n_threads, char *err, size_t errlen)
+{
+	struct real_engine *r = (struct real_engine *)e;
+	if (!e->ops->rollback) {
+		snprintf(err, errlen, "a draft model needs speculative decoding set up first");
+		return -EINVAL;
+	}
+	r->draft = spec_draft_open(path, r->m, e->n_slots, e->n_ctx, k_max, n_threads, err, errlen);
+	if (!r->draft)
+		return -EINVAL;
+	e->ops = &real_draft_ops;
+	return 0;
+}
 
 static void real_memory(struct real_engine *r)
 {

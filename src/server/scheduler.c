@@ -189,9 +189,8 @@ static void spec_apply_rollback(struct sched *s, struct sched_seq *q)
 	q->spec_rb = 0;
 }
 
-/* Drafts for a ready sequence: the tokens that followed the latest earlier occurrence of the
- * last 3, 2 or 1 ids of its history (prompt lookup), as many as the limits allow. */
-static int spec_draft(struct sched *s, struct sched_seq *q)
+/* How many tokens a ready sequence may draft now (after applying its pending rollback). */
+static int spec_limit(struct sched *s, struct sched_seq *q)
 {
 	q->n_draft = 0;
 	if (!spec_on(s, q))
@@ -206,10 +205,47 @@ static int spec_draft(struct sched *s, struct sched_seq *q)
 	k = k < room ? k : room;
 	if (k > SCHED_SPEC_MAX)
 		k = SCHED_SPEC_MAX;
-	if (k <= 0)
-		return 0;
-	q->n_draft = spec_ngram_draft(q->toks, (int)(q->n_fed + 1), 1, 3, (int)k, q->draft);
-	return q->n_draft;
+	return k > 0 ? (int)k : 0;
+}
+
+/* Drafts for every ready sequence that may: by the engine's draft model in one call when it
+ * has one, else by prompt lookup (the ids that followed the latest earlier occurrence of the
+ * last 3, 2 or 1 ids of the history). A failing draft model only costs the drafts. */
+static void spec_draft_all(struct sched *s)
+{
+	struct engine_draft *dr = NULL;
+	struct sched_seq **dq = NULL;
+	size_t n = 0;
+	if (s->e->ops->draft && s->cfg.spec_draft_max > 0) {
+		dr = malloc(s->n_seqs * sizeof *dr);
+		dq = malloc(s->n_seqs * sizeof *dq);
+	}
+	for (size_t i = 0; i < s->n_seqs; i++) {
+		struct sched_seq *q = s->seqs[i];
+		if (q->state != S_READY)
+			continue;
+		int k = spec_limit(s, q);
+		if (k <= 0 || q->state != S_READY)
+			continue;
+		if (s->e->ops->draft) {
+			if (dr && dq) {
+				dr[n] = (struct engine_draft){ .slot = q->slot, .hist = q->toks, .n_hist = (int32_t)(q->n_fed + 1),
+							       .k = k, .out = q->draft };
+				dq[n++] = q;
+			}
+		} else {
+			q->n_draft = spec_ngram_draft(q->toks, (int)(q->n_fed + 1), 1, 3, k, q->draft);
+		}
+	}
+	if (n > 0) {
+		int rc = s->e->ops->draft(s->e, dr, n);
+		if (rc != 0)
+			log_error("draft model failed: %s (continuing without drafts)", strerror(-rc));
+		for (size_t i = 0; i < n; i++)
+			dq[i]->n_draft = rc == 0 ? dr[i].n_out : 0;
+	}
+	free(dr);
+	free(dq);
 }
 
 /* ---- slots and the prefix cache (executor thread, under lock) ---- */
@@ -386,13 +422,12 @@ static size_t build_pass(struct sched *s, size_t *n_rows_out)
 		return n_members;
 	}
 	s->last_was_prompt_pass = false;
+	spec_draft_all(s);
 	for (size_t i = 0; i < s->n_seqs; i++) {
 		struct sched_seq *q = s->seqs[i];
 		if (q->state != S_READY)
 			continue;
-		int k = spec_draft(s, q);
-		if (q->state != S_READY)
-			continue;
+		int k = q->n_draft;
 		s->keep[n_rows] = spec_on(s, q);
 		s->rows[n_rows++] = (struct engine_row){ .slot = q->slot, .token = q->toks[q->n_fed],
 							 .pos = (int32_t)q->n_fed, .want_logits = true };

@@ -157,8 +157,10 @@ static uint64_t mem_available(void)
 	return (uint64_t)kb * 1024;
 }
 
-/* Sizes a model configuration with src/plan; fills defaults for parallel and context. */
-static int size_model(const char *path, int64_t *parallel, int64_t *context, uint64_t mem_limit, int32_t chunk)
+/* Sizes a model configuration with src/plan; fills defaults for parallel and context.
+ * Speculative decoding keeps log_rows rows per sequence (log) or snapshot_rows states (ring). */
+static int size_model(const char *path, int64_t *parallel, int64_t *context, uint64_t mem_limit, int32_t chunk,
+		      uint32_t log_rows, uint32_t snapshot_rows)
 {
 	char err[1024];
 	struct plan_model pm;
@@ -174,23 +176,26 @@ static int size_model(const char *path, int64_t *parallel, int64_t *context, uin
 	uint64_t limit = mem_limit ? mem_limit : mem_available() / 10 * 9;
 	struct plan_breakdown b;
 	uint32_t rows = (uint32_t)chunk + (uint32_t)*parallel;
-	if (plan_server_breakdown(&pm, *context, *parallel, 0, rows, &b, err, sizeof err) != 0) {
+	struct plan_workload sw;
+	plan_workload_server(&sw, *context, *parallel, log_rows, rows);
+	sw.draft_tokens = snapshot_rows;
+	if (plan_compute(&pm, &sw, &b, err, sizeof err) != 0) {
 		fprintf(stderr, "sixi-server: sizing %s: %s\n", path, err);
 		return -EINVAL;
 	}
-	char t[7][32];
+	char t[8][32];
 	fprintf(stderr,
 		"sixi-server: %s: %lld sequences x %lld context: weights %s + KV %s + state %s + conv %s + "
-		"activations %s = %s of %s allowed\n",
+		"activations %s%s%s = %s of %s allowed\n",
 		path, (long long)*parallel, (long long)*context, plan_format_bytes(b.weights_bytes, t[0], 32),
 		plan_format_bytes(b.kv_bytes, t[1], 32), plan_format_bytes(b.ssm_bytes, t[2], 32),
 		plan_format_bytes(b.conv_bytes, t[3], 32), plan_format_bytes(b.activation_bytes, t[4], 32),
-		plan_format_bytes(b.total_bytes, t[5], 32), limit ? plan_format_bytes(limit, t[6], 32) : "(unknown)");
+		log_rows || snapshot_rows ? " + rollback " : "",
+		log_rows || snapshot_rows ? plan_format_bytes(b.log_bytes + b.draft_state_bytes, t[6], 32) : "",
+		plan_format_bytes(b.total_bytes, t[5], 32), limit ? plan_format_bytes(limit, t[7], 32) : "(unknown)");
 	if (limit && b.total_bytes > limit) {
-		struct plan_workload w;
-		plan_workload_server(&w, *context, *parallel, 0, rows);
-		int64_t ctx_fit = plan_fit_context(&pm, &w, limit, *context);
-		int64_t seq_fit = plan_fit_sequences(&pm, &w, limit, *parallel);
+		int64_t ctx_fit = plan_fit_context(&pm, &sw, limit, *context);
+		int64_t seq_fit = plan_fit_sequences(&pm, &sw, limit, *parallel);
 		fprintf(stderr,
 			"sixi-server: refusing to start: %lld sequences x %lld context need %s but the limit is %s; "
 			"configurations that fit: --parallel %lld --context %lld, or --parallel %lld --context %lld\n",
@@ -392,7 +397,9 @@ int main(int argc, char **argv)
 	bool wrote_pid = false;
 	int sfd = -1;
 	struct sim_config sim_cfg;
-	int sized = model ? size_model(model, &parallel, &context, mem_limit, cfg.sched.prefill_chunk)
+	uint32_t spec_rows = rb_mode ? (uint32_t)draft_max + 1 : 0;
+	int sized = model ? size_model(model, &parallel, &context, mem_limit, cfg.sched.prefill_chunk,
+				       rb_mode == 1 ? spec_rows : 0, rb_mode == 2 ? spec_rows : 0)
 			  : open_sim(simulate, time_scale, parallel, context, mem_limit, &sim_cfg);
 	if (sized != 0)
 		return sized == -ENOMEM ? 3 : 2;

@@ -56,6 +56,13 @@ static void usage(FILE *f)
 		"                          arrival order (a new request waits for every prompt ahead of it),\n"
 		"                          prompt chunks and decode rows in separate passes\n"
 		"  --prefix-cache          reuse a finished sequence's state for a prompt that extends it\n"
+		"Speculative decoding (real model, greedy requests):\n"
+		"  --spec ngram            draft by prompt lookup (n-gram of the sequence's own history)\n"
+		"  --draft-max N           drafted tokens per step, 1..32 (default 8)\n"
+		"  --rollback log|snapshot how rejected rows are undone (default log; snapshot keeps a full\n"
+		"                          state copy per row, the baseline)\n"
+		"  --draft FILE.gguf       draft with this model (same vocabulary as --model) instead of\n"
+		"                          prompt lookup; implies --spec\n"
 		"HTTP:\n"
 		"  --host ADDR             bind address (default 127.0.0.1)\n"
 		"  --port N                port, 0 picks a free one (default 8080)\n"
@@ -150,8 +157,10 @@ static uint64_t mem_available(void)
 	return (uint64_t)kb * 1024;
 }
 
-/* Sizes a model configuration with src/plan; fills defaults for parallel and context. */
-static int size_model(const char *path, int64_t *parallel, int64_t *context, uint64_t mem_limit, int32_t chunk)
+/* Sizes a model configuration with src/plan; fills defaults for parallel and context.
+ * Speculative decoding keeps log_rows rows per sequence (log) or snapshot_rows states (ring). */
+static int size_model(const char *path, int64_t *parallel, int64_t *context, uint64_t mem_limit, int32_t chunk,
+		      uint32_t log_rows, uint32_t snapshot_rows)
 {
 	char err[1024];
 	struct plan_model pm;
@@ -167,23 +176,26 @@ static int size_model(const char *path, int64_t *parallel, int64_t *context, uin
 	uint64_t limit = mem_limit ? mem_limit : mem_available() / 10 * 9;
 	struct plan_breakdown b;
 	uint32_t rows = (uint32_t)chunk + (uint32_t)*parallel;
-	if (plan_server_breakdown(&pm, *context, *parallel, 0, rows, &b, err, sizeof err) != 0) {
+	struct plan_workload sw;
+	plan_workload_server(&sw, *context, *parallel, log_rows, rows);
+	sw.draft_tokens = snapshot_rows;
+	if (plan_compute(&pm, &sw, &b, err, sizeof err) != 0) {
 		fprintf(stderr, "sixi-server: sizing %s: %s\n", path, err);
 		return -EINVAL;
 	}
-	char t[7][32];
+	char t[8][32];
 	fprintf(stderr,
 		"sixi-server: %s: %lld sequences x %lld context: weights %s + KV %s + state %s + conv %s + "
-		"activations %s = %s of %s allowed\n",
+		"activations %s%s%s = %s of %s allowed\n",
 		path, (long long)*parallel, (long long)*context, plan_format_bytes(b.weights_bytes, t[0], 32),
 		plan_format_bytes(b.kv_bytes, t[1], 32), plan_format_bytes(b.ssm_bytes, t[2], 32),
 		plan_format_bytes(b.conv_bytes, t[3], 32), plan_format_bytes(b.activation_bytes, t[4], 32),
-		plan_format_bytes(b.total_bytes, t[5], 32), limit ? plan_format_bytes(limit, t[6], 32) : "(unknown)");
+		log_rows || snapshot_rows ? " + rollback " : "",
+		log_rows || snapshot_rows ? plan_format_bytes(b.log_bytes + b.draft_state_bytes, t[6], 32) : "",
+		plan_format_bytes(b.total_bytes, t[5], 32), limit ? plan_format_bytes(limit, t[7], 32) : "(unknown)");
 	if (limit && b.total_bytes > limit) {
-		struct plan_workload w;
-		plan_workload_server(&w, *context, *parallel, 0, rows);
-		int64_t ctx_fit = plan_fit_context(&pm, &w, limit, *context);
-		int64_t seq_fit = plan_fit_sequences(&pm, &w, limit, *parallel);
+		int64_t ctx_fit = plan_fit_context(&pm, &sw, limit, *context);
+		int64_t seq_fit = plan_fit_sequences(&pm, &sw, limit, *parallel);
 		fprintf(stderr,
 			"sixi-server: refusing to start: %lld sequences x %lld context need %s but the limit is %s; "
 			"configurations that fit: --parallel %lld --context %lld, or --parallel %lld --context %lld\n",
@@ -219,6 +231,8 @@ int main(int argc, char **argv)
 	int64_t parallel = 0, context = 0, threads = 0;
 	uint64_t mem_limit = 0;
 	bool json = false;
+	const char *spec = NULL, *rollback = "log", *draft = NULL;
+	int64_t draft_max = 8;
 	char err[1024];
 	int rc = 1;
 	for (int i = 1; i < argc; i++) {
@@ -288,6 +302,18 @@ int main(int argc, char **argv)
 			cfg.sched.interleave = false;
 		} else if (strcmp(a, "--prefix-cache") == 0) {
 			cfg.sched.prefix_cache = true;
+		} else if (strcmp(a, "--spec") == 0) {
+			NEEDV();
+			spec = v;
+		} else if (strcmp(a, "--draft-max") == 0) {
+			NEEDV();
+			r = args_i64(a, v, 1, SCHED_SPEC_MAX, &draft_max, err, sizeof err);
+		} else if (strcmp(a, "--rollback") == 0) {
+			NEEDV();
+			rollback = v;
+		} else if (strcmp(a, "--draft") == 0) {
+			NEEDV();
+			draft = v;
 		} else if (strcmp(a, "--host") == 0) {
 			NEEDV();
 			cfg.http.host = v;
@@ -344,12 +370,36 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sixi-server: --simulate and --model exclude each other; pick one\n");
 		return 2;
 	}
+	int rb_mode = 0;
+	if (spec && strcmp(spec, "ngram") != 0 && strcmp(spec, "off") != 0) {
+		fprintf(stderr, "sixi-server: --spec %s: unknown drafter; use --spec ngram (or off)\n", spec);
+		return 2;
+	}
+	if (strcmp(rollback, "log") != 0 && strcmp(rollback, "snapshot") != 0) {
+		fprintf(stderr, "sixi-server: --rollback %s: use log or snapshot\n", rollback);
+		return 2;
+	}
+	if (draft && spec && strcmp(spec, "off") == 0) {
+		fprintf(stderr, "sixi-server: --draft and --spec off exclude each other\n");
+		return 2;
+	}
+	if ((spec && strcmp(spec, "ngram") == 0) || draft) {
+		if (!model) {
+			fprintf(stderr, "sixi-server: --spec needs --model (the simulated device keeps no state to roll "
+				"back)\n");
+			return 2;
+		}
+		rb_mode = strcmp(rollback, "log") == 0 ? 1 : 2;
+		cfg.sched.spec_draft_max = (int32_t)draft_max;
+	}
 	struct engine *e = NULL;
 	struct server *srv = NULL;
 	bool wrote_pid = false;
 	int sfd = -1;
 	struct sim_config sim_cfg;
-	int sized = model ? size_model(model, &parallel, &context, mem_limit, cfg.sched.prefill_chunk)
+	uint32_t spec_rows = rb_mode ? (uint32_t)draft_max + 1 : 0;
+	int sized = model ? size_model(model, &parallel, &context, mem_limit, cfg.sched.prefill_chunk,
+				       rb_mode == 1 ? spec_rows : 0, rb_mode == 2 ? spec_rows : 0)
 			  : open_sim(simulate, time_scale, parallel, context, mem_limit, &sim_cfg);
 	if (sized != 0)
 		return sized == -ENOMEM ? 3 : 2;
@@ -374,6 +424,25 @@ int main(int argc, char **argv)
 			fprintf(stderr, "sixi-server: %s\n", err);
 			goto out;
 		}
+		size_t rb_bytes = 0;
+		/* a step verifies the last token and its drafts: draft_max + 1 rows */
+		if (rb_mode && real_engine_set_rollback(e, rb_mode, (int)draft_max + 1, &rb_bytes, err, sizeof err) != 0) {
+			fprintf(stderr, "sixi-server: --spec: %s\n", err);
+			goto out;
+		}
+		if (draft && real_engine_set_draft(e, draft, (int)draft_max, (int)threads, err, sizeof err) != 0) {
+			fprintf(stderr, "sixi-server: --draft %s\n", err);
+			goto out;
+		}
+		if (rb_mode)
+			log_info("speculative decoding: %s drafts of up to %d tokens, rollback by %s: %.1f KiB for %d "
+				 "slots",
+				 draft ? "draft-model" : "n-gram", (int)draft_max, rollback, (double)rb_bytes / 1024.0,
+				 (int)parallel);
+		log_info("state memory: KV cache %.1f MiB, GDN state %.1f MiB, conv windows %.1f MiB, rollback %.1f MiB "
+			 "(a snapshot ring of the same depth: %.1f MiB)",
+			 (double)e->mem_kv / 1048576.0, (double)e->mem_gdn_state / 1048576.0, (double)e->mem_conv / 1048576.0,
+			 (double)e->mem_rollback / 1048576.0, (double)e->mem_snapshot_ring / 1048576.0);
 	} else {
 		e = sim_engine_create(&sim_cfg);
 		if (!e) {

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "model/gdn.h"
+#include "model/gdn_log.h"
 #include "model/gguf.h"
 #include "model/kernels.h"
 
@@ -592,6 +593,14 @@ struct model_state {
 	float *data;  /* [slot][ gdn: (ssm [H_v][d_v][d_k], conv [hist][conv_dim]) x n_gdn,
 		       *         attn: (K [n_ctx][kv_dim], V [n_ctx][kv_dim]) x n_attn ] */
 	int *pos;     /* [slot] rows held */
+	/* rollback (model.h): per slot [gdn][rows][rb_row_floats], rows = rb_rows (log) or
+	 * rb_rows + 1 (snapshot ring: entry 0 is the state before the first kept row) */
+	enum model_rollback rb_mode;
+	int rb_rows;
+	size_t rb_row_floats; /* log: conv_dim + 2 H_v; snapshot: ssm_floats + conv_floats */
+	size_t rb_layer_floats, rb_slot_floats;
+	float *rb_data;
+	int *rb_n;    /* [slot] rows kept */
 };
 
 struct model_state *model_state_create(const struct model *m, int n_slots, int n_ctx)
@@ -638,6 +647,8 @@ void model_state_destroy(struct model_state *s)
 		return;
 	free(s->data);
 	free(s->pos);
+	free(s->rb_data);
+	free(s->rb_n);
 	free(s);
 }
 
@@ -697,6 +708,8 @@ int model_state_slot_reset(struct model_state *s, int slot)
 	for (int i = 0; i < s->n_gdn; i++)
 		memset(slot_ssm(s, slot, i), 0, sizeof(float) * (s->ssm_floats + s->conv_floats));
 	s->pos[slot] = 0;
+	if (s->rb_n)
+		s->rb_n[slot] = 0;
 	return 0;
 }
 
@@ -714,6 +727,11 @@ int model_state_slot_copy(struct model_state *s, int dst, int src)
 		memcpy(slot_v(s, dst, i), slot_v(s, src, i), sizeof(float) * n);
 	}
 	s->pos[dst] = s->pos[src];
+	if (s->rb_n) {
+		memcpy(s->rb_data + s->rb_slot_floats * (size_t)dst, s->rb_data + s->rb_slot_floats * (size_t)src,
+		       sizeof(float) * s->rb_slot_floats);
+		s->rb_n[dst] = s->rb_n[src];
+	}
 	return 0;
 }
 
@@ -721,6 +739,9 @@ int model_state_slot_copy(struct model_state *s, int dst, int src)
 
 struct segment {
 	int slot, r0, n, pos0;
+	int spec; /* kept for rollback (model_forward_spec) */
+	int c;    /* log mode: kept rows replayed before the new ones */
+	size_t replay0; /* log mode: first row of this segment's replay rows in pass.replay */
 };
 
 /* Buffers of one pass, carved from m->work. Shapes are [rows][width]. */
@@ -740,7 +761,9 @@ struct pass {
 	float *a4;   /* [N][max(H_v*d_v, n_head*hd)] */
 	float *gb;   /* [N][2*H_v]: g then beta per row */
 	float *ab;   /* [N][2*H_v]: alpha, beta projections */
-	float *scratch; /* per thread: max(gdn chunk scratch, n_ctx scores) */
+	float *scratch; /* per thread: max(gdn chunk scratch, n_ctx scores) + replay state d_v*d_k + d_v */
+	float *replay;  /* log mode: post-conv replay rows [sum of c][conv_dim] */
+	float *segwin;  /* log mode: conv window per segment [n_seg][hist][conv_dim] */
 	size_t scratch_per_thread;
 	int w1, w2, w3, w4;
 };
@@ -805,6 +828,59 @@ static void for_rows(struct pass *p, void (*row)(struct pass *, int), double cos
 
 /* ---- GDN ---- */
 
+/* ---- rollback: kept rows (model.h) ---- */
+
+static float *rb_row(const struct model_state *s, int slot, int gdn, int row)
+{
+	return s->rb_data + s->rb_slot_floats * (size_t)slot + s->rb_layer_floats * (size_t)gdn +
+	       s->rb_row_floats * (size_t)row;
+}
+
+/* One V-head of a kept segment. Log mode: replay the c kept rows on a copy of the base, then
+ * run the new rows on the copy; the base is not written. Snapshot mode: run the rows in place,
+ * saving the head's state after each. Both use gdn_rule_rows, the one-row decode's kernel. */
+static void spec_head(struct pass *p, const struct segment *sg, int h, int kh, float *st, float scale,
+		      const struct gdn_rows *r, float *scratch)
+{
+	const struct model_state *s = p->s;
+	int Hv = s->H_v, d = s->d_k, cd = s->conv_dim, Hk = p->m->cfg.ssm_n_k_heads;
+	size_t hs = (size_t)d * d;
+	float *work = scratch + p->scratch_per_thread - hs - (size_t)d; /* the copy, then a dummy o */
+	if (s->rb_mode == MODEL_ROLLBACK_LOG) {
+		memcpy(work, st, sizeof(float) * hs);
+		if (sg->c > 0) {
+			const float *rp = p->replay + sg->replay0 * cd, *lg = rb_row(s, sg->slot, p->l->index, 0) + cd;
+			struct gdn_rows rr = {
+				.n = sg->c,
+				.q = rp + Hk * d + kh * d, /* the output is discarded: any d_k floats do */
+				.k = rp + Hk * d + kh * d,
+				.v = rp + 2 * Hk * d + h * d,
+				.q_stride = cd, .k_stride = cd, .v_stride = cd,
+				.g = lg + h,
+				.beta = lg + Hv + h,
+				.gb_stride = (int)s->rb_row_floats,
+				.o = work + hs,
+				.o_stride = 0,
+			};
+			gdn_rule_rows(work, d, d, scale, &rr);
+		}
+		gdn_rule_rows(work, d, d, scale, r);
+		return;
+	}
+	for (int t = 0; t < r->n; t++) {
+		struct gdn_rows r1 = *r;
+		r1.n = 1;
+		r1.q += (size_t)t * r->q_stride;
+		r1.k += (size_t)t * r->k_stride;
+		r1.v += (size_t)t * r->v_stride;
+		r1.g += (size_t)t * r->gb_stride;
+		r1.beta += (size_t)t * r->gb_stride;
+		r1.o += (size_t)t * r->o_stride;
+		gdn_rule_rows(st, d, d, scale, &r1);
+		memcpy(rb_row(s, sg->slot, p->l->index, sg->c + t + 1) + (size_t)h * hs, st, sizeof(float) * hs);
+	}
+}
+
 /* Work item i covers (segment i / H_v, head i % H_v). */
 static void gdn_heads(void *arg, int ith, int nth)
 {
@@ -832,6 +908,10 @@ static void gdn_heads(void *arg, int ith, int nth)
 		};
 		float *st = slot_ssm(p->s, sg->slot, l->index) + (size_t)h * d * d;
 		float scale = 1.0f / sqrtf((float)d);
+		if (sg->spec) {
+			spec_head(p, sg, h, kh, st, scale, &r, scratch);
+			continue;
+		}
 		if (sg->n >= GDN_CHUNK_MIN)
 			gdn_rule_chunked(st, d, d, scale, &r, GDN_CHUNK, scratch);
 		else
@@ -842,11 +922,32 @@ static void gdn_heads(void *arg, int ith, int nth)
 static void conv_part(void *arg, int ith, int nth)
 {
 	struct pass *p = arg;
-	int cd = p->m->conv_dim, c0 = (int)((long)cd * ith / nth), c1 = (int)((long)cd * (ith + 1) / nth);
+	/* Split at multiples of 8 channels: the vector SiLU then treats every channel the same
+	 * way whatever the number of threads, so a pass's values do not depend on its size. */
+	int cd = p->m->conv_dim, c0 = (int)((long)cd * ith / nth) & ~7, c1 = (int)((long)cd * (ith + 1) / nth) & ~7;
+	if (ith == nth - 1)
+		c1 = cd;
+	int kw = p->m->cfg.ssm_conv_kernel;
 	for (int si = 0; si < p->n_seg; si++) {
 		const struct segment *sg = &p->seg[si];
-		gdn_conv_rows(slot_conv(p->s, sg->slot, p->l->index), p->l->conv_w, p->m->cfg.ssm_conv_kernel, cd, c0, c1,
-			      p->a1 + (size_t)sg->r0 * p->w1, p->w1, sg->n, p->a2 + (size_t)sg->r0 * p->w2, p->w2);
+		float *win = slot_conv(p->s, sg->slot, p->l->index);
+		const float *x = p->a1 + (size_t)sg->r0 * p->w1;
+		float *out = p->a2 + (size_t)sg->r0 * p->w2;
+		if (sg->spec && p->s->rb_mode == MODEL_ROLLBACK_LOG)
+			win = p->segwin + (size_t)si * p->s->conv_floats; /* the window after the replayed rows */
+		if (sg->spec && p->s->rb_mode == MODEL_ROLLBACK_SNAPSHOT) {
+			/* one row at a time, saving the window after each */
+			size_t nc = sizeof(float) * (size_t)(c1 - c0);
+			for (int t = 0; t < sg->n; t++) {
+				gdn_conv_rows(win, p->l->conv_w, kw, cd, c0, c1, x + (size_t)t * p->w1, p->w1, 1,
+					      out + (size_t)t * p->w2, p->w2);
+				float *dst = rb_row(p->s, sg->slot, p->l->index, sg->c + t + 1) + p->s->ssm_floats;
+				for (int i = 0; i < p->s->conv_hist; i++)
+					memcpy(dst + (size_t)i * cd + c0, win + (size_t)i * cd + c0, nc);
+			}
+			continue;
+		}
+		gdn_conv_rows(win, p->l->conv_w, kw, cd, c0, c1, x, p->w1, sg->n, out, p->w2);
 	}
 }
 
@@ -882,6 +983,53 @@ static void gdn_post_row(struct pass *p, int r)
 	kern_mul_silu(o, z, Hv * d);
 }
 
+/* Log mode: the post-conv rows of a slot's first c kept rows of GDN layer `l`, from its conv
+ * window `win` (advanced in place past them): the same convolution and the same key L2 norm
+ * as the forward pass (gdn_pre_row), so replay sees the floats the rows first saw. */
+static void log_replay_inputs(const struct model *m, const struct model_state *s, const struct layer *l, int slot,
+			      int c, float *win, float *out)
+{
+	int cd = s->conv_dim, Hk = m->cfg.ssm_n_k_heads, d = s->d_k;
+	if (c <= 0)
+		return;
+	gdn_conv_rows(win, l->conv_w, m->cfg.ssm_conv_kernel, cd, 0, cd, rb_row(s, slot, l->index, 0),
+		      (int)s->rb_row_floats, c, out, cd);
+	for (int t = 0; t < c; t++)
+		for (int kh = 0; kh < Hk; kh++)
+			l2_norm(out + (size_t)t * cd + Hk * d + kh * d, d);
+}
+
+/* Before the conv of a pass: replay inputs and the conv window of every kept log segment. */
+static void log_prepare(struct pass *p)
+{
+	const struct model_state *s = p->s;
+	for (int si = 0; si < p->n_seg; si++) {
+		const struct segment *sg = &p->seg[si];
+		if (!sg->spec)
+			continue;
+		float *win = p->segwin + (size_t)si * s->conv_floats;
+		memcpy(win, slot_conv(s, sg->slot, p->l->index), sizeof(float) * s->conv_floats);
+		log_replay_inputs(p->m, s, p->l, sg->slot, sg->c, win, p->replay + sg->replay0 * s->conv_dim);
+	}
+}
+
+/* After g and β are known: append the new rows of every kept log segment to its log. */
+static void log_append(struct pass *p)
+{
+	const struct model_state *s = p->s;
+	int Hv = s->H_v, cd = s->conv_dim;
+	for (int si = 0; si < p->n_seg; si++) {
+		const struct segment *sg = &p->seg[si];
+		if (!sg->spec)
+			continue;
+		for (int t = 0; t < sg->n; t++) {
+			float *row = rb_row(s, sg->slot, p->l->index, sg->c + t);
+			memcpy(row, p->a1 + (size_t)(sg->r0 + t) * p->w1, sizeof(float) * cd);
+			memcpy(row + cd, p->gb + (size_t)(sg->r0 + t) * 2 * Hv, sizeof(float) * 2 * Hv);
+		}
+	}
+}
+
 static void layer_gdn(struct pass *p)
 {
 	const struct model_config *c = &p->m->cfg;
@@ -894,8 +1042,13 @@ static void layer_gdn(struct pass *p)
 	int nth = kern_pool_threads(p->m->pool);
 	double conv_work = 30.0 * N * cd; /* an expf a channel a row */
 	int nconv = conv_work < 65536.0 * nth ? (conv_work < 65536.0 ? 1 : (int)(conv_work / 65536.0)) : nth;
+	int logged = p->replay != NULL;
+	if (logged)
+		log_prepare(p);
 	kern_pool_run(p->m->pool, conv_part, p, nconv);
 	for_rows(p, gdn_pre_row, 30.0 * (2 * c->ssm_n_k_heads * d + Hv));
+	if (logged)
+		log_append(p);
 	/* Threads only pay off when there is enough state to sweep (about 6 d² flops a row a head). */
 	double work = 6.0 * N * Hv * d * d;
 	if (work < 262144.0)
@@ -1045,7 +1198,49 @@ static int check_batch(const struct model *m, const struct model_state *s, const
 	return 0;
 }
 
-int model_forward(struct model *m, struct model_state *s, const struct model_batch *b, float *logits_out)
+/* Folds the slot's kept rows into its stored state. Log mode: replays them on the base in
+ * place (conv window included) with the forward pass's operations; snapshot mode: the state
+ * is already current, only the ring restarts. */
+static int rb_fold(struct model *m, struct model_state *s, int slot)
+{
+	int c = s->rb_n[slot];
+	if (s->rb_mode == MODEL_ROLLBACK_LOG && c > 0) {
+		int cd = s->conv_dim, d = s->d_k, Hk = m->cfg.ssm_n_k_heads, Hv = s->H_v;
+		float *buf = malloc(sizeof(float) * ((size_t)c * cd + (size_t)d));
+		if (!buf)
+			return -ENOMEM;
+		float scale = 1.0f / sqrtf((float)d);
+		for (int il = 0; il < m->cfg.n_layer; il++) {
+			const struct layer *l = &m->layers[il];
+			if (l->attn)
+				continue;
+			log_replay_inputs(m, s, l, slot, c, slot_conv(s, slot, l->index), buf);
+			const float *lg = rb_row(s, slot, l->index, 0) + cd;
+			for (int h = 0; h < Hv; h++) {
+				int kh = h % Hk;
+				struct gdn_rows rr = {
+					.n = c,
+					.q = buf + Hk * d + kh * d,
+					.k = buf + Hk * d + kh * d,
+					.v = buf + 2 * Hk * d + h * d,
+					.q_stride = cd, .k_stride = cd, .v_stride = cd,
+					.g = lg + h,
+					.beta = lg + Hv + h,
+					.gb_stride = (int)s->rb_row_floats,
+					.o = buf + (size_t)c * cd,
+					.o_stride = 0,
+				};
+				gdn_rule_rows(slot_ssm(s, slot, l->index) + (size_t)h * d * d, d, d, scale, &rr);
+			}
+		}
+		free(buf);
+	}
+	s->rb_n[slot] = 0;
+	return 0;
+}
+
+static int forward_impl(struct model *m, struct model_state *s, const struct model_batch *b, float *logits_out,
+			int spec, const uint8_t *keep)
 {
 	const struct model_config *c = &m->cfg;
 	int N = b->n_rows;
@@ -1056,12 +1251,50 @@ int model_forward(struct model *m, struct model_state *s, const struct model_bat
 	struct segment *seg = malloc(sizeof(*seg) * (size_t)N);
 	if (!seg)
 		return -ENOMEM;
-	int n_seg = 0, rc = check_batch(m, s, b, seg, &n_seg);
+	int n_seg = 0, rc = check_batch(m, s, b, seg, &n_seg), any_kept = 0;
+	for (int si = 0; !rc && si < n_seg; si++) {
+		seg[si].spec = spec || (keep && keep[seg[si].r0]);
+		seg[si].c = 0;
+		seg[si].replay0 = 0;
+		any_kept |= seg[si].spec;
+		if (seg[si].spec && s->rb_mode == MODEL_ROLLBACK_NONE)
+			rc = -EINVAL;
+		else if (seg[si].spec && seg[si].n > s->rb_rows)
+			rc = -E2BIG;
+	}
 	if (rc) {
 		free(seg);
 		return rc;
 	}
+	/* Kept rows: fold when the new rows would not fit (or the pass is a plain one), then note
+	 * where each segment's rows go. Folding does not change what the slot holds. */
+	size_t n_replay = 0;
+	for (int si = 0; si < n_seg && s->rb_mode != MODEL_ROLLBACK_NONE; si++) {
+		struct segment *sg = &seg[si];
+		if ((!sg->spec || s->rb_n[sg->slot] + sg->n > s->rb_rows) && (rc = rb_fold(m, s, sg->slot))) {
+			free(seg);
+			return rc;
+		}
+		sg->c = s->rb_n[sg->slot];
+		if (sg->spec && s->rb_mode == MODEL_ROLLBACK_LOG) {
+			sg->replay0 = n_replay;
+			n_replay += (size_t)sg->c;
+		}
+		if (sg->spec && s->rb_mode == MODEL_ROLLBACK_SNAPSHOT && sg->c == 0)
+			for (int i = 0; i < s->n_gdn; i++)
+				memcpy(rb_row(s, sg->slot, i, 0), slot_ssm(s, sg->slot, i), sizeof(float) * s->rb_row_floats);
+	}
 	struct pass p = { .m = m, .s = s, .N = N, .seg = seg, .n_seg = n_seg };
+	float *rb_buf = NULL;
+	if (any_kept && s->rb_mode == MODEL_ROLLBACK_LOG) {
+		rb_buf = malloc(sizeof(float) * (n_replay * (size_t)s->conv_dim + (size_t)n_seg * s->conv_floats + 1));
+		if (!rb_buf) {
+			free(seg);
+			return -ENOMEM;
+		}
+		p.segwin = rb_buf;
+		p.replay = rb_buf + (size_t)n_seg * s->conv_floats;
+	}
 	int d = c->ssm_head_dim, Hv = c->ssm_n_v_heads, hd = c->head_dim, kvd = s->kv_dim;
 	p.w1 = imax(imax(m->conv_dim, c->n_head * 2 * hd), c->n_ff);
 	p.w2 = imax(imax(m->conv_dim, c->n_ff), kvd);
@@ -1071,12 +1304,14 @@ int model_forward(struct model *m, struct model_state *s, const struct model_bat
 	p.scratch_per_thread = gdn_chunk_scratch_floats(GDN_CHUNK, d, d);
 	if (p.scratch_per_thread < (size_t)s->n_ctx)
 		p.scratch_per_thread = (size_t)s->n_ctx;
+	p.scratch_per_thread += (size_t)d * d + (size_t)d; /* spec_head's state copy and dummy output */
 	size_t E = (size_t)c->n_embd;
 	size_t need = (size_t)N * (3 * E + p.w1 + p.w2 + p.w3 + p.w4 + 4 * (size_t)Hv) +
 		      p.scratch_per_thread * nth;
 	if (need > m->work_floats) {
 		float *w = realloc(m->work, need * sizeof(float));
 		if (!w) {
+			free(rb_buf);
 			free(seg);
 			return -ENOMEM;
 		}
@@ -1115,8 +1350,12 @@ int model_forward(struct model *m, struct model_state *s, const struct model_bat
 		for (size_t i = 0; i < N * E; i++)
 			p.x[i] += p.y[i];
 	}
-	for (int si = 0; si < n_seg; si++)
+	for (int si = 0; si < n_seg; si++) {
 		s->pos[seg[si].slot] += seg[si].n;
+		if (seg[si].spec)
+			s->rb_n[seg[si].slot] = seg[si].c + seg[si].n;
+	}
+	free(rb_buf);
 
 	/* Logits only for the rows that want them: gather their normed rows first. */
 	int n_out = 0;
@@ -1130,4 +1369,135 @@ int model_forward(struct model *m, struct model_state *s, const struct model_bat
 		kern_matmul(m->pool, &m->output, p.h, c->n_embd, n_out, logits_out, c->n_vocab);
 	free(seg);
 	return 0;
+}
+
+int model_forward(struct model *m, struct model_state *s, const struct model_batch *b, float *logits_out)
+{
+	return forward_impl(m, s, b, logits_out, 0, NULL);
+}
+
+/* ======== rollback ======== */
+
+int model_forward_spec(struct model *m, struct model_state *s, const struct model_batch *b, float *logits_out)
+{
+	return forward_impl(m, s, b, logits_out, 1, NULL);
+}
+
+int model_forward_keep(struct model *m, struct model_state *s, const struct model_batch *b, const uint8_t *keep,
+		       float *logits_out)
+{
+	return forward_impl(m, s, b, logits_out, 0, keep);
+}
+
+int model_state_set_rollback(struct model_state *s, enum model_rollback mode, int max_rows)
+{
+	if (mode != MODEL_ROLLBACK_NONE && mode != MODEL_ROLLBACK_LOG && mode != MODEL_ROLLBACK_SNAPSHOT)
+		return -EINVAL;
+	if (mode != MODEL_ROLLBACK_NONE && (max_rows <= 0 || max_rows > 4096))
+		return -EINVAL;
+	for (int i = 0; s->rb_mode == MODEL_ROLLBACK_LOG && i < s->n_slots; i++)
+		if (s->rb_n[i] > 0)
+			return -EBUSY; /* the base lacks the kept rows: model_commit them first */
+	free(s->rb_data);
+	free(s->rb_n);
+	s->rb_data = NULL;
+	s->rb_n = NULL;
+	s->rb_mode = MODEL_ROLLBACK_NONE;
+	s->rb_rows = 0;
+	if (mode == MODEL_ROLLBACK_NONE)
+		return 0;
+	size_t row, entries;
+	if (mode == MODEL_ROLLBACK_LOG) {
+		struct gdn_log_shape sh = { s->n_gdn, (s->conv_dim - s->H_v * s->d_v) / (2 * s->d_k), s->H_v, s->d_k,
+					    s->d_v, s->conv_hist + 1 };
+		row = (size_t)gdn_log_row_floats(&sh);
+		entries = (size_t)max_rows;
+	} else {
+		row = s->ssm_floats + s->conv_floats;
+		entries = (size_t)max_rows + 1;
+	}
+	size_t per_slot = row * entries * (size_t)s->n_gdn;
+	if (per_slot && per_slot > SIZE_MAX / sizeof(float) / (size_t)s->n_slots)
+		return -ENOMEM;
+	s->rb_data = calloc(per_slot * (size_t)s->n_slots + 1, sizeof(float));
+	s->rb_n = calloc((size_t)s->n_slots, sizeof(int));
+	if (!s->rb_data || !s->rb_n) {
+		free(s->rb_data);
+		free(s->rb_n);
+		s->rb_data = NULL;
+		s->rb_n = NULL;
+		return -ENOMEM;
+	}
+	s->rb_mode = mode;
+	s->rb_rows = max_rows;
+	s->rb_row_floats = row;
+	s->rb_layer_floats = row * entries;
+	s->rb_slot_floats = per_slot;
+	return 0;
+}
+
+enum model_rollback model_state_rollback_mode(const struct model_state *s)
+{
+	return s->rb_mode;
+}
+
+int model_state_rollback_capacity(const struct model_state *s)
+{
+	return s->rb_rows;
+}
+
+int model_state_slot_kept(const struct model_state *s, int slot)
+{
+	if (slot < 0 || slot >= s->n_slots)
+		return -EINVAL;
+	return s->rb_n ? s->rb_n[slot] : 0;
+}
+
+int model_state_slot_rollback(struct model_state *s, int slot, int n)
+{
+	if (slot < 0 || slot >= s->n_slots || n < 0)
+		return -EINVAL;
+	if (n == 0)
+		return 0;
+	if (!s->rb_n || n > s->rb_n[slot])
+		return -ERANGE;
+	int keep = s->rb_n[slot] - n;
+	if (s->rb_mode == MODEL_ROLLBACK_SNAPSHOT)
+		for (int i = 0; i < s->n_gdn; i++)
+			memcpy(slot_ssm(s, slot, i), rb_row(s, slot, i, keep), sizeof(float) * s->rb_row_floats);
+	s->rb_n[slot] = keep;
+	s->pos[slot] -= n; /* attention: KV rows past pos are dead and get overwritten */
+	return 0;
+}
+
+size_t model_state_rollback_bytes(const struct model_state *s)
+{
+	return s->rb_n ? s->rb_slot_floats * (size_t)s->n_slots * sizeof(float) : 0;
+}
+
+int model_commit(struct model *m, struct model_state *s, int slot)
+{
+	if (slot < 0 || slot >= s->n_slots || s->n_gdn != m->n_gdn || s->conv_dim != m->conv_dim)
+		return -EINVAL;
+	return s->rb_n ? rb_fold(m, s, slot) : 0;
+}
+
+const float *model_state_slot_gdn(const struct model_state *s, int slot, int gdn, size_t *n_floats)
+{
+	if (slot < 0 || slot >= s->n_slots || gdn < 0 || gdn >= s->n_gdn)
+		return NULL;
+	if (n_floats)
+		*n_floats = s->ssm_floats + s->conv_floats;
+	return slot_ssm(s, slot, gdn);
+}
+
+void model_state_memory(const struct model_state *s, struct model_state_memory *out)
+{
+	size_t slots = (size_t)s->n_slots, f = sizeof(float);
+	out->kv = 2 * s->kv_floats * (size_t)s->n_attn * slots * f;
+	out->gdn_state = s->ssm_floats * (size_t)s->n_gdn * slots * f;
+	out->conv = s->conv_floats * (size_t)s->n_gdn * slots * f;
+	out->rollback = model_state_rollback_bytes(s);
+	out->snapshot_ring = s->rb_n ? (s->ssm_floats + s->conv_floats) * (size_t)s->n_gdn * ((size_t)s->rb_rows + 1) * slots * f
+				     : 0;
 }

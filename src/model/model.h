@@ -9,8 +9,8 @@
  * Conventions are the GGUF file's (llama.cpp's converter): norm weights already hold 1+w,
  * ssm_a holds −exp(A_log), V-heads are in tiled order (V-head j uses K-head j mod H_k).
  *
- * Does not: sample, tokenize (the tokenizer module reads the same GGUF, see model_gguf),
- * roll back recurrent state (a slot only moves forward; copy a slot to branch it).
+ * Does not: sample, tokenize (the tokenizer module reads the same GGUF, see model_gguf).
+ * Rolling rows back (speculative decoding) is opt-in per pool, see "rollback" below.
  * Threads: one model_forward at a time per model; it uses the model's thread pool.
  * Ownership: arguments are borrowed; pointers returned by getters live as long as the model. */
 #ifndef SIXI_MODEL_MODEL_H
@@ -95,6 +95,55 @@ struct model_batch {
 	const uint8_t *want_logits; /* [n_rows] or NULL */
 };
 int model_forward(struct model *m, struct model_state *s, const struct model_batch *b, float *logits_out);
+
+/* ---- rollback: rows kept for speculative verification ---- */
+/* A pool with rollback keeps the rows of model_forward_spec passes so that the last rows of a
+ * slot can be dropped again (model_state_slot_rollback). Two modes:
+ *  - MODEL_ROLLBACK_LOG: the slot's GDN state is a base state plus a log of the rows since
+ *    (gdn_log.h says what a row holds). A spec pass copies the base, replays the kept rows on
+ *    the copy with exactly the float operations of the forward pass, then runs the new rows
+ *    on it and appends them to the log; the base is written only when the log is folded
+ *    into it (when a pass would overflow the log, on model_commit, and before a plain
+ *    model_forward on the slot). Rolling back is moving the log's end.
+ *  - MODEL_ROLLBACK_SNAPSHOT: the state is updated in place and a ring keeps the state and
+ *    conv window before the first kept row and after every kept row; rolling back copies
+ *    one back. The baseline and test oracle.
+ * In both, attention KV rows roll back by truncation (the slot's position moves back).
+ * A spec pass runs every row of a logged segment with the row-by-row delta rule (what a
+ * one-row decode runs), so a speculative run and a plain one-row-at-a-time run compute the
+ * same floats. max_rows: rows the log (or ring) keeps per slot; a spec segment longer than
+ * that is refused. Setting the mode resets every slot's kept rows (the state is kept). */
+enum model_rollback { MODEL_ROLLBACK_NONE = 0, MODEL_ROLLBACK_LOG = 1, MODEL_ROLLBACK_SNAPSHOT = 2 };
+int model_state_set_rollback(struct model_state *s, enum model_rollback mode, int max_rows);
+enum model_rollback model_state_rollback_mode(const struct model_state *s);
+/* Rows a spec segment may have (max_rows), 0 without rollback. */
+int model_state_rollback_capacity(const struct model_state *s);
+/* Rows of the slot that can be rolled back now (kept since the last fold). */
+int model_state_slot_kept(const struct model_state *s, int slot);
+/* Drops the slot's last n rows: -EINVAL for a bad slot, -ERANGE when n > kept rows. */
+int model_state_slot_rollback(struct model_state *s, int slot, int n);
+/* Bytes of the log or snapshot ring of all slots (0 without rollback). */
+size_t model_state_rollback_bytes(const struct model_state *s);
+/* The pool's bytes by part, all slots: attention KV cache, GDN recurrent states, conv windows,
+ * the rollback log or ring, and what a snapshot ring of the same depth (one state and window
+ * per kept row plus the one before) takes; the last two are 0 without rollback. */
+struct model_state_memory {
+	size_t kv, gdn_state, conv, rollback, snapshot_ring;
+};
+void model_state_memory(const struct model_state *s, struct model_state_memory *out);
+/* Like model_forward, but every segment is kept for rollback. -EINVAL without rollback,
+ * -E2BIG when a kept segment has more rows than the capacity; nothing changed then. */
+int model_forward_spec(struct model *m, struct model_state *s, const struct model_batch *b, float *logits_out);
+/* Per slot: keep [n_rows] (NULL: none); a slot's segment is kept when keep is set on its first
+ * row. Slots not kept run as in model_forward (their kept rows are folded first). */
+int model_forward_keep(struct model *m, struct model_state *s, const struct model_batch *b, const uint8_t *keep,
+		       float *logits_out);
+/* Folds the slot's kept rows into its state (they can no longer be rolled back). */
+int model_commit(struct model *m, struct model_state *s, int slot);
+/* The slot's GDN layer `gdn` as stored: the state [H_v][d_v][d_k] followed by the conv window
+ * [conv_kernel-1][conv_dim] (*n_floats gets the total). In log mode it is the base: call
+ * model_commit first to read the slot's current state. NULL for a bad slot or layer. */
+const float *model_state_slot_gdn(const struct model_state *s, int slot, int gdn, size_t *n_floats);
 
 /* ---- building and writing ---- */
 /* Fills cfg from the qwen35.* keys of g. -EINVAL with "FILE: key ..." in err when a key is

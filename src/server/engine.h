@@ -26,6 +26,16 @@ struct engine_row {
 	bool want_logits; /* the last prompt row and every decode row */
 };
 
+/* A draft request (engine_ops.draft): up to k greedy tokens after hist. */
+struct engine_draft {
+	int32_t slot;
+	const int32_t *hist; /* (n_hist) ids so far, the last not yet verified */
+	int32_t n_hist;
+	int32_t k;
+	int32_t *out;        /* (k) */
+	int32_t n_out;       /* set by the engine */
+};
+
 struct engine_ops {
 	/* UTF-8 text -> ids. Writes at most cap ids; *n gets the full count (may exceed cap). 0 or -errno. */
 	int (*tokenize)(struct engine *e, const char *text, size_t len, int32_t *ids, size_t cap, size_t *n);
@@ -39,6 +49,15 @@ struct engine_ops {
 	/* A free state slot (reset to position 0), or -ENOSPC. */
 	int (*slot_alloc)(struct engine *e);
 	void (*slot_free)(struct engine *e, int slot);
+	/* Optional (NULL: no speculative decoding). forward_keep is forward with keep[n]: a slot
+	 * whose first row has keep set keeps its rows revocable; rollback drops a slot's last n
+	 * kept rows. 0 or -errno. */
+	int (*forward_keep)(struct engine *e, const struct engine_row *rows, size_t n, const uint8_t *keep,
+			    float *logits);
+	int (*rollback)(struct engine *e, int slot, int n);
+	/* Optional: drafts by a draft model for n sequences at once (NULL: the scheduler drafts by
+	 * prompt lookup). 0 or -errno. */
+	int (*draft)(struct engine *e, struct engine_draft *d, size_t n);
 	/* Host work per sampled row that the backend simulates (ns, already
 	 * time-scaled); 0 for real backends, whose host work is real. */
 	int64_t (*host_row_ns)(struct engine *e);
@@ -59,6 +78,9 @@ struct engine {
 	const char *bos_text;      /* text of the BOS token for templates, or NULL */
 	const char *eos_text;      /* text of the EOS token for templates, or NULL */
 	_Atomic int64_t state_copies; /* recurrent-state copies made by forward passes: must stay 0 */
+	/* bytes of the state pool by part (0 where the backend has none): attention KV cache, GDN
+	 * states, conv windows, the rollback log (or ring), and a snapshot ring of the same depth */
+	int64_t mem_kv, mem_gdn_state, mem_conv, mem_rollback, mem_snapshot_ring;
 };
 
 static inline void engine_destroy(struct engine *e)

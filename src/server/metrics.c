@@ -102,12 +102,30 @@ int metrics_render(struct metrics *m, const struct metrics_gauges *g, struct buf
 		      LOAD(split_passes));
 	rc |= counter(out, "sixi_unknown_fields_total", "Unknown request fields ignored.", LOAD(unknown_fields));
 	rc |= counter(out, "sixi_pass_errors_total", "Forward passes that failed.", LOAD(pass_errors));
+	uint64_t sp = LOAD(spec_steps), sd = LOAD(spec_drafted), sa = LOAD(spec_accepted);
+	rc |= counter(out, "sixi_spec_steps_total", "Speculative verification steps (one sequence each).", sp);
+	rc |= counter(out, "sixi_spec_drafted_total", "Drafted tokens verified.", sd);
+	rc |= counter(out, "sixi_spec_accepted_total", "Drafted tokens accepted.", sa);
+	rc |= buf_printf(out,
+			 "# HELP sixi_spec_accept_len Tokens per speculative step (accepted drafts + 1), since start.\n"
+			 "# TYPE sixi_spec_accept_len gauge\nsixi_spec_accept_len %.4f\n"
+			 "# HELP sixi_spec_accept_rate Accepted / drafted tokens, since start.\n"
+			 "# TYPE sixi_spec_accept_rate gauge\nsixi_spec_accept_rate %.4f\n",
+			 sp ? (double)(sa + sp) / (double)sp : 0.0, sd ? (double)sa / (double)sd : 0.0);
 	rc |= counter(out, "sixi_state_copies_total", "Recurrent-state copies made by passes (stays 0).",
 		      (uint64_t)g->state_copies);
 	rc |= gauge(out, "sixi_active_sequences", "Sequences holding a state slot.", g->active_sequences);
 	rc |= gauge(out, "sixi_waiting_requests", "Sequences waiting for a slot.", g->waiting_requests);
 	rc |= gauge(out, "sixi_connections", "Open HTTP connections.", g->connections);
 	rc |= gauge(out, "sixi_ready", "1 once a warm-up generation has succeeded.", g->ready);
+	rc |= gauge(out, "sixi_kv_cache_bytes", "Attention KV cache of all slots.", g->mem_kv);
+	rc |= gauge(out, "sixi_gdn_state_bytes", "Recurrent GDN states of all slots.", g->mem_gdn_state);
+	rc |= gauge(out, "sixi_conv_state_bytes", "GDN conv windows of all slots.", g->mem_conv);
+	rc |= gauge(out, "sixi_rollback_bytes", "Speculative rollback log (or snapshot ring) of all slots.",
+		    g->mem_rollback);
+	rc |= gauge(out, "sixi_snapshot_ring_bytes",
+		    "What a snapshot ring of the same depth takes (the rollback's baseline; 0 without speculation).",
+		    g->mem_snapshot_ring);
 	pthread_mutex_lock(&m->lock);
 	rc |= hist(out, "sixi_rows_per_pass", "Rows per forward pass.", &m->rows_per_pass);
 	rc |= hist(out, "sixi_pass_seconds", "Forward pass time.", &m->pass_seconds);

@@ -39,6 +39,9 @@ struct metrics {
 	_Atomic uint64_t split_passes;        /* passes that ran while a decoding sequence was not ready */
 	_Atomic uint64_t unknown_fields;      /* request fields ignored */
 	_Atomic uint64_t pass_errors;         /* forward passes that failed */
+	_Atomic uint64_t spec_steps;          /* speculative verification passes (one sequence each) */
+	_Atomic uint64_t spec_drafted;        /* drafted tokens verified */
+	_Atomic uint64_t spec_accepted;       /* drafted tokens kept */
 	_Atomic int last_pass_failed;         /* 1 while the latest pass failed: /health says so */
 	struct metrics_hist rows_per_pass;
 	struct metrics_hist pass_seconds;
@@ -58,6 +61,7 @@ struct metrics_gauges {
 	int64_t connections;
 	int64_t state_copies;
 	int ready;
+	int64_t mem_kv, mem_gdn_state, mem_conv, mem_rollback, mem_snapshot_ring; /* engine.h */
 };
 /* Appends the Prometheus text exposition. 0 or -ENOMEM. */
 __attribute__((warn_unused_result)) int metrics_render(struct metrics *m, const struct metrics_gauges *g,

@@ -9,6 +9,7 @@
 #include "model/gguf.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
+#include "server/spec_draft.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@ struct real_engine {
 	struct model *m;
 	struct model_state *st;
 	struct tokenizer *tok;
+	struct spec_draft *draft; /* NULL: no draft model */
 	unsigned char *used;   /* (n_slots) */
 	int32_t *tokens;       /* (cap) batch scratch */
 	int32_t *slots;        /* (cap) */
@@ -74,7 +76,8 @@ static bool real_is_eog(struct engine *e, int32_t id)
 	return tok_is_eog(((struct real_engine *)e)->tok, id);
 }
 
-static int real_forward(struct engine *e, const struct engine_row *rows, size_t n, float *logits)
+static int forward_rows(struct engine *e, const struct engine_row *rows, size_t n, const uint8_t *keep,
+			float *logits)
 {
 	struct real_engine *r = (struct real_engine *)e;
 	if (n > r->cap) {
@@ -105,7 +108,23 @@ static int real_forward(struct engine *e, const struct engine_row *rows, size_t 
 	}
 	struct model_batch b = { .n_rows = (int)n, .tokens = r->tokens, .slots = r->slots, .pos = r->pos,
 				 .want_logits = r->want };
-	return model_forward(r->m, r->st, &b, logits);
+	return keep ? model_forward_keep(r->m, r->st, &b, keep, logits) : model_forward(r->m, r->st, &b, logits);
+}
+
+static int real_forward(struct engine *e, const struct engine_row *rows, size_t n, float *logits)
+{
+	return forward_rows(e, rows, n, NULL, logits);
+}
+
+static int real_forward_keep(struct engine *e, const struct engine_row *rows, size_t n, const uint8_t *keep,
+			     float *logits)
+{
+	return forward_rows(e, rows, n, keep, logits);
+}
+
+static int real_rollback(struct engine *e, int slot, int n)
+{
+	return model_state_slot_rollback(((struct real_engine *)e)->st, slot, n);
 }
 
 static int real_slot_alloc(struct engine *e)
@@ -117,6 +136,8 @@ static int real_slot_alloc(struct engine *e)
 			if (rc != 0)
 				return rc;
 			r->used[i] = 1;
+			if (r->draft)
+				spec_draft_reset(r->draft, i);
 			return i;
 		}
 	return -ENOSPC;
@@ -133,6 +154,7 @@ static void real_destroy(struct engine *e)
 {
 	struct real_engine *r = (struct real_engine *)e;
 	model_state_destroy(r->st);
+	spec_draft_free(r->draft);
 	tok_destroy(r->tok);
 	model_free(r->m);
 	free(r->used);
@@ -153,6 +175,88 @@ static const struct engine_ops real_ops = {
 	.host_row_ns = NULL,
 	.destroy = real_destroy,
 };
+
+static int real_draft(struct engine *e, struct engine_draft *d, size_t n)
+{
+	struct real_engine *r = (struct real_engine *)e;
+	struct spec_draft_req *q = malloc(n * sizeof *q);
+	if (!q)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		q[i] = (struct spec_draft_req){ .slot = d[i].slot, .hist = d[i].hist, .n_hist = d[i].n_hist, .k = d[i].k,
+						.out = d[i].out };
+	int rc = spec_draft_run(r->draft, q, n);
+	for (size_t i = 0; i < n; i++)
+		d[i].n_out = rc == 0 ? q[i].n_out : 0;
+	free(q);
+	return rc;
+}
+
+static const struct engine_ops real_draft_ops = {
+	.tokenize = real_tokenize,
+	.detokenize = real_detokenize,
+	.is_eog = real_is_eog,
+	.forward = real_forward,
+	.slot_alloc = real_slot_alloc,
+	.slot_free = real_slot_free,
+	.forward_keep = real_forward_keep,
+	.rollback = real_rollback,
+	.draft = real_draft,
+	.host_row_ns = NULL,
+	.destroy = real_destroy,
+};
+
+int real_engine_set_draft(struct engine *e, const char *path, int k_max, int n_threads, char *err, size_t errlen)
+{
+	struct real_engine *r = (struct real_engine *)e;
+	if (!e->ops->rollback) {
+		snprintf(err, errlen, "a draft model needs speculative decoding set up first");
+		return -EINVAL;
+	}
+	r->draft = spec_draft_open(path, r->m, e->n_slots, e->n_ctx, k_max, n_threads, err, errlen);
+	if (!r->draft)
+		return -EINVAL;
+	e->ops = &real_draft_ops;
+	return 0;
+}
+
+static void real_memory(struct real_engine *r)
+{
+	struct model_state_memory mm;
+	model_state_memory(r->st, &mm);
+	r->base.mem_kv = (int64_t)mm.kv;
+	r->base.mem_gdn_state = (int64_t)mm.gdn_state;
+	r->base.mem_conv = (int64_t)mm.conv;
+	r->base.mem_rollback = (int64_t)mm.rollback;
+	r->base.mem_snapshot_ring = (int64_t)mm.snapshot_ring;
+}
+
+static const struct engine_ops real_spec_ops = {
+	.tokenize = real_tokenize,
+	.detokenize = real_detokenize,
+	.is_eog = real_is_eog,
+	.forward = real_forward,
+	.slot_alloc = real_slot_alloc,
+	.slot_free = real_slot_free,
+	.forward_keep = real_forward_keep,
+	.rollback = real_rollback,
+	.host_row_ns = NULL,
+	.destroy = real_destroy,
+};
+
+int real_engine_set_rollback(struct engine *e, int mode, int rows, size_t *bytes, char *err, size_t errlen)
+{
+	struct real_engine *r = (struct real_engine *)e;
+	int rc = model_state_set_rollback(r->st, (enum model_rollback)mode, rows);
+	if (rc != 0) {
+		snprintf(err, errlen, "cannot keep %d rows per slot for rollback: %s", rows, strerror(-rc));
+		return rc;
+	}
+	e->ops = mode ? &real_spec_ops : &real_ops;
+	*bytes = model_state_rollback_bytes(r->st);
+	real_memory(r);
+	return 0;
+}
 
 struct engine *real_engine_open(const char *path, int n_slots, int n_ctx, int n_threads, char *err, size_t errlen)
 {
@@ -202,6 +306,7 @@ struct engine *real_engine_open(const char *path, int n_slots, int n_ctx, int n_
 	r->base.bos_text = tok_bos(r->tok) >= 0 ? tok_piece(r->tok, tok_bos(r->tok)) : NULL;
 	r->base.eos_text = tok_eos(r->tok) >= 0 ? tok_piece(r->tok, tok_eos(r->tok)) : NULL;
 	atomic_init(&r->base.state_copies, 0);
+	real_memory(r);
 	return &r->base;
 fail:
 	real_destroy(&r->base);

@@ -13,4 +13,12 @@ struct engine;
  * positions. n_threads <= 0: all CPUs. NULL with "what, and what to do" in err. */
 struct engine *real_engine_open(const char *path, int n_slots, int n_ctx, int n_threads, char *err,
 				size_t errlen);
+/* Speculative decoding: the pool keeps up to `rows` rows per slot for rollback (mode:
+ * 1 = log, 2 = snapshot, as model.h's enum model_rollback) and the engine gains forward_keep
+ * and rollback; *bytes gets what the log or ring takes for all slots. Call before the first
+ * pass. 0, or -errno with a message in err. */
+int real_engine_set_rollback(struct engine *e, int mode, int rows, size_t *bytes, char *err, size_t errlen);
+/* A draft model of the same vocabulary for the speculative decoding set up above; it drafts
+ * up to k_max tokens per step. 0, or -errno with "FILE: what, what to do" in err. */
+int real_engine_set_draft(struct engine *e, const char *path, int k_max, int n_threads, char *err, size_t errlen);
 #endif

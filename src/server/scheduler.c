@@ -23,6 +23,7 @@
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "model/spec.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -71,6 +72,12 @@ struct sched_seq {
 	int64_t completion_tokens;  /* n_gen as last published */
 	int64_t cached_tokens;
 	int64_t queue_ns;
+	/* speculative decoding: the drafts of the pass in flight, rows the engine must still
+	 * drop (set by the sampler, applied by the executor), counters */
+	int32_t draft[SCHED_SPEC_MAX];
+	int n_draft;
+	int spec_rb;
+	int64_t spec_steps, spec_drafted, spec_accepted;
 };
 
 struct retained {
@@ -118,6 +125,8 @@ struct sched {
 	/* executor scratch */
 	struct engine_row *rows;  /* (cap_rows) */
 	size_t cap_rows;
+	uint8_t *keep;            /* (cap_keep) per row: kept for rollback (speculative rows) */
+	size_t cap_keep;
 	struct sched_seq **members; /* (cap_members) */
 	size_t cap_members;
 };
@@ -158,6 +167,87 @@ static void seq_finish(struct sched *s, struct sched_seq *q, enum sched_finish w
 		metrics_add(s->m, requests_cancelled, 1);
 }
 
+/* ---- speculative decoding (executor thread, under lock) ---- */
+
+static bool spec_on(const struct sched *s, const struct sched_seq *q)
+{
+	return s->cfg.spec_draft_max > 0 && s->e->ops->forward_keep && s->e->ops->rollback &&
+	       q->sp.temperature == 0;
+}
+
+/* Drops the rows the sampler rejected; an engine failure ends the sequence. */
+static void spec_apply_rollback(struct sched *s, struct sched_seq *q)
+{
+	if (q->spec_rb > 0 && q->slot >= 0) {
+		int rc = s->e->ops->rollback(s->e, q->slot, q->spec_rb);
+		if (rc != 0) {
+			log_error("speculative rollback failed: %s", strerror(-rc));
+			if (q->state != S_FINISHED)
+				seq_finish(s, q, SCHED_ERROR);
+		}
+	}
+	q->spec_rb = 0;
+}
+
+/* How many tokens a ready sequence may draft now (after applying its pending rollback). */
+static int spec_limit(struct sched *s, struct sched_seq *q)
+{
+	q->n_draft = 0;
+	if (!spec_on(s, q))
+		return 0;
+	spec_apply_rollback(s, q);
+	if (q->state == S_FINISHED)
+		return 0;
+	int64_t k = s->cfg.spec_draft_max;
+	int64_t left = q->max_tokens - q->n_gen - 1; /* the pass yields up to k + 1 tokens */
+	int64_t room = (int64_t)s->e->n_ctx - (int64_t)q->n_fed - 2;
+	k = k < left ? k : left;
+	k = k < room ? k : room;
+	if (k > SCHED_SPEC_MAX)
+		k = SCHED_SPEC_MAX;
+	return k > 0 ? (int)k : 0;
+}
+
+/* Drafts for every ready sequence that may: by the engine's draft model in one call when it
+ * has one, else by prompt lookup (the ids that followed the latest earlier occurrence of the
+ * last 3, 2 or 1 ids of the history). A failing draft model only costs the drafts. */
+static void spec_draft_all(struct sched *s)
+{
+	struct engine_draft *dr = NULL;
+	struct sched_seq **dq = NULL;
+	size_t n = 0;
+	if (s->e->ops->draft && s->cfg.spec_draft_max > 0) {
+		dr = malloc(s->n_seqs * sizeof *dr);
+		dq = malloc(s->n_seqs * sizeof *dq);
+	}
+	for (size_t i = 0; i < s->n_seqs; i++) {
+		struct sched_seq *q = s->seqs[i];
+		if (q->state != S_READY)
+			continue;
+		int k = spec_limit(s, q);
+		if (k <= 0 || q->state != S_READY)
+			continue;
+		if (s->e->ops->draft) {
+			if (dr && dq) {
+				dr[n] = (struct engine_draft){ .slot = q->slot, .hist = q->toks, .n_hist = (int32_t)(q->n_fed + 1),
+							       .k = k, .out = q->draft };
+				dq[n++] = q;
+			}
+		} else {
+			q->n_draft = spec_ngram_draft(q->toks, (int)(q->n_fed + 1), 1, 3, k, q->draft);
+		}
+	}
+	if (n > 0) {
+		int rc = s->e->ops->draft(s->e, dr, n);
+		if (rc != 0)
+			log_error("draft model failed: %s (continuing without drafts)", strerror(-rc));
+		for (size_t i = 0; i < n; i++)
+			dq[i]->n_draft = rc == 0 ? dr[i].n_out : 0;
+	}
+	free(dr);
+	free(dq);
+}
+
 /* ---- slots and the prefix cache (executor thread, under lock) ---- */
 
 static void retained_drop(struct sched *s, struct retained *r)
@@ -173,6 +263,7 @@ static void slot_release(struct sched *s, struct sched_seq *q)
 {
 	if (q->slot < 0)
 		return;
+	spec_apply_rollback(s, q);
 	if (s->cfg.prefix_cache && q->finish != SCHED_ERROR && q->n_fed > 0) {
 		struct retained *r = &s->ret[q->slot];
 		free(r->toks);
@@ -291,8 +382,10 @@ static size_t add_chunk(struct sched *s, struct sched_seq *q, size_t budget, siz
 	size_t k = q->n_prompt - q->n_fed;
 	if (k > budget)
 		k = budget;
+	q->n_draft = 0;
 	for (size_t j = 0; j < k; j++) {
 		size_t pos = q->n_fed + j;
+		s->keep[*n_rows] = 0;
 		s->rows[(*n_rows)++] = (struct engine_row){ .slot = q->slot, .token = q->toks[pos], .pos = (int32_t)pos,
 							    .want_logits = pos + 1 == q->n_prompt };
 	}
@@ -305,8 +398,10 @@ static size_t add_chunk(struct sched *s, struct sched_seq *q, size_t budget, siz
 static size_t build_pass(struct sched *s, size_t *n_rows_out)
 {
 	size_t n_members = 0, n_rows = 0;
-	size_t need = s->n_seqs + (size_t)s->cfg.prefill_chunk + 1;
+	size_t need = s->n_seqs * (1 + (size_t)(s->cfg.spec_draft_max > 0 ? s->cfg.spec_draft_max : 0)) +
+		      (size_t)s->cfg.prefill_chunk + 1;
 	if (grow((void **)&s->rows, &s->cap_rows, need, sizeof *s->rows) != 0 ||
+	    grow((void **)&s->keep, &s->cap_keep, need, 1) != 0 ||
 	    grow((void **)&s->members, &s->cap_members, s->n_seqs + 1, sizeof *s->members) != 0)
 		return 0;
 	struct sched_seq *first_prefill = NULL;
@@ -327,12 +422,20 @@ static size_t build_pass(struct sched *s, size_t *n_rows_out)
 		return n_members;
 	}
 	s->last_was_prompt_pass = false;
+	spec_draft_all(s);
 	for (size_t i = 0; i < s->n_seqs; i++) {
 		struct sched_seq *q = s->seqs[i];
 		if (q->state != S_READY)
 			continue;
+		int k = q->n_draft;
+		s->keep[n_rows] = spec_on(s, q);
 		s->rows[n_rows++] = (struct engine_row){ .slot = q->slot, .token = q->toks[q->n_fed],
 							 .pos = (int32_t)q->n_fed, .want_logits = true };
+		for (int j = 0; j < k; j++) {
+			s->keep[n_rows] = 1;
+			s->rows[n_rows++] = (struct engine_row){ .slot = q->slot, .token = q->draft[j],
+								 .pos = (int32_t)(q->n_fed + 1 + (size_t)j), .want_logits = true };
+		}
 		q->n_chunk = 0;
 		q->state = S_RUNNING;
 		s->members[n_members++] = q;
@@ -427,7 +530,9 @@ static void *exec_main(void *arg)
 		int rc = (b && logits && items) ? 0 : -ENOMEM;
 		pthread_mutex_unlock(&s->lock);
 		int64_t t0 = clock_now_ns();
-		if (rc == 0)
+		if (rc == 0 && s->cfg.spec_draft_max > 0 && s->e->ops->forward_keep)
+			rc = s->e->ops->forward_keep(s->e, s->rows, n_rows, s->keep, logits);
+		else if (rc == 0)
 			rc = s->e->ops->forward(s->e, s->rows, n_rows, logits);
 		int64_t dt = clock_now_ns() - t0;
 		pthread_mutex_lock(&s->lock);
@@ -443,7 +548,7 @@ static void *exec_main(void *arg)
 			metrics_add(s->m, split_passes, 1);
 		metrics_observe(s->m, &s->m->rows_per_pass, (double)n_rows);
 		metrics_observe(s->m, &s->m->pass_seconds, (double)dt / 1e9);
-		size_t k = 0;
+		size_t k = 0, lrow = 0; /* items, logits rows used */
 		for (size_t i = 0; i < n_members; i++) {
 			struct sched_seq *q = s->members[i];
 			if (rc != 0) {
@@ -456,14 +561,15 @@ static void *exec_main(void *arg)
 				q->n_fed += q->n_chunk;
 				prompt_done = q->n_fed == q->n_prompt;
 			} else {
-				q->n_fed += 1;
+				q->n_fed += 1 + (size_t)q->n_draft;
 			}
 			if (!prompt_done) {
 				q->state = q->cancelled ? (seq_finish(s, q, SCHED_CANCELLED), S_FINISHED) : S_PREFILL;
 				continue;
 			}
-			items[k] = (struct batch_item){ q, logits + k * n_logits };
+			items[k] = (struct batch_item){ q, logits + lrow * n_logits };
 			k++;
+			lrow += 1 + (size_t)(q->n_chunk > 0 ? 0 : q->n_draft);
 			q->state = S_SAMPLING;
 			s->n_sampling++;
 		}
@@ -577,27 +683,35 @@ static bool text_advance(struct sched_seq *q, bool final, size_t *safe_end)
 	return false;
 }
 
+/* Samples a sequence's rows of one pass: one row, or for a speculative step the row of the
+ * last token and one per draft, taking tokens while they equal the drafts (greedy only) and
+ * the target's own token after the last kept draft. Rejected rows are rolled back by the
+ * executor before the sequence's next pass (spec_rb). */
 static void sample_row(struct sched *s, struct sched_seq *q, float *logits, struct sampler_scratch *sc)
 {
 	enum sched_finish fin = SCHED_RUNNING;
 	int32_t tok = -1;
+	int n_rows = 1 + q->n_draft, accepted = 0;
+	int64_t n_new = 0;
 	pthread_mutex_lock(&s->lock);
 	bool cancelled = q->cancelled; /* set by the caller's thread */
 	pthread_mutex_unlock(&s->lock);
-	if (cancelled) {
+	if (cancelled)
 		fin = SCHED_CANCELLED;
-	} else {
-		for (size_t i = 0; i < q->n_bias; i++)
-			if (q->bias_ids[i] < s->e->n_sample)
-				logits[q->bias_ids[i]] += q->bias[i];
-		tok = sampler_pick(&q->sp, &q->rng, logits, (size_t)s->e->n_sample, sc);
-		if (tok < 0)
-			fin = SCHED_ERROR;
-	}
 	size_t safe_end = q->emitted;
-	if (fin == SCHED_RUNNING) {
+	for (int i = 0; fin == SCHED_RUNNING && i < n_rows; i++) {
+		float *lg = logits + (size_t)i * (size_t)s->e->n_logits;
+		for (size_t j = 0; j < q->n_bias; j++)
+			if (q->bias_ids[j] < s->e->n_sample)
+				lg[q->bias_ids[j]] += q->bias[j];
+		tok = sampler_pick(&q->sp, &q->rng, lg, (size_t)s->e->n_sample, sc);
+		if (tok < 0) {
+			fin = SCHED_ERROR;
+			break;
+		}
 		q->toks[q->n_prompt + (size_t)q->n_gen] = tok;
 		q->n_gen++;
+		n_new++;
 		bool eos = !q->ignore_eos && (s->e->ops->is_eog ? s->e->ops->is_eog(s->e, tok) : tok == s->e->eos);
 		if (!eos && s->e->ops->detokenize(s->e, tok, &q->gen) != 0)
 			fin = SCHED_ERROR;
@@ -608,6 +722,9 @@ static void sample_row(struct sched *s, struct sched_seq *q, float *logits, stru
 			fin = SCHED_STOP;
 		else if (at_limit)
 			fin = SCHED_LENGTH;
+		if (fin != SCHED_RUNNING || i == q->n_draft || tok != q->draft[i])
+			break;
+		accepted++;
 	}
 	pthread_mutex_lock(&s->lock);
 	if (safe_end > q->emitted) {
@@ -615,8 +732,19 @@ static void sample_row(struct sched *s, struct sched_seq *q, float *logits, stru
 			fin = SCHED_ERROR;
 		q->emitted = safe_end;
 	}
-	if (tok >= 0)
-		metrics_add(s->m, completion_tokens, 1);
+	if (n_new > 0)
+		metrics_add(s->m, completion_tokens, n_new);
+	if (q->n_draft > 0) {
+		q->spec_rb = q->n_draft - accepted;
+		q->n_fed -= (size_t)q->spec_rb;
+		q->spec_steps++;
+		q->spec_drafted += q->n_draft;
+		q->spec_accepted += accepted;
+		metrics_add(s->m, spec_steps, 1);
+		metrics_add(s->m, spec_drafted, q->n_draft);
+		metrics_add(s->m, spec_accepted, accepted);
+		q->n_draft = 0;
+	}
 	q->completion_tokens = q->n_gen;
 	s->n_sampling--;
 	if (fin != SCHED_RUNNING)
@@ -751,6 +879,7 @@ void sched_destroy(struct sched *s)
 	free(s->spare_logits);
 	free(s->ret);
 	free(s->rows);
+	free(s->keep);
 	free(s->members);
 	pthread_cond_destroy(&s->exec_cv);
 	pthread_cond_destroy(&s->samp_cv);
@@ -826,6 +955,9 @@ int sched_seq_take(struct sched *s, struct sched_seq *q, struct buf *text, struc
 	st->completion_tokens = q->completion_tokens;
 	st->cached_tokens = q->cached_tokens;
 	st->queue_ns = q->queue_ns;
+	st->spec_steps = q->spec_steps;
+	st->spec_drafted = q->spec_drafted;
+	st->spec_accepted = q->spec_accepted;
 	pthread_mutex_unlock(&s->lock);
 	return rc;
 }

@@ -35,7 +35,11 @@ struct sched_config {
 	int32_t prefill_chunk;    /* prompt rows per pass */
 	bool interleave;          /* decode rows of other sequences run between prompt chunks */
 	bool prefix_cache;        /* keep finished sequences' slots to reuse their prefix */
+	int32_t spec_draft_max;   /* speculative decoding (spec.h): n-gram drafts of up to this many
+				   * tokens for greedy sequences; 0 = off; needs the engine's
+				   * forward_keep and rollback, and at most SCHED_SPEC_MAX */
 };
+#define SCHED_SPEC_MAX 32
 void sched_config_default(struct sched_config *c);
 
 enum sched_finish { SCHED_RUNNING = 0, SCHED_STOP, SCHED_LENGTH, SCHED_CANCELLED, SCHED_ERROR };
@@ -59,6 +63,9 @@ struct sched_status {
 	int64_t completion_tokens;
 	int64_t cached_tokens;     /* prompt tokens reused from the prefix cache */
 	int64_t queue_ns;          /* arrival to slot; -1 while waiting */
+	int64_t spec_steps;        /* speculative verification passes */
+	int64_t spec_drafted;      /* drafted tokens */
+	int64_t spec_accepted;     /* drafted tokens kept */
 };
 
 /* notify(arg) is called from the scheduler's threads whenever some sequence has

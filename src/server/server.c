@@ -38,6 +38,7 @@ struct choice {
 	enum sched_finish finish;
 	int64_t completion_tokens;
 	int64_t cached_tokens;
+	int64_t spec_steps, spec_drafted, spec_accepted;
 	struct buf text; /* whole text (non-streaming) */
 };
 
@@ -496,6 +497,25 @@ static cJSON *chunk_base(struct gen *g)
 	return o;
 }
 
+/* Extension: speculative decoding counters of the request (all choices), when it used it. */
+static void add_spec_stats(struct gen *g, cJSON *u)
+{
+	int64_t steps = 0, drafted = 0, accepted = 0;
+	for (int i = 0; i < g->n; i++) {
+		steps += g->ch[i].spec_steps;
+		drafted += g->ch[i].spec_drafted;
+		accepted += g->ch[i].spec_accepted;
+	}
+	if (steps == 0)
+		return;
+	cJSON *sp = cJSON_AddObjectToObject(u, "speculative");
+	cJSON_AddNumberToObject(sp, "steps", (double)steps);
+	cJSON_AddNumberToObject(sp, "drafted_tokens", (double)drafted);
+	cJSON_AddNumberToObject(sp, "accepted_tokens", (double)accepted);
+	cJSON_AddNumberToObject(sp, "accept_len", (double)(accepted + steps) / (double)steps);
+	cJSON_AddNumberToObject(sp, "accept_rate", drafted ? (double)accepted / (double)drafted : 0.0);
+}
+
 static void add_usage(struct gen *g, cJSON *o)
 {
 	int64_t comp = 0, cached = 0;
@@ -509,6 +529,7 @@ static void add_usage(struct gen *g, cJSON *o)
 	cJSON_AddNumberToObject(u, "total_tokens", (double)(g->prompt_tokens + comp));
 	cJSON *d = cJSON_AddObjectToObject(u, "prompt_tokens_details");
 	cJSON_AddNumberToObject(d, "cached_tokens", (double)cached);
+	add_spec_stats(g, u);
 }
 
 static void sse_send(struct gen *g, cJSON *o)
@@ -598,6 +619,9 @@ static void gen_pump(struct gen *g)
 			st.finish = SCHED_ERROR;
 		c->completion_tokens = st.completion_tokens;
 		c->cached_tokens = st.cached_tokens;
+		c->spec_steps = st.spec_steps;
+		c->spec_drafted = st.spec_drafted;
+		c->spec_accepted = st.spec_accepted;
 		bool fin = st.finish != SCHED_RUNNING;
 		if (g->stream) {
 			size_t nl = c->text.len - before;
@@ -731,7 +755,10 @@ static void handle_generate(struct server *s, struct http_conn *c, const struct 
 static void handle_metrics(struct server *s, struct http_conn *c)
 {
 	struct metrics_gauges gg = { .connections = http_server_conn_count(s->http),
-				     .state_copies = atomic_load(&s->e->state_copies), .ready = s->ready };
+				     .state_copies = atomic_load(&s->e->state_copies), .ready = s->ready,
+				     .mem_kv = s->e->mem_kv, .mem_gdn_state = s->e->mem_gdn_state,
+				     .mem_conv = s->e->mem_conv, .mem_rollback = s->e->mem_rollback,
+				     .mem_snapshot_ring = s->e->mem_snapshot_ring };
 	sched_counts(s->sched, &gg.active_sequences, &gg.waiting_requests);
 	struct buf b;
 	buf_init(&b);

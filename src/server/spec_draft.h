@@ -1,0 +1,39 @@
+/* spec_draft — a draft model for the server's speculative decoding: per state slot of the
+ * target, the draft keeps its own state and the ids it has consumed, and proposes up to k
+ * greedy tokens after a sequence's history. Before drafting it re-synchronises with the
+ * history by itself: it rolls back the ids that are not a prefix of the history (its own
+ * rejected drafts), feeds the new history ids, then drafts one row per pass; all the
+ * sequences of one call share those passes.
+ *
+ * Does not: sample at temperature > 0, verify (the target does), touch the target's state.
+ * Threads: one call at a time (the scheduler's executor). Ownership: the history arrays are
+ * borrowed for the call. */
+#ifndef SIXI_SERVER_SPEC_DRAFT_H
+#define SIXI_SERVER_SPEC_DRAFT_H
+#include <stddef.h>
+#include <stdint.h>
+
+struct model;
+struct spec_draft;
+
+struct spec_draft_req {
+	int slot;
+	const int32_t *hist; /* (n_hist) the sequence's ids so far, the last not yet verified */
+	int n_hist;
+	int k;               /* tokens wanted, 1..k_max */
+	int32_t *out;        /* (k) drafts */
+	int n_out;           /* set: tokens drafted */
+};
+
+/* Loads the draft GGUF; refuses one whose vocabulary differs from target's. NULL with a
+ * message in err. */
+struct spec_draft *spec_draft_open(const char *path, const struct model *target, int n_slots, int n_ctx,
+				   int k_max, int n_threads, char *err, size_t errlen);
+void spec_draft_free(struct spec_draft *d);
+/* Forgets what the slot consumed (a new sequence takes it). */
+void spec_draft_reset(struct spec_draft *d, int slot);
+/* Drafts for n requests (distinct slots). 0 or -errno. */
+int spec_draft_run(struct spec_draft *d, struct spec_draft_req *r, size_t n);
+/* Bytes of the draft's state pool (all slots), for the memory report. */
+size_t spec_draft_state_bytes(const struct spec_draft *d);
+#endif

@@ -1,0 +1,127 @@
+/* test_spec_draft — the server's draft model re-synchronises with each sequence's history by
+ * itself: over many steps where a random number of its drafts is kept and a random token
+ * follows (as a verification would), its drafts always equal greedy decoding of the draft
+ * model from scratch on the same history, for two slots drafted in the same calls, including
+ * a history that diverges further back than the kept rows (start over), and a request over
+ * the draft width is refused. (A draft of another vocabulary: test_spec.) */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "model/gguf.h"
+#include "model/model.h"
+#include "model/tiny.h"
+#include "server/spec_draft.h"
+#include "test.h"
+
+#define K 4
+#define STEPS 30
+
+static uint64_t rs = 7;
+static int rnd(int n)
+{
+	rs ^= rs << 13;
+	rs ^= rs >> 7;
+	rs ^= rs << 17;
+	return (int)((rs >> 11) % (uint64_t)n);
+}
+
+static int argmax(const float *v, int n)
+{
+	int b = 0;
+	for (int i = 1; i < n; i++)
+		if (v[i] > v[b])
+			b = i;
+	return b;
+}
+
+/* Greedy k tokens after hist, from a fresh state, one row at a time after the prefill. */
+static void reference(struct model *m, const int32_t *hist, int n, int k, int32_t *out)
+{
+	int V = model_get_config(m)->n_vocab;
+	struct model_state *s = model_state_create(m, 1, n + k + 2);
+	float *lg = malloc(sizeof(float) * (size_t)V);
+	int32_t sl[512] = { 0 };
+	struct model_batch b = { .n_rows = n, .tokens = hist, .slots = sl };
+	uint8_t want[512] = { 0 };
+	want[n - 1] = 1;
+	b.want_logits = want;
+	model_forward(m, s, &b, lg);
+	for (int i = 0; i < k; i++) {
+		out[i] = argmax(lg, V);
+		struct model_batch b1 = { .n_rows = 1, .tokens = &out[i], .slots = sl };
+		if (i + 1 < k)
+			model_forward(m, s, &b1, lg);
+	}
+	free(lg);
+	model_state_destroy(s);
+}
+
+int main(void)
+{
+	char dir[] = "/tmp/sixi-test-draft-XXXXXX", p1[128], p2[128], err[512];
+	if (!mkdtemp(dir))
+		return test_skip("cannot make a temporary directory");
+	snprintf(p1, sizeof(p1), "%s/target.gguf", dir);
+	snprintf(p2, sizeof(p2), "%s/draft.gguf", dir);
+	CHECK_EQ_INT(model_write_tiny(p1, err, sizeof(err)), 0);
+	struct model *t = model_load(p1, 1, err, sizeof(err));
+	if (!CHECK(t != NULL))
+		return test_done();
+	struct model_config c = *model_get_config(t);
+	c.n_layer = 2;
+	c.full_attn_interval = 2;
+	CHECK_EQ_INT(model_write_random(p2, &c, GGUF_TENSOR_F32, 99, err, sizeof(err)), 0);
+	struct model *ref = model_load(p2, 1, err, sizeof(err));
+	struct spec_draft *d = spec_draft_open(p2, t, 3, 400, K, 1, err, sizeof(err));
+	if (!CHECK(d != NULL && ref != NULL)) {
+		printf("%s\n", err);
+		return test_done();
+	}
+	int V = c.n_vocab;
+	int32_t hist[2][400], out[2][K], want[K];
+	int n[2] = { 9, 14 };
+	for (int q = 0; q < 2; q++)
+		for (int i = 0; i < n[q]; i++)
+			hist[q][i] = rnd(V);
+	int bad = 0, restarts = 0;
+	for (int step = 0; step < STEPS; step++) {
+		struct spec_draft_req r[2];
+		for (int q = 0; q < 2; q++)
+			r[q] = (struct spec_draft_req){ .slot = q == 0 ? 0 : 2, .hist = hist[q], .n_hist = n[q],
+							.k = 1 + rnd(K), .out = out[q] };
+		CHECK_EQ_INT(spec_draft_run(d, r, 2), 0);
+		for (int q = 0; q < 2; q++) {
+			CHECK_EQ_INT(r[q].n_out, r[q].k);
+			reference(ref, hist[q], n[q], r[q].k, want);
+			if (memcmp(want, out[q], sizeof(int32_t) * (size_t)r[q].k) != 0)
+				bad++;
+			/* keep a random prefix of the drafts, then a token of "the target's" */
+			int a = rnd(r[q].k + 1);
+			memcpy(hist[q] + n[q], out[q], sizeof(int32_t) * (size_t)a);
+			n[q] += a;
+			hist[q][n[q]++] = rnd(V);
+		}
+		if (step == STEPS / 2) { /* the history changes further back than the kept rows */
+			hist[0][3] = (hist[0][3] + 1) % V;
+			restarts++;
+		}
+	}
+	printf("%d steps, two slots, drafts equal to greedy from scratch: %s (histories %d and %d ids)\n", STEPS,
+	       bad ? "NO" : "yes", n[0], n[1]);
+	CHECK_EQ_INT(bad, 0);
+	CHECK_EQ_INT(restarts, 1);
+	/* bad requests */
+	struct spec_draft_req big = { .slot = 0, .hist = hist[0], .n_hist = n[0], .k = K + 1, .out = out[0] };
+	CHECK_EQ_INT(spec_draft_run(d, &big, 1), -EINVAL);
+	spec_draft_free(d);
+
+	model_free(ref);
+	model_free(t);
+	unlink(p1);
+	unlink(p2);
+	rmdir(dir);
+	return test_done();
+}

@@ -454,6 +454,11 @@ int main(int argc, char **argv)
 		rc = workload_rate(b, &p, stdout, err, sizeof err);
 	}
 	int64_t run = bench_run_id(b);
+	if (rc == 0 && bench_store_errors(b)) {
+		rc = -EIO;
+		snprintf(err, sizeof err, "%d measured row(s) could not be stored: the run is incomplete",
+			 bench_store_errors(b));
+	}
 	bench_destroy(b, rc ? "failed" : "done");
 	if (rc)
 		fprintf(stderr, "sixi-bench: %s (run %lld; rows measured so far are kept in %s)\n",

@@ -10,6 +10,7 @@
 #include "store/store.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <math.h>
 #include <pthread.h>
 #include <sqlite3.h>
@@ -21,6 +22,7 @@ struct bench {
 	struct bench_cfg cfg;
 	struct store *store;
 	int64_t run_id;
+	atomic_int store_errors;  /* rows that could not be stored: the run is incomplete */
 	double tokens_per_word;
 	char first_fp[65];
 	char fp[65];
@@ -105,6 +107,7 @@ void bench_destroy(struct bench *b, const char *status)
 }
 
 int64_t bench_run_id(const struct bench *b) { return b->run_id; }
+int bench_store_errors(struct bench *b) { return atomic_load(&b->store_errors); }
 const struct bench_cfg *bench_config(const struct bench *b) { return &b->cfg; }
 struct store *bench_store(struct bench *b) { return b->store; }
 double bench_tokens_per_word(const struct bench *b) { return b->tokens_per_word; }
@@ -378,7 +381,7 @@ static void store_one(struct bench *b, const char *phase, int64_t level, int64_t
 {
 	struct store_bench_row row;
 	fill_row(b, &row, phase, level, -1, seq, requested, s);
-	if (store_bench_insert(b->store, &row) != 0)
+	if (store_bench_insert(b->store, &row) != 0 && atomic_fetch_add(&b->store_errors, 1) == 0)
 		log_error("%s: could not store a row: %s", b->cfg.db_path, store_errmsg(b->store));
 }
 
@@ -420,7 +423,8 @@ static void *writer_main(void *arg)
 		pr.row.error_detail = pr.row.error ? pr.error_detail : NULL;
 		pr.row.finish_reason = pr.finish_reason[0] ? pr.finish_reason : NULL;
 		pr.row.tag = pr.has_tag ? pr.tag : NULL;
-		if (store_bench_insert(w->b->store, &pr.row) != 0 && w->store_errors++ == 0)
+		if (store_bench_insert(w->b->store, &pr.row) != 0 && w->store_errors++ == 0 &&
+		    atomic_fetch_add(&w->b->store_errors, 1) == 0)
 			log_error("%s: could not store a row: %s", w->b->cfg.db_path, store_errmsg(w->b->store));
 		pthread_mutex_lock(&w->lock);
 	}
@@ -533,6 +537,8 @@ int bench_run_streams(struct bench *b, struct runner_stream *streams, size_t n_s
 	pthread_cond_broadcast(&w.cond);
 	pthread_mutex_unlock(&w.lock);
 	pthread_join(w.thread, NULL);
+	if (rc == 0 && w.store_errors)
+		rc = -EIO; /* a measured row was not stored: the run is incomplete, never "done" */
 	pthread_mutex_destroy(&w.lock);
 	pthread_cond_destroy(&w.cond);
 	free(w.q);

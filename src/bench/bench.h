@@ -56,6 +56,8 @@ struct bench *bench_create(const struct bench_cfg *cfg, const char *workload, co
 /* Marks the run finished (status "done", "failed" or "interrupted") and frees. */
 void bench_destroy(struct bench *b, const char *status);
 int64_t bench_run_id(const struct bench *b);
+/* Rows of this run that could not be stored (a write failed): non-zero means incomplete. */
+int bench_store_errors(struct bench *b);
 const struct bench_cfg *bench_config(const struct bench *b);
 struct store *bench_store(struct bench *b);
 

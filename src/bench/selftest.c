@@ -151,6 +151,10 @@ int selftest_run(const struct bench_cfg *cfg_in, const struct selftest_params *p
 			best_ev, best_tok, (long long)max_streams_ok, kib_per_stream, (long long)bench_run_id(b));
 	}
 	cJSON_Delete(sum);
+	if (rc == 0 && bench_store_errors(b))
+		rc = -EIO;
+	if (rc)
+		snprintf(err, errlen, "run %lld failed: %s", (long long)bench_run_id(b), strerror(-rc));
 	bench_destroy(b, rc ? "failed" : "done");
 	emitter_stop(em);
 	return rc;

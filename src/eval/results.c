@@ -431,7 +431,8 @@ int eval_run_export(const char *db_path, int64_t run, const char *format, FILE *
 				/* blobs are text; cJSON needs a terminated copy */
 				char *copy = malloc(n + 1);
 				if (copy) {
-					memcpy(copy, sqlite3_column_blob(st, i), n);
+					if (n) /* an empty blob comes back as NULL */
+						memcpy(copy, sqlite3_column_blob(st, i), n);
 					copy[n] = 0;
 					cJSON_AddStringToObject(o, export_cols[i], copy);
 					free(copy);

@@ -28,6 +28,7 @@
 #define OUTPUT_KEEP_BYTES 4096
 #define CHANNEL_MAX_BYTES 65536
 #define SANDBOX_UID_BASE 1900000000u /* far above any real account */
+#define SANDBOX_MAX_FDS 1024         /* open descriptors per process (soft = hard) */
 
 static const char *find_bwrap(void)
 {
@@ -174,7 +175,11 @@ static void child_exec(const char *bwrap, const char *const *args, int chan_w, i
 	set_limit(RLIMIT_FSIZE, (rlim_t)lim->fsize_mb << 20, (rlim_t)lim->fsize_mb << 20);
 	set_limit(RLIMIT_NPROC, nproc, nproc);
 	set_limit(RLIMIT_CORE, 0, 0);
-	execv(bwrap, (char *const *)args);
+	set_limit(RLIMIT_NOFILE, SANDBOX_MAX_FDS, SANDBOX_MAX_FDS);
+	/* bwrap is the sandbox's pid 1: /proc/1/environ inside shows its environment,
+	 * so it gets none of ours (API keys, tokens) */
+	static char *const clean_env[] = {"PATH=/usr/bin:/bin", NULL};
+	execve(bwrap, (char *const *)args, clean_env);
 	_exit(127);
 }
 
@@ -217,12 +222,23 @@ int sandbox_run(const char *harness_dir, const struct sandbox_file *files, size_
 	args[n++] = "/etc";
 	args[n++] = "/etc";
 	n = add_top_dirs(args, n, links);
-	static const char *const rest[] = {"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/work",
-					   "--chdir", "/work", "--clearenv", "--setenv", "HOME", "/work", "--setenv",
+	/* /tmp and /work are tmpfs, i.e. host memory: each is capped at 4 files' worth */
+	char tmpfs_bytes[32];
+	snprintf(tmpfs_bytes, sizeof tmpfs_bytes, "%lld", (long long)(lim->fsize_mb > 0 ? lim->fsize_mb : 1) * 4 << 20);
+	static const char *const rest[] = {"--proc", "/proc", "--dev", "/dev", "--chdir", "/work", "--clearenv",
+					   "--setenv", "HOME", "/work", "--setenv",
 					   "PATH", "/usr/bin:/bin", "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
 					   "--setenv", "LANG", "C.UTF-8", NULL};
 	for (const char *const *r = rest; *r; r++)
 		args[n++] = *r;
+	args[n++] = "--size";
+	args[n++] = tmpfs_bytes;
+	args[n++] = "--tmpfs";
+	args[n++] = "/tmp";
+	args[n++] = "--size";
+	args[n++] = tmpfs_bytes;
+	args[n++] = "--tmpfs";
+	args[n++] = "/work";
 	args[n++] = "--ro-bind";
 	args[n++] = dir;
 	args[n++] = "/input";

@@ -4,9 +4,11 @@
  * folder under /harness.
  *
  * Isolation: --unshare-all (network, pid, ipc, uts, cgroup, user namespaces),
- * /usr, /etc, / and /dev read-only, /work and /tmp fresh tmpfs, --die-with-parent and
- * --new-session. Limits are rlimits set before bwrap starts: CPU seconds,
- * address space, processes, file size. RLIMIT_NPROC does not bind uid 0, so
+ * /usr, /etc, / and /dev read-only, /work and /tmp fresh tmpfs of 4 x fsize_mb
+ * each, --die-with-parent and --new-session; bwrap itself gets an empty
+ * environment (it is pid 1 inside, and /proc/1/environ is readable there).
+ * Limits are rlimits set before bwrap starts: CPU seconds, address space,
+ * processes, file size, 1024 open descriptors. RLIMIT_NPROC does not bind uid 0, so
  * when running as root the sandbox first drops to an unused uid (one per
  * concurrent slot); otherwise the process limit is added on top of the user's
  * current process count. The whole process group is killed at the timeout.

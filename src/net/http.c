@@ -6,6 +6,7 @@
  * deadline scan is O(active) per wake, which stays far below the cost of the
  * bytes themselves at the stream counts a local server can take. */
 #include "net/http.h"
+#include "core/fault.h"
 #include "core/clock.h"
 #include <curl/curl.h>
 #include <errno.h>
@@ -59,6 +60,8 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
 		x->res.t_first_byte_ns = now;
 	x->last_byte_ns = now;
 	x->res.body_bytes += n;
+	if (fault_hit(FAULT_READ)) /* fault injection (tests only: SIXI_FAULT, core/fault.h) */
+		return 0;
 	if (x->opt.on_data && x->opt.on_data(x->opt.ud, p, n, now) != 0)
 		return 0; /* curl ends the transfer with CURLE_WRITE_ERROR */
 	return n;

@@ -223,8 +223,12 @@ static int bench_run(sqlite3 *db, struct report_doc *d, const struct report_run 
 	const char *h[] = { level_name(run->workload), "requests", "streams", "tok/s aggregate", "tok/s per stream",
 			    "TTFT p50 ms", "TTFT p90 ms", "TTFT p99 ms", "prefill tok/s p50", "SSE events per token",
 			    "follow-up wait p50 ms", "fingerprint", "status" };
-	snprintf(title, sizeof title, "Run %lld: %s, %s", (long long)run->id, run->workload[0] ? run->workload : "bench",
-		 run->model[0] ? run->model : "model not recorded");
+	/* a run killed mid-way stays 'running', one that hit an error is 'failed': never shown as complete */
+	bool complete = strcmp(run->status, "done") == 0;
+	snprintf(title, sizeof title, "Run %lld: %s, %s%s%s%s", (long long)run->id,
+		 run->workload[0] ? run->workload : "bench", run->model[0] ? run->model : "model not recorded",
+		 complete ? "" : " (INCOMPLETE: status '", complete ? "" : run->status,
+		 complete ? "" : "': the run stopped before its end; its rows are what was measured until then)");
 	report_doc_table(d, q, title, 13, h);
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {

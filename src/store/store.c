@@ -6,6 +6,7 @@
  * synchronous=NORMAL in WAL mode fsyncs only at checkpoints, and a crash loses
  * at most the rows of the last moments, never leaves a partial one). */
 #include "store/store.h"
+#include "core/fault.h"
 #include "core/clock.h"
 #include "core/hash.h"
 #include <errno.h>
@@ -164,6 +165,10 @@ struct store *store_open(const char *path, char *err, size_t errlen)
 	snprintf(s->path, sizeof s->path, "%s", path);
 	if (mkdir_parent(path) != 0) {
 		snprintf(err, errlen, "%s: cannot create its directory: %s", path, strerror(errno));
+		goto fail;
+	}
+	if (fault_init() != 0) { /* fault injection (tests only: SIXI_FAULT, core/fault.h) */
+		snprintf(err, errlen, "%s: SIXI_FAULT is malformed (see the message above)", path);
 		goto fail;
 	}
 	if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,

@@ -102,7 +102,8 @@ static void test_batching(void)
 	uint64_t passes = atomic_load(&r.m.passes), decode = atomic_load(&r.m.decode_rows);
 	CHECK(decode >= 12 * 20);
 	CHECK(passes < decode / 3);
-	CHECK(atomic_load(&r.m.split_passes) * 10 <= passes); /* a loaded machine may overrun a wait */
+	/* a loaded machine may overrun a wait; under valgrind (SIXI_TIMING_UNRELIABLE) every wait overruns */
+	CHECK(getenv("SIXI_TIMING_UNRELIABLE") || atomic_load(&r.m.split_passes) * 10 <= passes);
 	CHECK(r.m.queue_seconds.count == 13);
 	buf_finish(&alone);
 	int64_t active, waiting;
@@ -171,7 +172,7 @@ static void test_stragglers(void)
 {
 	double on = split_ratio(true), off = split_ratio(false);
 	printf("split passes: %.2f with the straggler wait, %.2f without\n", on, off);
-	CHECK(on >= 0 && on < 0.15);
+	CHECK(on >= 0 && (on < 0.15 || getenv("SIXI_TIMING_UNRELIABLE")));
 	CHECK(off > 0.3);
 }
 

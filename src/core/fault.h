@@ -1,0 +1,30 @@
+/* fault — test-only fault injection, off unless SIXI_FAULT is set.
+ *
+ * SIXI_FAULT="KIND=K[,KIND=K...]" fails the K-th event of each KIND once
+ * (counting from 1, per process, from the first fault_init: store_open calls it):
+ *   alloc   the K-th malloc/calloc/realloc returns NULL (ENOMEM)
+ *   sqlite  the K-th SQLite file write returns SQLITE_IOERR_WRITE
+ *   full    the K-th SQLite file write returns SQLITE_FULL (disk full)
+ *   read    the K-th read of a response body (libcurl write callback) fails
+ * Each injected fault prints "sixi: fault injected: KIND #K" on stderr, so a
+ * test looping K over a run knows when K has passed the run's last event.
+ *
+ * Production cost: with SIXI_FAULT unset, fault_hit is one load and branch,
+ * and the allocator wrapper one more; nothing is registered with SQLite.
+ * The allocator wrapper (glibc's documented malloc replacement) is compiled
+ * out under AddressSanitizer, which owns the allocator there.
+ * Not thread-safe in counting precision: counts are atomic, but which
+ * thread's event is the K-th depends on scheduling. */
+#ifndef SIXI_CORE_FAULT_H
+#define SIXI_CORE_FAULT_H
+#include <stdbool.h>
+
+enum fault_kind { FAULT_ALLOC = 0, FAULT_SQLITE_IOERR, FAULT_SQLITE_FULL, FAULT_READ, FAULT_KINDS };
+
+/* Reads SIXI_FAULT (once; later calls do nothing) and, when it names sqlite or
+ * full, registers the failing VFS as SQLite's default. Call before opening a
+ * database. 0, or -EINVAL with a message on stderr when SIXI_FAULT is malformed. */
+int fault_init(void);
+/* True when this is the event of kind k to fail. */
+bool fault_hit(enum fault_kind k);
+#endif

@@ -2,7 +2,7 @@
 #
 # Started by src/eval/sandbox.c as `/usr/bin/python3 /harness/driver.py MODE`
 # inside bubblewrap with /input (read-only: task.json, solution.py, brute.py)
-# and a fresh tmpfs /work as the current directory. Writes "started" and then
+# and a fresh tmpfs /task as the current directory. Writes "started" and then
 # one JSON line {"status": ..., "detail": ...} to fd 3; status is one of
 #   pass, fail, timeout (a case ran past its limit), environment (the grader
 #   itself cannot run here, e.g. a module the task requires is missing).
@@ -59,7 +59,7 @@ def outputs_equal(got, want):
 
 def run_program(path, stdin_text, limit_s):
     return subprocess.run([sys.executable, path], input=stdin_text, capture_output=True, text=True,
-                          timeout=limit_s, cwd="/work")
+                          timeout=limit_s, cwd="/task")
 
 
 def shorten(s, n=300):

@@ -41,7 +41,7 @@ static const struct canary canaries[] = {
 	 "        ESCAPED = True\n"
 	 "    except OSError:\n"
 	 "        pass\n"
-	 "open('/work/allowed', 'w').write('inside the work folder is fine')\n",
+	 "open('/task/allowed', 'w').write('inside the work folder is fine')\n",
 	 10},
 	{"fork-bomb",
 	 "import os\n"

@@ -222,11 +222,11 @@ int sandbox_run(const char *harness_dir, const struct sandbox_file *files, size_
 	args[n++] = "/etc";
 	args[n++] = "/etc";
 	n = add_top_dirs(args, n, links);
-	/* /tmp and /work are tmpfs, i.e. host memory: each is capped at 4 files' worth */
+	/* /tmp and /task are tmpfs, i.e. host memory: each is capped at 4 files' worth */
 	char tmpfs_bytes[32];
 	snprintf(tmpfs_bytes, sizeof tmpfs_bytes, "%lld", (long long)(lim->fsize_mb > 0 ? lim->fsize_mb : 1) * 4 << 20);
-	static const char *const rest[] = {"--proc", "/proc", "--dev", "/dev", "--chdir", "/work", "--clearenv",
-					   "--setenv", "HOME", "/work", "--setenv",
+	static const char *const rest[] = {"--proc", "/proc", "--dev", "/dev", "--chdir", "/task", "--clearenv",
+					   "--setenv", "HOME", "/task", "--setenv",
 					   "PATH", "/usr/bin:/bin", "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
 					   "--setenv", "LANG", "C.UTF-8", NULL};
 	for (const char *const *r = rest; *r; r++)
@@ -238,7 +238,7 @@ int sandbox_run(const char *harness_dir, const struct sandbox_file *files, size_
 	args[n++] = "--size";
 	args[n++] = tmpfs_bytes;
 	args[n++] = "--tmpfs";
-	args[n++] = "/work";
+	args[n++] = "/task";
 	args[n++] = "--ro-bind";
 	args[n++] = dir;
 	args[n++] = "/input";

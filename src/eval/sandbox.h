@@ -4,7 +4,7 @@
  * folder under /harness.
  *
  * Isolation: --unshare-all (network, pid, ipc, uts, cgroup, user namespaces),
- * /usr, /etc, / and /dev read-only, /work and /tmp fresh tmpfs of 4 x fsize_mb
+ * /usr, /etc, / and /dev read-only, /task and /tmp fresh tmpfs of 4 x fsize_mb
  * each, --die-with-parent and --new-session; bwrap itself gets an empty
  * environment (it is pid 1 inside, and /proc/1/environ is readable there).
  * Limits are rlimits set before bwrap starts: CPU seconds, address space,

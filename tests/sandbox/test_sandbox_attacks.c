@@ -191,17 +191,17 @@ static const struct attack attacks[] = {
 	 "        pass\n"
 	 "import os\n"
 	 "try:\n"
-	 "    os.symlink('/etc/passwd', '/work/link'); open('/work/link', 'a').write('x'); ESCAPED = True\n"
+	 "    os.symlink('/etc/passwd', '/task/link'); open('/task/link', 'a').write('x'); ESCAPED = True\n"
 	 "except OSError:\n"
 	 "    pass\n"
-	 "open('/work/allowed', 'w').write('inside the work folder is fine')\n"
+	 "open('/task/allowed', 'w').write('inside the work folder is fine')\n"
 	 "open('/tmp/allowed', 'w').write('and the private /tmp')\n",
 	 10, 1024, 15, nothing_planted},
 	{"read-other-task",
 	 "import os, glob\nESCAPED = False\n"
 	 "needle = 'other-task-' + 'secret-{NONCE}'\n"
 	 "cands = ['{OTHER}/solution.py'] + glob.glob('/tmp/sixi-sandbox-*/*') + glob.glob('/proc/*/root/tmp/sixi-sandbox-*/*')\n"
-	 "for top in ('/tmp', '/work', '/input', '/'):\n"
+	 "for top in ('/tmp', '/task', '/input', '/'):\n"
 	 "    for root, dirs, files in os.walk(top):\n"
 	 "        if root.startswith(('/proc', '/sys', '/usr', '/dev')):\n"
 	 "            dirs[:] = []\n"
@@ -249,7 +249,7 @@ static const struct attack attacks[] = {
 	 10, 512, 15, NULL},
 	{"disk-fill",
 	 "import os\nESCAPED = False\ntotal = 0\nchunk = b'x' * (1 << 20)\n"
-	 "for d in ('/work', '/tmp'):\n"
+	 "for d in ('/task', '/tmp'):\n"
 	 "    for i in range(600):\n"
 	 "        try:\n"
 	 "            with open('%s/fill%d' % (d, i), 'wb') as f:\n"
@@ -331,8 +331,8 @@ static const struct attack attacks[] = {
 	 "        pass\n"
 	 "try:\n"
 	 "    os.setuid(0) if os.getuid() != 0 else None\n"
-	 "    os.mknod('/work/sda', 0o600 | 0o60000, os.makedev(8, 0))\n"
-	 "    open('/work/sda', 'rb').read(512)\n"
+	 "    os.mknod('/task/sda', 0o600 | 0o60000, os.makedev(8, 0))\n"
+	 "    open('/task/sda', 'rb').read(512)\n"
 	 "    ESCAPED = True\n"
 	 "except OSError:\n"
 	 "    pass\n",

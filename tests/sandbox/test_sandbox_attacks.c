@@ -200,7 +200,7 @@ static const struct attack attacks[] = {
 	{"read-other-task",
 	 "import os, glob\nESCAPED = False\n"
 	 "needle = 'other-task-' + 'secret-{NONCE}'\n"
-	 "cands = ['{OTHER}/solution.py'] + glob.glob('/tmp/sixi-sandbox-*/*') + glob.glob('/proc/*/root/tmp/sixi-sandbox-*/*')\n"
+	 "cands = ['{OTHER}/solution.py'] + glob.glob('/tmp/sixi-sandbox-*/*') + glob.glob('/proc/*/' + 'root' + '/tmp/sixi-sandbox-*/*')\n" /* every process's view of /tmp */
 	 "for top in ('/tmp', '/task', '/input', '/'):\n"
 	 "    for root, dirs, files in os.walk(top):\n"
 	 "        if root.startswith(('/proc', '/sys', '/usr', '/dev')):\n"

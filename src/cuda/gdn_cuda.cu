@@ -1,82 +1,139 @@
-/* gdn_cuda — see gdn_cuda.h. One warp owns 8 value columns of one head: lane l holds elements
- * [4l, 4l+4) of each column's d_k-vector (one float4 load per column, 512 contiguous bytes a
- * warp), so the state is read once, kept in registers through every replayed and new row, and
- * written at most once. Dot products are warp reductions by shuffles. */
+/* gdn_cuda — see gdn_cuda.h. A group of SUB lanes owns C value columns of one head: lane `sub`
+ * of the group holds elements [sub*E, sub*E + E) (E = 128 / SUB) of each of its columns'
+ * d_k-vectors, so the state is read once, kept in registers through every replayed and new row,
+ * and written at most once. The two dot products of a row (S k for the update, S q for the
+ * output) are sums over the group's lanes by xor shuffles: log2(SUB) shuffles each, shared by
+ * the 32 / SUB groups of a warp.
+ *
+ * Why SUB = 8 by default: with one column per warp (SUB = 32, the first version, kept as
+ * `lanes = 32` for comparison) every column costs 2 x 5 shuffles per row, and the SM's shuffle
+ * unit (one warp-wide shuffle per clock) was the limit as soon as a step had more than one or
+ * two rows: time grew by ~0.5 ms per row at the 27B shape. Eight lanes a column cut that to
+ * 2 x 3 shuffles per 4 columns, leaving FMAs and the state's one read as the costs. */
 #include "cuda/gdn_cuda.h"
 
 #include <cuda_runtime.h>
 
 #define DK 128
-#define COLS 8  /* value columns per warp */
-#define WARPS 4 /* warps per block: 32 columns */
+#define WARPS 4 /* warps per block */
 
-__device__ __forceinline__ float warp_sum(float x)
+template <int SUB> __device__ __forceinline__ float group_sum(float x)
 {
-	for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+	for (int o = SUB / 2; o > 0; o >>= 1)
 		x += __shfl_xor_sync(0xffffffffu, x, o);
 	return x;
 }
 
-__device__ __forceinline__ float dot4(float4 a, float4 b)
+template <int SUB, int C> __global__ void __launch_bounds__(32 * WARPS) gdn_rows_kernel(struct gdn_cuda_args a)
 {
-	return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
-}
-
-__global__ void __launch_bounds__(32 * WARPS) gdn_rows_kernel(struct gdn_cuda_args a)
-{
+	constexpr int E = DK / SUB, E4 = E / 4, G = 32 / SUB;
 	const int ns = blockIdx.z, h = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-	const int kh = h % a.H_k, col0 = (blockIdx.x * WARPS + warp) * COLS, dv = a.d_v;
-	float *st = a.state + ((size_t)ns * a.H_v + h) * (size_t)dv * DK;
-	float4 s[COLS];
+	const int grp = lane / SUB, sub = lane % SUB, kh = h % a.H_k, dv = a.d_v;
+	const int wcol0 = (blockIdx.x * WARPS + warp) * G * C;
+	if (wcol0 >= dv) /* whole warps only: the shuffles need every lane */
+		return;
+	const int col0 = wcol0 + grp * C;
+	float *__restrict__ st = a.state + ((size_t)ns * a.H_v + h) * (size_t)dv * DK;
+	const float *__restrict__ gk = a.k;
+	const float *__restrict__ gv = a.v;
+	const float *__restrict__ gg = a.g;
+	const float *__restrict__ gb = a.beta;
+	const float *__restrict__ gq = a.q;
+	float *__restrict__ go = a.o;
+	float4 s[C][E4];
 #pragma unroll
-	for (int c = 0; c < COLS; c++)
-		s[c] = reinterpret_cast<const float4 *>(st + (size_t)(col0 + c) * DK)[lane];
+	for (int c = 0; c < C; c++)
+#pragma unroll
+		for (int j = 0; j < E4; j++)
+			s[c][j] = reinterpret_cast<const float4 *>(st + (size_t)(col0 + c) * DK + sub * E)[j];
 	const int c0 = a.kept[ns], n = c0 + a.T;
 	for (int t = 0; t < n; t++) {
 		const size_t row = (size_t)ns * a.L + t;
-		const float4 k = reinterpret_cast<const float4 *>(a.k + (row * a.H_k + kh) * DK)[lane];
-		const float alpha = expf(a.g[row * a.H_v + h]), beta = a.beta[row * a.H_v + h];
-		const float *v = a.v + (row * a.H_v + h) * dv + col0;
-		const bool out = t >= c0 && a.o != nullptr;
-		float4 q = make_float4(0.f, 0.f, 0.f, 0.f);
+		float4 k[E4];
+#pragma unroll
+		for (int j = 0; j < E4; j++)
+			k[j] = __ldg(reinterpret_cast<const float4 *>(gk + (row * a.H_k + kh) * DK + sub * E) + j);
+		const float alpha = expf(__ldg(gg + row * a.H_v + h)), beta = __ldg(gb + row * a.H_v + h);
+		const float *v = gv + (row * a.H_v + h) * dv + col0;
+		const bool out = t >= c0 && go != nullptr;
+		float4 q[E4];
 		float *o = nullptr;
 		if (out) {
 			const size_t r = (size_t)ns * a.T + (t - c0);
-			q = reinterpret_cast<const float4 *>(a.q + (r * a.H_k + kh) * DK)[lane];
-			o = a.o + (r * a.H_v + h) * dv + col0;
+#pragma unroll
+			for (int j = 0; j < E4; j++)
+				q[j] = __ldg(reinterpret_cast<const float4 *>(gq + (r * a.H_k + kh) * DK + sub * E) + j);
+			o = go + (r * a.H_v + h) * dv + col0;
 		}
 #pragma unroll
-		for (int c = 0; c < COLS; c++) {
-			float u = beta * (v[c] - alpha * warp_sum(dot4(s[c], k)));
-			s[c].x = fmaf(u, k.x, alpha * s[c].x);
-			s[c].y = fmaf(u, k.y, alpha * s[c].y);
-			s[c].z = fmaf(u, k.z, alpha * s[c].z);
-			s[c].w = fmaf(u, k.w, alpha * s[c].w);
+		for (int c = 0; c < C; c++) {
+			float p = 0.f;
+#pragma unroll
+			for (int j = 0; j < E4; j++)
+				p += s[c][j].x * k[j].x + s[c][j].y * k[j].y + s[c][j].z * k[j].z + s[c][j].w * k[j].w;
+			const float u = beta * (__ldg(v + c) - alpha * group_sum<SUB>(p));
+#pragma unroll
+			for (int j = 0; j < E4; j++) {
+				s[c][j].x = fmaf(u, k[j].x, alpha * s[c][j].x);
+				s[c][j].y = fmaf(u, k[j].y, alpha * s[c][j].y);
+				s[c][j].z = fmaf(u, k[j].z, alpha * s[c][j].z);
+				s[c][j].w = fmaf(u, k[j].w, alpha * s[c][j].w);
+			}
 			if (out) {
-				float e = warp_sum(dot4(s[c], q));
-				if (lane == 0)
+				float e = 0.f;
+#pragma unroll
+				for (int j = 0; j < E4; j++)
+					e += s[c][j].x * q[j].x + s[c][j].y * q[j].y + s[c][j].z * q[j].z + s[c][j].w * q[j].w;
+				e = group_sum<SUB>(e);
+				if (sub == 0)
 					o[c] = a.scale * e;
 			}
 		}
 		if (a.ring && t >= c0) {
 			float *rs = a.ring + (((size_t)(t - c0) * gridDim.z + ns) * a.H_v + h) * (size_t)dv * DK;
 #pragma unroll
-			for (int c = 0; c < COLS; c++)
-				reinterpret_cast<float4 *>(rs + (size_t)(col0 + c) * DK)[lane] = s[c];
+			for (int c = 0; c < C; c++)
+#pragma unroll
+				for (int j = 0; j < E4; j++)
+					reinterpret_cast<float4 *>(rs + (size_t)(col0 + c) * DK + sub * E)[j] = s[c][j];
 		}
 	}
 	if (a.write_back) {
 #pragma unroll
-		for (int c = 0; c < COLS; c++)
-			reinterpret_cast<float4 *>(st + (size_t)(col0 + c) * DK)[lane] = s[c];
+		for (int c = 0; c < C; c++)
+#pragma unroll
+			for (int j = 0; j < E4; j++)
+				reinterpret_cast<float4 *>(st + (size_t)(col0 + c) * DK + sub * E)[j] = s[c][j];
 	}
+}
+
+template <int SUB, int C> static int launch(const struct gdn_cuda_args *a, cudaStream_t stream)
+{
+	const int per_block = WARPS * (32 / SUB) * C;
+	if (a->d_v % ((32 / SUB) * C))
+		return (int)cudaErrorInvalidValue;
+	dim3 grid((unsigned)((a->d_v + per_block - 1) / per_block), (unsigned)a->H_v, (unsigned)a->ns);
+	gdn_rows_kernel<SUB, C><<<grid, 32 * WARPS, 0, stream>>>(*a);
+	return (int)cudaGetLastError();
 }
 
 extern "C" int gdn_cuda_rows(const struct gdn_cuda_args *a, void *stream)
 {
-	if (a->d_v % (COLS * WARPS) || a->H_v % a->H_k || a->ns <= 0 || a->ns > 65535 || a->H_v > 65535)
+	if (a->H_v % a->H_k || a->ns <= 0 || a->ns > 65535 || a->H_v > 65535)
 		return (int)cudaErrorInvalidValue;
-	dim3 grid((unsigned)(a->d_v / (COLS * WARPS)), (unsigned)a->H_v, (unsigned)a->ns);
-	gdn_rows_kernel<<<grid, 32 * WARPS, 0, (cudaStream_t)stream>>>(*a);
-	return (int)cudaGetLastError();
+	cudaStream_t s = (cudaStream_t)stream;
+	switch (a->lanes) {
+	case 0:
+	case 8:
+		return launch<8, 4>(a, s);
+	case 4:
+		return launch<4, 2>(a, s);
+	case 16:
+		return launch<16, 4>(a, s);
+	case 32:
+		return launch<32, 8>(a, s);
+	default:
+		return (int)cudaErrorInvalidValue;
+	}
 }

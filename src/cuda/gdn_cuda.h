@@ -4,7 +4,7 @@
  * the base is written back only when asked (the fold, or a plain decode). A snapshot variant
  * writes the state after every new row to a ring, as peers do, for comparison.
  *
- * Layouts (fp32, d_k = 128, d_v a multiple of 32; NS = sequences x GDN layers, each an
+ * Layouts (fp32, d_k = 128, d_v a multiple of 16; NS = sequences x GDN layers, each an
  * independent state):
  *   state [NS][H_v][d_v][d_k]           (the CPU pool's layout, gdn.h)
  *   log   k [NS][L][H_k][d_k], v [NS][L][H_v][d_v], g and beta [NS][L][H_v]
@@ -31,6 +31,7 @@ struct gdn_cuda_args {
 	int ns, T, L, H_k, H_v, d_v;
 	float scale;
 	int write_back;                /* store the state after the last row */
+	int lanes;                     /* lanes per value column: 0 (the default, 8), 4, 16 or 32 */
 };
 
 /* Launches on `stream` (a cudaStream_t, 0 for the default). d_k must be 128. */

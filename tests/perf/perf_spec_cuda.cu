@@ -11,7 +11,9 @@
  * accepted rows of the previous step, the worst case before a fold at a log of 2(width+1))
  * then runs width + 1 new rows. Bandwidth counts the state bytes a step must move: log =
  * one read; plain decode = read + write; snapshot = read + one write per row. Times are the
- * median of --iters runs (CUDA events). Exits 77 when no GPU is present. */
+ * median of --iters runs (CUDA events). A second table times the same log steps with each
+ * mapping of lanes to value columns the kernel offers (gdn_cuda.h, `lanes`), and the agreement
+ * check runs for every mapping. Exits 77 when no GPU is present. */
 #include <cuda_runtime.h>
 
 #include <math.h>
@@ -277,8 +279,38 @@ int main(int argc, char **argv)
 		       100.0 * bw / copy_bw, ts, ts > 0 ? (1 + T) * state_b / (ts * 1e-3) / 1e12 : 0.0, tf, log_gb, ring_gb);
 	}
 
-	/* agreement with the CPU kernel: width 8, kept 8, a few (sequence, head) pairs */
-	{
+	/* the lanes-per-column mappings side by side, log mode */
+	static const int lanes[] = { 32, 16, 8, 4 };
+	printf("\n| width | rows/step | lanes 32 ms | lanes 16 ms | lanes 8 ms (default) | lanes 4 ms |\n");
+	printf("|---:|---:|---:|---:|---:|---:|\n");
+	for (int wi = 0; wi < 6; wi++) {
+		int w = widths[wi], T = w + 1;
+		for (int i = 0; i < NS; i++)
+			kept_h[i] = w;
+		CK(cudaMemcpy(b.kept, kept_h, sizeof(int) * (size_t)NS, cudaMemcpyHostToDevice));
+		a.T = T, a.write_back = 0, a.ring = NULL, a.o = b.o;
+		printf("| %d | %d", w, T);
+		for (int li = 0; li < 4; li++) {
+			a.lanes = lanes[li];
+			printf(" | %.3f", time_ms(&a, iters, NULL));
+		}
+		printf(" |\n");
+	}
+	a.lanes = 0;
+	printf("plain decode (1 row, read + write) by mapping:");
+	memset(kept_h, 0, sizeof(int) * (size_t)NS);
+	CK(cudaMemcpy(b.kept, kept_h, sizeof(int) * (size_t)NS, cudaMemcpyHostToDevice));
+	for (int li = 0; li < 4; li++) {
+		a.lanes = lanes[li], a.T = 1, a.write_back = 1, a.o = b.o;
+		float tp = time_ms(&a, iters, NULL);
+		CK(cudaMemcpy(b.state, b.copy, state_f * 4, cudaMemcpyDeviceToDevice));
+		printf(" lanes %d %.3f ms (%.0f%% of copy);", lanes[li], tp, 100.0 * (2 * state_b / (tp * 1e-3)) / copy_bw);
+	}
+	printf("\n");
+
+	/* agreement with the CPU kernel: width 8, kept 8, a few (sequence, head) pairs, every mapping */
+	for (int li = 0; li < 4; li++) {
+		a.lanes = lanes[li];
 		int w = 8, T = w + 1;
 		for (int i = 0; i < NS; i++)
 			kept_h[i] = w;
@@ -298,9 +330,9 @@ int main(int argc, char **argv)
 			worst_s = fmax(worst_s, se);
 		}
 		free(s0);
-		printf("\nagreement with the CPU kernel (width 8 after 8 kept rows, 4 sequence/head pairs): max |o| error "
-		       "%.2e, max state error %.2e (relative to the largest magnitude)\n",
-		       worst_o, worst_s);
+		printf("\nagreement with the CPU kernel, lanes %d (width 8 after 8 kept rows, 4 sequence/head pairs): max |o| "
+		       "error %.2e, max state error %.2e (relative to the largest magnitude)\n",
+		       lanes[li], worst_o, worst_s);
 		if (!(worst_o < 1e-4 && worst_s < 1e-4)) {
 			printf("FAIL: GPU and CPU kernels disagree\n");
 			return 1;

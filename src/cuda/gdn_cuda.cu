@@ -5,11 +5,12 @@
  * output) are sums over the group's lanes by xor shuffles: log2(SUB) shuffles each, shared by
  * the 32 / SUB groups of a warp.
  *
- * Why SUB = 8 by default: with one column per warp (SUB = 32, the first version, kept as
- * `lanes = 32` for comparison) every column costs 2 x 5 shuffles per row, and the SM's shuffle
- * unit (one warp-wide shuffle per clock) was the limit as soon as a step had more than one or
- * two rows: time grew by ~0.5 ms per row at the 27B shape. Eight lanes a column cut that to
- * 2 x 3 shuffles per 4 columns, leaving FMAs and the state's one read as the costs. */
+ * Why SUB = 16 by default (measured on an H200 at the 27B shape, reports/perf/spec-cuda-h200.txt):
+ * with one column per warp (SUB = 32, the first version, kept as `lanes = 32`) every column costs
+ * 2 x 5 shuffles per row; 16 lanes a column (2 x 4 shuffles for 2 x 4 columns) made multi-row
+ * steps ~22 % faster at the same one-row decode bandwidth (92-93 % of a copy). Fewer lanes a
+ * column need more registers a thread (8 lanes: 128), and the lower occupancy then costs more
+ * than the shuffles saved: one-row decode fell to 75 % of a copy. */
 #include "cuda/gdn_cuda.h"
 
 #include <cuda_runtime.h>
@@ -124,11 +125,11 @@ extern "C" int gdn_cuda_rows(const struct gdn_cuda_args *a, void *stream)
 		return (int)cudaErrorInvalidValue;
 	cudaStream_t s = (cudaStream_t)stream;
 	switch (a->lanes) {
-	case 0:
 	case 8:
 		return launch<8, 4>(a, s);
 	case 4:
 		return launch<4, 2>(a, s);
+	case 0:
 	case 16:
 		return launch<16, 4>(a, s);
 	case 32:

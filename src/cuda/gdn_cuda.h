@@ -31,7 +31,7 @@ struct gdn_cuda_args {
 	int ns, T, L, H_k, H_v, d_v;
 	float scale;
 	int write_back;                /* store the state after the last row */
-	int lanes;                     /* lanes per value column: 0 (the default, 8), 4, 16 or 32 */
+	int lanes;                     /* lanes per value column: 0 (the default, 16), 4, 8 or 32 */
 };
 
 /* Launches on `stream` (a cudaStream_t, 0 for the default). d_k must be 128. */

@@ -281,7 +281,7 @@ int main(int argc, char **argv)
 
 	/* the lanes-per-column mappings side by side, log mode */
 	static const int lanes[] = { 32, 16, 8, 4 };
-	printf("\n| width | rows/step | lanes 32 ms | lanes 16 ms | lanes 8 ms (default) | lanes 4 ms |\n");
+	printf("\n| width | rows/step | lanes 32 ms | lanes 16 ms (default) | lanes 8 ms | lanes 4 ms |\n");
 	printf("|---:|---:|---:|---:|---:|---:|\n");
 	for (int wi = 0; wi < 6; wi++) {
 		int w = widths[wi], T = w + 1;

@@ -49,6 +49,9 @@ struct engine_ops {
 	/* A free state slot (reset to position 0), or -ENOSPC. */
 	int (*slot_alloc)(struct engine *e);
 	void (*slot_free)(struct engine *e, int slot);
+	/* Optional (NULL: no grouped samples): dst becomes an exact copy of src's state (recurrent
+	 * state, conv window, KV rows, rollback log, position). 0 or -errno. */
+	int (*slot_copy)(struct engine *e, int dst, int src);
 	/* Optional (NULL: no speculative decoding). forward_keep is forward with keep[n]: a slot
 	 * whose first row has keep set keeps its rows revocable; rollback drops a slot's last n
 	 * kept rows. 0 or -errno. */

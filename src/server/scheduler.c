@@ -38,6 +38,7 @@ enum seq_state {
 	S_RUNNING,  /* in a pass */
 	S_SAMPLING, /* pass done, logits with the sampler */
 	S_FINISHED, /* output final; slot to be released by the executor */
+	S_FORKWAIT, /* a group member holding a slot, waiting for the first member's prompt state */
 };
 
 struct sched_seq {
@@ -78,6 +79,10 @@ struct sched_seq {
 	int n_draft;
 	int spec_rb;
 	int64_t spec_steps, spec_drafted, spec_accepted;
+	/* a group's first member (sched_submit_group): the other members, each with a reference
+	 * held until they are forked from this one's prompt state */
+	struct sched_seq **kids;  /* (n_kids) */
+	int n_kids;
 };
 
 struct retained {
@@ -138,8 +143,27 @@ void sched_config_default(struct sched_config *c)
 				    .prefix_cache = false };
 }
 
+static void seq_unref(struct sched_seq *q);
+static void seq_finish(struct sched *s, struct sched_seq *q, enum sched_finish why);
+
+/* Drops the references a group's first member holds on the others; those not forked yet
+ * end as why (s NULL: only the references, after the fork or at teardown). */
+static void kids_drop(struct sched *s, struct sched_seq *q, enum sched_finish why)
+{
+	for (int i = 0; i < q->n_kids; i++) {
+		struct sched_seq *k = q->kids[i];
+		if (s && k->state != S_FINISHED)
+			seq_finish(s, k, why);
+		seq_unref(k);
+	}
+	free(q->kids);
+	q->kids = NULL;
+	q->n_kids = 0;
+}
+
 static void seq_free(struct sched_seq *q)
 {
+	kids_drop(NULL, q, SCHED_CANCELLED);
 	free(q->toks);
 	free(q->bias_ids);
 	free(q->bias);
@@ -165,6 +189,44 @@ static void seq_finish(struct sched *s, struct sched_seq *q, enum sched_finish w
 	q->state = S_FINISHED;
 	if (why == SCHED_CANCELLED)
 		metrics_add(s->m, requests_cancelled, 1);
+	if (q->n_kids > 0)
+		kids_drop(s, q, why == SCHED_ERROR ? SCHED_ERROR : SCHED_CANCELLED);
+}
+
+/* The prompt position where a sequence stops prefilling: a group's first member stops one
+ * row short, so that every member feeds the last prompt token itself and samples its first
+ * token from its own logits row (nothing but the state is shared). */
+static size_t prompt_end(const struct sched_seq *q)
+{
+	return q->n_kids > 0 ? q->n_prompt - 1 : q->n_prompt;
+}
+
+/* Gives each waiting member of q's group a copy of q's prompt state (recurrent state, conv
+ * window, KV rows, rollback log) and makes all of them ready. Executor, under lock. */
+static void group_fork(struct sched *s, struct sched_seq *q)
+{
+	for (int i = 0; i < q->n_kids; i++) {
+		struct sched_seq *k = q->kids[i];
+		if (k->state != S_FORKWAIT)
+			continue;
+		int rc = 0;
+		if (q->n_fed > 0) {
+			rc = s->e->ops->slot_copy(s->e, k->slot, q->slot);
+			if (rc == 0)
+				metrics_add(s->m, state_forks, 1);
+		}
+		if (rc != 0) {
+			log_error("forking a sample's state failed: %s", strerror(-rc));
+			seq_finish(s, k, SCHED_ERROR);
+			continue;
+		}
+		k->n_fed = q->n_fed;
+		k->cached_tokens = q->cached_tokens;
+		k->queue_ns = q->queue_ns;
+		k->state = S_READY;
+	}
+	kids_drop(NULL, q, SCHED_CANCELLED); /* forked: only the references go */
+	q->state = S_READY;
 }
 
 /* ---- speculative decoding (executor thread, under lock) ---- */
@@ -259,6 +321,8 @@ static void retained_drop(struct sched *s, struct retained *r)
 	r->n = 0;
 }
 
+static int slot_alloc_evict(struct sched *s);
+
 static void slot_release(struct sched *s, struct sched_seq *q)
 {
 	if (q->slot < 0)
@@ -303,6 +367,17 @@ static int slot_acquire(struct sched *s, struct sched_seq *q)
 			return 0;
 		}
 	}
+	int slot = slot_alloc_evict(s);
+	if (slot < 0)
+		return slot;
+	q->slot = slot;
+	q->n_fed = 0;
+	return 0;
+}
+
+/* A free slot, evicting the least recently used retained prefix if needed; or -ENOSPC. */
+static int slot_alloc_evict(struct sched *s)
+{
 	int slot = s->e->ops->slot_alloc(s->e);
 	if (slot == -ENOSPC && s->cfg.prefix_cache) {
 		struct retained *lru = NULL;
@@ -314,11 +389,37 @@ static int slot_acquire(struct sched *s, struct sched_seq *q)
 			slot = s->e->ops->slot_alloc(s->e);
 		}
 	}
-	if (slot < 0)
-		return slot;
-	q->slot = slot;
+	return slot;
+}
+
+/* A slot for q and, for a group's first member, one for every other member still waiting:
+ * all or none, so a group never holds part of its slots while waiting for the rest. */
+static int group_acquire(struct sched *s, struct sched_seq *q)
+{
+	int rc = slot_acquire(s, q);
+	if (rc != 0 || q->n_kids == 0)
+		return rc;
+	int i = 0;
+	for (; i < q->n_kids; i++) {
+		struct sched_seq *k = q->kids[i];
+		if (k->state != S_FORKWAIT)
+			continue;
+		int slot = slot_alloc_evict(s);
+		if (slot < 0)
+			break;
+		k->slot = slot;
+	}
+	if (i == q->n_kids)
+		return 0;
+	for (int j = 0; j < i; j++)
+		if (q->kids[j]->state == S_FORKWAIT && q->kids[j]->slot >= 0) {
+			s->e->ops->slot_free(s->e, q->kids[j]->slot);
+			q->kids[j]->slot = -1;
+		}
+	slot_release(s, q);
 	q->n_fed = 0;
-	return 0;
+	q->cached_tokens = 0;
+	return -ENOSPC;
 }
 
 /* Releases finished and cancelled sequences, admits waiting ones (FIFO). */
@@ -327,7 +428,8 @@ static void housekeeping(struct sched *s)
 	size_t w = 0;
 	for (size_t i = 0; i < s->n_seqs; i++) {
 		struct sched_seq *q = s->seqs[i];
-		if (q->cancelled && (q->state == S_WAIT || q->state == S_PREFILL || q->state == S_READY))
+		if (q->cancelled && (q->state == S_WAIT || q->state == S_PREFILL || q->state == S_READY ||
+				     q->state == S_FORKWAIT))
 			seq_finish(s, q, SCHED_CANCELLED);
 		if (q->state == S_FINISHED) {
 			slot_release(s, q);
@@ -341,12 +443,14 @@ static void housekeeping(struct sched *s)
 		struct sched_seq *q = s->seqs[i];
 		if (q->state != S_WAIT)
 			continue;
-		if (slot_acquire(s, q) != 0)
+		if (group_acquire(s, q) != 0)
 			break; /* FIFO: later arrivals do not overtake */
 		q->state = S_PREFILL;
 		q->queue_ns = clock_now_ns() - q->t_arrive_ns;
 		metrics_observe(s->m, &s->m->queue_seconds, (double)q->queue_ns / 1e9);
 		metrics_add(s->m, cached_tokens, q->cached_tokens);
+		if (q->n_kids > 0 && q->n_fed + 1 >= q->n_prompt)
+			group_fork(s, q);
 	}
 }
 
@@ -379,7 +483,7 @@ static int cmp_remaining(const void *a, const void *b)
 /* Adds the rows of q's next prompt chunk (at most budget rows). */
 static size_t add_chunk(struct sched *s, struct sched_seq *q, size_t budget, size_t *n_rows)
 {
-	size_t k = q->n_prompt - q->n_fed;
+	size_t k = prompt_end(q) - q->n_fed;
 	if (k > budget)
 		k = budget;
 	q->n_draft = 0;
@@ -559,6 +663,13 @@ static void *exec_main(void *arg)
 			bool prompt_done = true;
 			if (q->n_chunk > 0) {
 				q->n_fed += q->n_chunk;
+				if (q->n_kids > 0 && q->n_fed == prompt_end(q)) {
+					if (q->cancelled)
+						seq_finish(s, q, SCHED_CANCELLED);
+					else
+						group_fork(s, q);
+					continue;
+				}
 				prompt_done = q->n_fed == q->n_prompt;
 			} else {
 				q->n_fed += 1 + (size_t)q->n_draft;
@@ -887,12 +998,9 @@ void sched_destroy(struct sched *s)
 	free(s);
 }
 
-struct sched_seq *sched_submit(struct sched *s, const struct sched_seq_params *p)
+/* A new sequence from p (not yet queued), or NULL (ENOMEM). */
+static struct sched_seq *seq_new(const struct sched_seq_params *p, uint64_t seed)
 {
-	if (p->n_prompt == 0 || p->max_tokens < 1) {
-		errno = EINVAL;
-		return NULL;
-	}
 	struct sched_seq *q = calloc(1, sizeof *q);
 	if (!q)
 		return NULL;
@@ -921,27 +1029,69 @@ struct sched_seq *sched_submit(struct sched *s, const struct sched_seq_params *p
 	q->n_prompt = p->n_prompt;
 	q->max_tokens = p->max_tokens;
 	q->sp = p->sampling;
-	sampler_rng_seed(&q->rng, p->seed);
+	sampler_rng_seed(&q->rng, seed);
 	q->ignore_eos = p->ignore_eos;
 	q->t_arrive_ns = clock_now_ns();
 	q->state = S_WAIT;
 	q->slot = -1;
 	q->refs = 2;
 	q->queue_ns = -1;
-	pthread_mutex_lock(&s->lock);
-	if (grow((void **)&s->seqs, &s->cap_seqs, s->n_seqs + 1, sizeof *s->seqs) != 0) {
-		pthread_mutex_unlock(&s->lock);
-		goto fail;
-	}
-	q->order = s->next_order++;
-	s->seqs[s->n_seqs++] = q;
-	pthread_cond_signal(&s->exec_cv);
-	pthread_mutex_unlock(&s->lock);
 	return q;
 fail:
 	seq_free(q);
-	errno = ENOMEM;
 	return NULL;
+}
+
+struct sched_seq *sched_submit(struct sched *s, const struct sched_seq_params *p)
+{
+	struct sched_seq *q = NULL;
+	int rc = sched_submit_group(s, p, 1, &q);
+	if (rc != 0) {
+		errno = -rc;
+		return NULL;
+	}
+	return q;
+}
+
+int sched_submit_group(struct sched *s, const struct sched_seq_params *p, int k, struct sched_seq **out)
+{
+	if (p->n_prompt == 0 || p->max_tokens < 1 || k < 1 || k > s->e->n_slots || (k > 1 && !s->e->ops->slot_copy))
+		return -EINVAL;
+	struct sched_seq **kids = k > 1 ? calloc((size_t)k - 1, sizeof *kids) : NULL;
+	if (k > 1 && !kids)
+		return -ENOMEM;
+	for (int i = 0; i < k; i++) {
+		out[i] = seq_new(p, p->seed + (uint64_t)i);
+		if (!out[i]) {
+			for (int j = 0; j < i; j++)
+				seq_free(out[j]);
+			free(kids);
+			return -ENOMEM;
+		}
+	}
+	for (int i = 1; i < k; i++) {
+		out[i]->state = S_FORKWAIT;
+		out[i]->refs++; /* held by the first member until the fork */
+		kids[i - 1] = out[i];
+	}
+	out[0]->kids = kids;
+	out[0]->n_kids = k - 1;
+	pthread_mutex_lock(&s->lock);
+	if (grow((void **)&s->seqs, &s->cap_seqs, s->n_seqs + (size_t)k, sizeof *s->seqs) != 0) {
+		pthread_mutex_unlock(&s->lock);
+		for (int i = 1; i < k; i++)
+			out[i]->refs--;
+		for (int i = 0; i < k; i++)
+			seq_free(out[i]);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < k; i++) {
+		out[i]->order = s->next_order++;
+		s->seqs[s->n_seqs++] = out[i];
+	}
+	pthread_cond_signal(&s->exec_cv);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
 }
 
 int sched_seq_take(struct sched *s, struct sched_seq *q, struct buf *text, struct sched_status *st)
@@ -974,12 +1124,21 @@ void sched_seq_release(struct sched *s, struct sched_seq *q)
 	pthread_mutex_unlock(&s->lock);
 }
 
+void sched_seq_cancel(struct sched *s, struct sched_seq *q)
+{
+	pthread_mutex_lock(&s->lock);
+	if (q->finish == SCHED_RUNNING)
+		q->cancelled = true;
+	pthread_cond_signal(&s->exec_cv);
+	pthread_mutex_unlock(&s->lock);
+}
+
 void sched_counts(struct sched *s, int64_t *active, int64_t *waiting)
 {
 	int64_t a = 0, w = 0;
 	pthread_mutex_lock(&s->lock);
 	for (size_t i = 0; i < s->n_seqs; i++) {
-		if (s->seqs[i]->state == S_WAIT)
+		if (s->seqs[i]->state == S_WAIT || (s->seqs[i]->state == S_FORKWAIT && s->seqs[i]->slot < 0))
 			w++;
 		else if (s->seqs[i]->state != S_FINISHED)
 			a++;

@@ -77,6 +77,16 @@ void sched_destroy(struct sched *s);
 
 /* NULL with errno set (ENOMEM, EINVAL for an empty prompt). */
 struct sched_seq *sched_submit(struct sched *s, const struct sched_seq_params *p);
+/* k samples of one prompt (k >= 1, at most the engine's slots; k > 1 needs the engine's
+ * slot_copy): out[i] samples with seed p->seed + i. The group waits until k slots are free
+ * (first in, first out with the other arrivals), the first member prefills all prompt rows
+ * but the last, its state is then forked (copied) into the others' slots, and every member
+ * feeds the last prompt token itself and samples from there: the prompt is computed once.
+ * Each out[i] is released by sched_seq_release. 0, -EINVAL or -ENOMEM. */
+int sched_submit_group(struct sched *s, const struct sched_seq_params *p, int k, struct sched_seq **out);
+/* Stops q early (it finishes as SCHED_CANCELLED with the tokens it has); the caller keeps
+ * its reference and still reads the final status. */
+void sched_seq_cancel(struct sched *s, struct sched_seq *q);
 /* Appends text produced since the last call to text (may be NULL to discard). */
 __attribute__((warn_unused_result)) int sched_seq_take(struct sched *s, struct sched_seq *q, struct buf *text,
 							 struct sched_status *st);

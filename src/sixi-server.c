@@ -57,7 +57,7 @@ static void usage(FILE *f)
 		"                          arrival order (a new request waits for every prompt ahead of it),\n"
 		"                          prompt chunks and decode rows in separate passes\n"
 		"  --prefix-cache          reuse a finished sequence's state for a prompt that extends it\n"
-		"Speculative decoding (real model, greedy requests):\n"
+		"Speculative decoding (real model; sampled requests verify by exact speculative sampling):\n"
 		"  --spec ngram            draft by prompt lookup (n-gram of the sequence's own history)\n"
 		"  --draft-max N           drafted tokens per step, 1..32 (default 8)\n"
 		"  --rollback log|snapshot how rejected rows are undone (default log; snapshot keeps a full\n"

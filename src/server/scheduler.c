@@ -233,8 +233,9 @@ static void group_fork(struct sched *s, struct sched_seq *q)
 
 static bool spec_on(const struct sched *s, const struct sched_seq *q)
 {
-	return s->cfg.spec_draft_max > 0 && s->e->ops->forward_keep && s->e->ops->rollback &&
-	       q->sp.temperature == 0;
+	(void)q; /* every sequence: greedy ones keep drafts equal to their argmax, sampled ones
+		  * verify by exact speculative sampling (sampler.h) */
+	return s->cfg.spec_draft_max > 0 && s->e->ops->forward_keep && s->e->ops->rollback;
 }
 
 /* Drops the rows the sampler rejected; an engine failure ends the sequence. */
@@ -795,8 +796,14 @@ static bool text_advance(struct sched_seq *q, bool final, size_t *safe_end)
 }
 
 /* Samples a sequence's rows of one pass: one row, or for a speculative step the row of the
- * last token and one per draft, taking tokens while they equal the drafts (greedy only) and
- * the target's own token after the last kept draft. Rejected rows are rolled back by the
+ * last token and one per draft. Row i verifies draft i: the drafts are deterministic (prompt
+ * lookup, or a draft model's greedy tokens), so q is one-hot and sampler_pick_draft keeps the
+ * draft with probability p(draft) under the request's transforms, else emits a token drawn
+ * from p without it; greedy requests keep a draft exactly when it is the argmax. The first
+ * token that differs from its draft ends the step; after all drafts are kept, the last row
+ * gives one more token by plain sampling. Each emitted token is thus distributed as the
+ * non-speculative sampler's, and a seed fixes the output (the drafts depend only on the
+ * history). Rejected rows are rolled back by the
  * executor before the sequence's next pass (spec_rb). */
 static void sample_row(struct sched *s, struct sched_seq *q, float *logits, struct sampler_scratch *sc)
 {
@@ -815,7 +822,13 @@ static void sample_row(struct sched *s, struct sched_seq *q, float *logits, stru
 		for (size_t j = 0; j < q->n_bias; j++)
 			if (q->bias_ids[j] < s->e->n_sample)
 				lg[q->bias_ids[j]] += q->bias[j];
-		tok = sampler_pick(&q->sp, &q->rng, lg, (size_t)s->e->n_sample, sc);
+		if (i < q->n_draft) { /* a drafted row: keep the draft or emit the corrected token */
+			bool kept;
+			tok = sampler_pick_draft(&q->sp, &q->rng, lg, (size_t)s->e->n_sample, sc, q->draft[i], NULL,
+						 &kept);
+		} else {
+			tok = sampler_pick(&q->sp, &q->rng, lg, (size_t)s->e->n_sample, sc);
+		}
 		if (tok < 0) {
 			fin = SCHED_ERROR;
 			break;

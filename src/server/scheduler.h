@@ -35,8 +35,9 @@ struct sched_config {
 	int32_t prefill_chunk;    /* prompt rows per pass */
 	bool interleave;          /* decode rows of other sequences run between prompt chunks */
 	bool prefix_cache;        /* keep finished sequences' slots to reuse their prefix */
-	int32_t spec_draft_max;   /* speculative decoding (spec.h): n-gram drafts of up to this many
-				   * tokens for greedy sequences; 0 = off; needs the engine's
+	int32_t spec_draft_max;   /* speculative decoding (spec.h): drafts of up to this many tokens
+				   * for every sequence (sampled ones by exact speculative sampling,
+				   * sampler.h); 0 = off; needs the engine's
 				   * forward_keep and rollback, and at most SCHED_SPEC_MAX */
 };
 #define SCHED_SPEC_MAX 32

@@ -5,7 +5,9 @@
  * rejected drafts), feeds the new history ids, then drafts one row per pass; all the
  * sequences of one call share those passes.
  *
- * Does not: sample at temperature > 0, verify (the target does), touch the target's state.
+ * Does not: sample at temperature > 0 (its drafts are deterministic; for a sampled request the
+ * scheduler verifies them as a one-hot draft distribution, sampler.h), verify (the target
+ * does), touch the target's state.
  * Threads: one call at a time (the scheduler's executor). Ownership: the history arrays are
  * borrowed for the call. */
 #ifndef SIXI_SERVER_SPEC_DRAFT_H

@@ -1125,6 +1125,15 @@ int sched_seq_take(struct sched *s, struct sched_seq *q, struct buf *text, struc
 	return rc;
 }
 
+size_t sched_seq_tokens(struct sched *s, struct sched_seq *q, int32_t *ids, size_t cap)
+{
+	pthread_mutex_lock(&s->lock);
+	size_t n = (size_t)q->completion_tokens; /* published: the sampler is done with them */
+	memcpy(ids, q->toks + q->n_prompt, (n < cap ? n : cap) * sizeof(int32_t));
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
 void sched_seq_release(struct sched *s, struct sched_seq *q)
 {
 	if (!q)

@@ -26,7 +26,7 @@ struct engine_row {
 	bool want_logits; /* the last prompt row and every decode row */
 };
 
-/* A draft request (engine_ops.draft): up to k greedy tokens after hist. */
+/* A draft request (engine_ops.draft): up to k tokens after hist (greedy unless pick is set). */
 struct engine_draft {
 	int32_t slot;
 	const int32_t *hist; /* (n_hist) ids so far, the last not yet verified */
@@ -34,6 +34,9 @@ struct engine_draft {
 	int32_t k;
 	int32_t *out;        /* (k) */
 	int32_t n_out;       /* set by the engine */
+	/* Optional: draft j from the draft's logits row instead of its argmax (spec_draft.h). */
+	int32_t (*pick)(void *arg, int j, const float *logits, int n_vocab);
+	void *pick_arg;
 };
 
 struct engine_ops {

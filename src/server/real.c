@@ -196,7 +196,7 @@ static int real_draft(struct engine *e, struct engine_draft *d, size_t n)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
 		q[i] = (struct spec_draft_req){ .slot = d[i].slot, .hist = d[i].hist, .n_hist = d[i].n_hist, .k = d[i].k,
-						.out = d[i].out };
+						.out = d[i].out, .pick = d[i].pick, .pick_arg = d[i].pick_arg };
 	int rc = spec_draft_run(r->draft, q, n);
 	for (size_t i = 0; i < n; i++)
 		d[i].n_out = rc == 0 ? q[i].n_out : 0;

@@ -77,6 +77,12 @@ struct sched_seq {
 	 * drop (set by the sampler, applied by the executor), counters */
 	int32_t draft[SCHED_SPEC_MAX];
 	int n_draft;
+	/* drafts sampled by a draft model (sampled requests): the draft's logits row of each, so
+	 * that the sampler can verify against the draft's distribution q; n_q rows are valid */
+	float *q_logits;          /* (spec_draft_max, n_logits), allocated on first use */
+	int n_q;
+	struct sampler_rng draft_rng; /* the draft model's draws, apart from the target's */
+	struct sched *sched;      /* owner, for draft_pick */
 	int spec_rb;
 	int64_t spec_steps, spec_drafted, spec_accepted;
 	/* a group's first member (sched_submit_group): the other members, each with a reference
@@ -134,6 +140,7 @@ struct sched {
 	size_t cap_keep;
 	struct sched_seq **members; /* (cap_members) */
 	size_t cap_members;
+	struct sampler_scratch exec_sc; /* draft sampling on the executor */
 };
 
 void sched_config_default(struct sched_config *c)
@@ -164,6 +171,7 @@ static void kids_drop(struct sched *s, struct sched_seq *q, enum sched_finish wh
 static void seq_free(struct sched_seq *q)
 {
 	kids_drop(NULL, q, SCHED_CANCELLED);
+	free(q->q_logits);
 	free(q->toks);
 	free(q->bias_ids);
 	free(q->bias);
@@ -252,10 +260,35 @@ static void spec_apply_rollback(struct sched *s, struct sched_seq *q)
 	q->spec_rb = 0;
 }
 
+/* A draft model's pick for a sampled request (spec_draft.h): draws draft j from the draft's
+ * distribution q under the request's transforms and keeps the row for the verification.
+ * Executor thread. */
+static int32_t draft_pick(void *arg, int j, const float *logits, int n_vocab)
+{
+	struct sched_seq *q = arg;
+	struct sched *s = q->sched;
+	size_t n = (size_t)s->e->n_sample < (size_t)n_vocab ? (size_t)s->e->n_sample : (size_t)n_vocab;
+	memcpy(q->q_logits + (size_t)j * (size_t)s->e->n_logits, logits, n * sizeof(float));
+	q->n_q = j + 1;
+	return sampler_pick(&q->sp, &q->draft_rng, logits, n, &s->exec_sc);
+}
+
+/* Sampled (not greedy) requests verify against the draft's distribution when a draft model
+ * drafts for them: room for its rows, or false (then the draft model drafts greedily). */
+static bool draft_sampled(struct sched *s, struct sched_seq *q)
+{
+	if (q->sp.temperature <= 0 || q->sp.top_k == 1)
+		return false;
+	if (!q->q_logits)
+		q->q_logits = malloc((size_t)s->cfg.spec_draft_max * (size_t)s->e->n_logits * sizeof(float));
+	return q->q_logits != NULL;
+}
+
 /* How many tokens a ready sequence may draft now (after applying its pending rollback). */
 static int spec_limit(struct sched *s, struct sched_seq *q)
 {
 	q->n_draft = 0;
+	q->n_q = 0;
 	if (!spec_on(s, q))
 		return 0;
 	spec_apply_rollback(s, q);
@@ -294,6 +327,10 @@ static void spec_draft_all(struct sched *s)
 			if (dr && dq) {
 				dr[n] = (struct engine_draft){ .slot = q->slot, .hist = q->toks, .n_hist = (int32_t)(q->n_fed + 1),
 							       .k = k, .out = q->draft };
+				if (draft_sampled(s, q)) {
+					dr[n].pick = draft_pick;
+					dr[n].pick_arg = q;
+				}
 				dq[n++] = q;
 			}
 		} else {
@@ -304,8 +341,11 @@ static void spec_draft_all(struct sched *s)
 		int rc = s->e->ops->draft(s->e, dr, n);
 		if (rc != 0)
 			log_error("draft model failed: %s (continuing without drafts)", strerror(-rc));
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
 			dq[i]->n_draft = rc == 0 ? dr[i].n_out : 0;
+			if (dq[i]->n_q != dq[i]->n_draft)
+				dq[i]->n_q = 0; /* greedy drafts (or none): verified as one-hot */
+		}
 	}
 	free(dr);
 	free(dq);
@@ -796,16 +836,19 @@ static bool text_advance(struct sched_seq *q, bool final, size_t *safe_end)
 }
 
 /* Samples a sequence's rows of one pass: one row, or for a speculative step the row of the
- * last token and one per draft. Row i verifies draft i: the drafts are deterministic (prompt
- * lookup, or a draft model's greedy tokens), so q is one-hot and sampler_pick_draft keeps the
- * draft with probability p(draft) under the request's transforms, else emits a token drawn
- * from p without it; greedy requests keep a draft exactly when it is the argmax. The first
- * token that differs from its draft ends the step; after all drafts are kept, the last row
- * gives one more token by plain sampling. Each emitted token is thus distributed as the
- * non-speculative sampler's, and a seed fixes the output (the drafts depend only on the
- * history). Rejected rows are rolled back by the
+ * last token and one per draft. Row i verifies draft i with sampler_pick_draft under the
+ * request's transforms: a draft model's draft of a sampled request was drawn from the
+ * draft's distribution q (its logits row is kept, n_q), so it is kept with probability
+ * min(1, p/q), else the token comes from normalize(max(0, p - q)); a prompt-lookup draft is
+ * deterministic (q one-hot): kept with probability p(draft), else drawn from p without it;
+ * greedy requests keep a draft exactly when it is the argmax. The first token that differs
+ * from its draft ends the step; after all drafts are kept, the last row gives one more token
+ * by plain sampling. Each emitted token is thus distributed as the non-speculative
+ * sampler's, and a seed fixes the output (drafts depend on the history and the sequence's
+ * own draft random numbers). Rejected rows are rolled back by the
  * executor before the sequence's next pass (spec_rb). */
-static void sample_row(struct sched *s, struct sched_seq *q, float *logits, struct sampler_scratch *sc)
+static void sample_row(struct sched *s, struct sched_seq *q, float *logits, struct sampler_scratch *sc,
+		       double *qbuf)
 {
 	enum sched_finish fin = SCHED_RUNNING;
 	int32_t tok = -1;
@@ -824,7 +867,16 @@ static void sample_row(struct sched *s, struct sched_seq *q, float *logits, stru
 				lg[q->bias_ids[j]] += q->bias[j];
 		if (i < q->n_draft) { /* a drafted row: keep the draft or emit the corrected token */
 			bool kept;
-			tok = sampler_pick_draft(&q->sp, &q->rng, lg, (size_t)s->e->n_sample, sc, q->draft[i], NULL,
+			const double *qv = NULL; /* NULL: a deterministic draft, q one-hot */
+			if (i < q->n_q) {
+				if (!qbuf || sampler_probs(&q->sp, q->q_logits + (size_t)i * (size_t)s->e->n_logits,
+							   (size_t)s->e->n_sample, sc, qbuf) != 0) {
+					fin = SCHED_ERROR;
+					break;
+				}
+				qv = qbuf;
+			}
+			tok = sampler_pick_draft(&q->sp, &q->rng, lg, (size_t)s->e->n_sample, sc, q->draft[i], qv,
 						 &kept);
 		} else {
 			tok = sampler_pick(&q->sp, &q->rng, lg, (size_t)s->e->n_sample, sc);
@@ -868,6 +920,7 @@ static void sample_row(struct sched *s, struct sched_seq *q, float *logits, stru
 		metrics_add(s->m, spec_drafted, q->n_draft);
 		metrics_add(s->m, spec_accepted, accepted);
 		q->n_draft = 0;
+		q->n_q = 0;
 	}
 	q->completion_tokens = q->n_gen;
 	s->n_sampling--;
@@ -885,6 +938,8 @@ static void *samp_main(void *arg)
 {
 	struct sched *s = arg;
 	struct sampler_scratch sc = { 0 };
+	/* the draft's distribution for verifying sampled drafts (NULL without speculation) */
+	double *qbuf = s->cfg.spec_draft_max > 0 ? malloc((size_t)s->e->n_sample * sizeof(double)) : NULL;
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
 		while (!s->q_head && !s->stopping)
@@ -904,7 +959,7 @@ static void *samp_main(void *arg)
 			int64_t left = t0 + (int64_t)(i + 1) * host_ns - clock_now_ns();
 			if (host_ns > 0 && left > 0)
 				clock_sleep_ns(left);
-			sample_row(s, b->items[i].seq, b->items[i].logits, &sc);
+			sample_row(s, b->items[i].seq, b->items[i].logits, &sc, qbuf);
 		}
 		free(b->items);
 		pthread_mutex_lock(&s->lock);
@@ -919,6 +974,7 @@ static void *samp_main(void *arg)
 	}
 	pthread_mutex_unlock(&s->lock);
 	sampler_scratch_finish(&sc);
+	free(qbuf);
 	return NULL;
 }
 
@@ -1005,6 +1061,7 @@ void sched_destroy(struct sched *s)
 	free(s->rows);
 	free(s->keep);
 	free(s->members);
+	sampler_scratch_finish(&s->exec_sc);
 	pthread_cond_destroy(&s->exec_cv);
 	pthread_cond_destroy(&s->samp_cv);
 	pthread_mutex_destroy(&s->lock);
@@ -1043,6 +1100,7 @@ static struct sched_seq *seq_new(const struct sched_seq_params *p, uint64_t seed
 	q->max_tokens = p->max_tokens;
 	q->sp = p->sampling;
 	sampler_rng_seed(&q->rng, seed);
+	sampler_rng_seed(&q->draft_rng, seed ^ 0xD1B54A32D192ED03ULL);
 	q->ignore_eos = p->ignore_eos;
 	q->t_arrive_ns = clock_now_ns();
 	q->state = S_WAIT;
@@ -1099,6 +1157,7 @@ int sched_submit_group(struct sched *s, const struct sched_seq_params *p, int k,
 		return -ENOMEM;
 	}
 	for (int i = 0; i < k; i++) {
+		out[i]->sched = s;
 		out[i]->order = s->next_order++;
 		s->seqs[s->n_seqs++] = out[i];
 	}

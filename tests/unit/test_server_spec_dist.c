@@ -1,8 +1,9 @@
 /* test_server_spec_dist — speculative decoding leaves a sampled request's output distribution
  * unchanged, on the tiny model through the scheduler. For a fixed prompt and N seeds, the
  * first generated tokens are sampled with speculation off and on (prompt lookup on a
- * repetitive prompt with a logit bias towards its words, so that drafts happen; and the
- * model drafting for itself, whose greedy drafts are often kept),
+ * repetitive prompt with a logit bias towards its words, so that drafts happen; the model
+ * drafting for itself, its drafts sampled from q == p and so always kept; and another random
+ * model of the same vocabulary, whose sampled drafts are kept or rejected by min(1, p/q)),
  * and the empirical distributions of the tokens at positions 1-3 (position 0 comes from the
  * prompt's row, before any draft) are compared by a chi-square test of homogeneity: every
  * p-value must exceed 1e-3. Seeds are fixed, so the outcome is reproducible, not flaky. Also
@@ -14,6 +15,8 @@
 #include "server/metrics.h"
 #include "server/real.h"
 #include "server/scheduler.h"
+#include "model/gguf.h"
+#include "model/model.h"
 #include "model/tiny.h"
 
 #include <gsl/gsl_cdf.h>
@@ -154,7 +157,9 @@ static double chi2_p(const struct arm *a, const struct arm *b, int pos, int *df_
 	return df > 0 ? gsl_cdf_chisq_Q(chi, df) : 1.0;
 }
 
-static void compare(const char *name, const struct arm *plain, const struct arm *spec)
+/* rejections: whether drafts must be rejected sometimes (a draft distribution equal to the
+ * target's is always kept) */
+static void compare(const char *name, const struct arm *plain, const struct arm *spec, bool rejections)
 {
 	for (int pos = 1; pos < N_TOK; pos++) {
 		int df;
@@ -164,7 +169,8 @@ static void compare(const char *name, const struct arm *plain, const struct arm 
 		CHECK(p > 1e-3);
 	}
 	printf("%s: drafted %lld, kept %lld\n", name, (long long)spec->drafted, (long long)spec->accepted);
-	CHECK(spec->accepted > 0 && spec->drafted - spec->accepted > 0);
+	CHECK(spec->accepted > 0);
+	CHECK(rejections ? spec->drafted - spec->accepted > 0 : spec->drafted == spec->accepted);
 	int differ = 0;
 	for (int i = 0; i < N_SEQ; i++)
 		differ += memcmp(plain->tok[i], spec->tok[i], sizeof plain->tok[i]) != 0;
@@ -173,7 +179,7 @@ static void compare(const char *name, const struct arm *plain, const struct arm 
 
 int main(void)
 {
-	char dir[] = "/tmp/sixi-spec-dist-XXXXXX", path[128], err[512];
+	char dir[] = "/tmp/sixi-spec-dist-XXXXXX", path[128], other[128] = "", err[512];
 	if (!mkdtemp(dir))
 		return test_skip("no temporary directory");
 	snprintf(path, sizeof path, "%s/tiny.gguf", dir);
@@ -208,25 +214,50 @@ int main(void)
 	struct sampler_params t1 = { .temperature = 1.0, .top_p = 1 };
 	CHECK(run(e, 0, prompt, n_prompt, &t1, 1000, &plain) == 0);
 	CHECK(run(e, 4, prompt, n_prompt, &t1, 1000, &spec) == 0);
-	compare("n-gram, T 1, bias +6 on the prompt's words", &plain, &spec);
+	compare("n-gram, T 1, bias +6 on the prompt's words", &plain, &spec, true);
 	CHECK(run(e, 4, prompt, n_prompt, &t1, 1000, &again) == 0);
 	CHECK(memcmp(spec.tok, again.tok, sizeof spec.tok) == 0); /* seeds repeat */
 	n_bias = 0;
 
-	/* the model drafting for itself (greedy drafts), with every transform */
-	if (!CHECK(real_engine_set_draft(e, path, 4, 1, err, sizeof err) == 0)) {
-		fprintf(stderr, "%s\n", err);
-		goto out;
-	}
+	/* Draft models sample their drafts from q under the same transforms. The model drafting
+	 * for itself has q == p, so every draft is kept (min(1, p/q) = 1); another random model
+	 * of the same vocabulary has q != p, so drafts are kept and rejected. */
 	static const char text2[] = "In the beginning the model wrote";
 	CHECK(e->ops->tokenize(e, text2, sizeof text2 - 1, prompt, 64, &n_prompt) == 0 && n_prompt < 40);
 	struct sampler_params mix = { .temperature = 0.7, .top_p = 0.95, .top_k = 40, .min_p = 0.02 };
 	CHECK(run(e, 0, prompt, n_prompt, &mix, 5000, &plain) == 0);
+	if (!CHECK(real_engine_set_draft(e, path, 4, 1, err, sizeof err) == 0)) {
+		fprintf(stderr, "%s\n", err);
+		goto out;
+	}
 	CHECK(run(e, 4, prompt, n_prompt, &mix, 5000, &spec) == 0);
-	compare("self-draft, T 0.7 top-k 40 top-p 0.95 min-p 0.02", &plain, &spec);
+	compare("self-draft, T 0.7 top-k 40 top-p 0.95 min-p 0.02", &plain, &spec, false);
+
+	struct model *tm = model_load(path, 1, err, sizeof err);
+	snprintf(other, sizeof other, "%s/other.gguf", dir);
+	if (!CHECK(tm && model_write_random(other, model_get_config(tm), GGUF_TENSOR_F32, 7, err, sizeof err) == 0)) {
+		fprintf(stderr, "%s\n", err);
+		model_free(tm);
+		goto out;
+	}
+	model_free(tm);
+	engine_destroy(e);
+	e = real_engine_open(path, 32, 64, 1, err, sizeof err);
+	if (!CHECK(e && real_engine_set_rollback(e, 1, 5, &rb, err, sizeof err) == 0 &&
+		   real_engine_set_draft(e, other, 4, 1, err, sizeof err) == 0)) {
+		fprintf(stderr, "%s\n", err);
+		goto out;
+	}
+	struct sampler_params t12 = { .temperature = 1.2, .top_p = 1, .top_k = 20 };
+	CHECK(run(e, 0, prompt, n_prompt, &t12, 9000, &plain) == 0);
+	CHECK(run(e, 4, prompt, n_prompt, &t12, 9000, &spec) == 0);
+	compare("another draft model, T 1.2 top-k 20", &plain, &spec, true);
+	CHECK(run(e, 4, prompt, n_prompt, &t12, 9000, &again) == 0);
+	CHECK(memcmp(spec.tok, again.tok, sizeof spec.tok) == 0); /* seeds repeat with sampled drafts */
 out:
 	engine_destroy(e);
 	unlink(path);
+	unlink(other);
 	rmdir(dir);
 	return test_done();
 }

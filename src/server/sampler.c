@@ -5,7 +5,11 @@
  * Work per call: O(V) for the greedy path and the softmax, plus a sort of the
  * candidates that survive a cheap pre-cut (tokens more than 40 nats below the
  * maximum after temperature carry less than 1e-17 of the mass and are dropped
- * before sorting), so large vocabularies do not sort 200k entries per row. */
+ * before sorting), so large vocabularies do not sort 200k entries per row.
+ * sampler_probs and sampler_pick_draft build the same candidates (candidates()), so the p of
+ * a speculative verification is exactly the distribution sampler_pick draws from; with a
+ * deterministic draft the verification works on the candidates alone (O(candidates) extra),
+ * with a draft distribution q on dense arrays of n_vocab doubles. */
 #include "server/sampler.h"
 
 #include <errno.h>

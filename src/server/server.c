@@ -7,7 +7,11 @@
  * --chat-template names) through src/eval/jinja; without one, with a built-in
  * ChatML rendering (<|im_start|>role\n...<|im_end|>). What it does not do:
  * logprobs, tools, images, echo, best_of. logit_bias is applied (values in
- * [-100, 100] are added to the logits, as OpenAI documents). /health: 503
+ * [-100, 100] are added to the logits, as OpenAI documents). "vote": true with "n": k
+ * submits the k samples as one scheduler group (the prompt prefilled once, its state forked),
+ * reads each finished sample's answer (vote.h), cancels the samples still running once the
+ * majority is decided and answers with a "sixi": {"vote": ...} extension; it does not stream.
+ * /health: 503
  * "loading" until the warm-up generation has produced a token, then 200 "ok",
  * and 503 "error" while the latest forward pass failed. */
 #include "server/server.h"

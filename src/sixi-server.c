@@ -35,7 +35,8 @@ static void usage(FILE *f)
 		"  --simulate PRESET|FILE  simulated device: presets %s, or a JSON file of fields\n"
 		"                          (base, weight_gb, bandwidth_gbps, decode_row_ms, prefill_row_ms,\n"
 		"                          host_row_ms, context, slots, memory_gb, kv_kib_per_token,\n"
-		"                          state_mib_per_seq, activation_gb)\n"
+		"                          state_mib_per_seq, activation_gb, script: texts the samples\n"
+		"                          produce, sample i of a vote following script[i])\n"
 		"  --time-scale X          run simulated time X times faster (default 1)\n"
 		"  --model FILE.gguf       the real model\n"
 		"  --parallel N            sequences resident at once (default: 32 simulated, 8 real)\n"
@@ -56,7 +57,7 @@ static void usage(FILE *f)
 		"                          arrival order (a new request waits for every prompt ahead of it),\n"
 		"                          prompt chunks and decode rows in separate passes\n"
 		"  --prefix-cache          reuse a finished sequence's state for a prompt that extends it\n"
-		"Speculative decoding (real model, greedy requests):\n"
+		"Speculative decoding (real model; sampled requests verify by exact speculative sampling):\n"
 		"  --spec ngram            draft by prompt lookup (n-gram of the sequence's own history)\n"
 		"  --draft-max N           drafted tokens per step, 1..32 (default 8)\n"
 		"  --rollback log|snapshot how rejected rows are undone (default log; snapshot keeps a full\n"
@@ -137,6 +138,7 @@ static int open_sim(const char *what, double time_scale, int64_t parallel, int64
 		sz.activations / 1e9, sz.total / 1e9, limit / 1e9);
 	if (sim_fit_check(&sim_cfg, limit, err, sizeof err) != 0) {
 		fprintf(stderr, "sixi-server: refusing to start: %s\n", err);
+		sim_config_finish(&sim_cfg);
 		return -ENOMEM;
 	}
 	*out = sim_cfg;
@@ -396,7 +398,7 @@ int main(int argc, char **argv)
 	struct server *srv = NULL;
 	bool wrote_pid = false;
 	int sfd = -1;
-	struct sim_config sim_cfg;
+	struct sim_config sim_cfg = { .n_script = 0 };
 	uint32_t spec_rows = rb_mode ? (uint32_t)draft_max + 1 : 0;
 	int sized = model ? size_model(model, &parallel, &context, mem_limit, cfg.sched.prefill_chunk,
 				       rb_mode == 1 ? spec_rows : 0, rb_mode == 2 ? spec_rows : 0)
@@ -414,6 +416,7 @@ int main(int argc, char **argv)
 	sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (sfd < 0) {
 		fprintf(stderr, "sixi-server: signalfd: %s\n", strerror(errno));
+		sim_config_finish(&sim_cfg);
 		return 1;
 	}
 	raise_fd_limit();
@@ -445,6 +448,7 @@ int main(int argc, char **argv)
 			 (double)e->mem_rollback / 1048576.0, (double)e->mem_snapshot_ring / 1048576.0);
 	} else {
 		e = sim_engine_create(&sim_cfg);
+		sim_config_finish(&sim_cfg);
 		if (!e) {
 			fprintf(stderr, "sixi-server: cannot create the simulated engine: %s\n", strerror(errno));
 			goto out;

@@ -26,7 +26,7 @@ struct engine_row {
 	bool want_logits; /* the last prompt row and every decode row */
 };
 
-/* A draft request (engine_ops.draft): up to k greedy tokens after hist. */
+/* A draft request (engine_ops.draft): up to k tokens after hist (greedy unless pick is set). */
 struct engine_draft {
 	int32_t slot;
 	const int32_t *hist; /* (n_hist) ids so far, the last not yet verified */
@@ -34,6 +34,9 @@ struct engine_draft {
 	int32_t k;
 	int32_t *out;        /* (k) */
 	int32_t n_out;       /* set by the engine */
+	/* Optional: draft j from the draft's logits row instead of its argmax (spec_draft.h). */
+	int32_t (*pick)(void *arg, int j, const float *logits, int n_vocab);
+	void *pick_arg;
 };
 
 struct engine_ops {
@@ -49,6 +52,9 @@ struct engine_ops {
 	/* A free state slot (reset to position 0), or -ENOSPC. */
 	int (*slot_alloc)(struct engine *e);
 	void (*slot_free)(struct engine *e, int slot);
+	/* Optional (NULL: no grouped samples): dst becomes an exact copy of src's state (recurrent
+	 * state, conv window, KV rows, rollback log, position). 0 or -errno. */
+	int (*slot_copy)(struct engine *e, int dst, int src);
 	/* Optional (NULL: no speculative decoding). forward_keep is forward with keep[n]: a slot
 	 * whose first row has keep set keeps its rows revocable; rollback drops a slot's last n
 	 * kept rows. 0 or -errno. */

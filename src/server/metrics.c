@@ -83,7 +83,7 @@ int metrics_render(struct metrics *m, const struct metrics_gauges *g, struct buf
 	rc |= counter(out, "sixi_requests_total", "Generation requests accepted.", LOAD(requests));
 	rc |= counter(out, "sixi_requests_rejected_total", "Requests answered with a 4xx error.",
 		      LOAD(requests_rejected));
-	rc |= counter(out, "sixi_requests_cancelled_total", "Generations cancelled (client gone or shutdown).",
+	rc |= counter(out, "sixi_requests_cancelled_total", "Generations cancelled (client gone, shutdown, or a decided vote).",
 		      LOAD(requests_cancelled));
 	rc |= counter(out, "sixi_prompt_tokens_total", "Prompt tokens of accepted requests.", LOAD(prompt_tokens));
 	rc |= counter(out, "sixi_cached_tokens_total", "Prompt tokens served from the prefix cache.",
@@ -112,6 +112,15 @@ int metrics_render(struct metrics *m, const struct metrics_gauges *g, struct buf
 			 "# HELP sixi_spec_accept_rate Accepted / drafted tokens, since start.\n"
 			 "# TYPE sixi_spec_accept_rate gauge\nsixi_spec_accept_rate %.4f\n",
 			 sp ? (double)(sa + sp) / (double)sp : 0.0, sd ? (double)sa / (double)sd : 0.0);
+	rc |= counter(out, "sixi_state_forks_total",
+		      "Prompt states copied into the other samples of a vote (once per sample, not per pass).",
+		      LOAD(state_forks));
+	rc |= counter(out, "sixi_votes_total", "Vote requests accepted.", LOAD(votes));
+	rc |= counter(out, "sixi_vote_ties_total", "Votes that ended without a majority.", LOAD(vote_ties));
+	rc |= counter(out, "sixi_vote_samples_cancelled_total", "Vote samples stopped once the majority was decided.",
+		      LOAD(vote_samples_cancelled));
+	rc |= counter(out, "sixi_vote_tokens_saved_total",
+		      "max_tokens budget left unspent by vote samples stopped early.", LOAD(vote_tokens_saved));
 	rc |= counter(out, "sixi_state_copies_total", "Recurrent-state copies made by passes (stays 0).",
 		      (uint64_t)g->state_copies);
 	rc |= gauge(out, "sixi_active_sequences", "Sequences holding a state slot.", g->active_sequences);

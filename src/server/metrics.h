@@ -42,6 +42,11 @@ struct metrics {
 	_Atomic uint64_t spec_steps;          /* speculative verification passes (one sequence each) */
 	_Atomic uint64_t spec_drafted;        /* drafted tokens verified */
 	_Atomic uint64_t spec_accepted;       /* drafted tokens kept */
+	_Atomic uint64_t state_forks;         /* prompt states copied into a vote's other samples */
+	_Atomic uint64_t votes;               /* vote requests accepted */
+	_Atomic uint64_t vote_samples_cancelled; /* samples stopped once their vote was decided */
+	_Atomic uint64_t vote_tokens_saved;   /* max_tokens budget those samples left unspent */
+	_Atomic uint64_t vote_ties;           /* votes that ended without a majority */
 	_Atomic int last_pass_failed;         /* 1 while the latest pass failed: /health says so */
 	struct metrics_hist rows_per_pass;
 	struct metrics_hist pass_seconds;

@@ -150,6 +150,17 @@ static void real_slot_free(struct engine *e, int slot)
 		r->used[slot] = 0;
 }
 
+static int real_slot_copy(struct engine *e, int dst, int src)
+{
+	struct real_engine *r = (struct real_engine *)e;
+	if (dst < 0 || dst >= e->n_slots || src < 0 || src >= e->n_slots || !r->used[dst] || !r->used[src])
+		return -EINVAL;
+	int rc = model_state_slot_copy(r->st, dst, src);
+	if (rc == 0 && r->draft)
+		spec_draft_reset(r->draft, dst); /* the draft re-synchronises from the history */
+	return rc;
+}
+
 static void real_destroy(struct engine *e)
 {
 	struct real_engine *r = (struct real_engine *)e;
@@ -172,6 +183,7 @@ static const struct engine_ops real_ops = {
 	.forward = real_forward,
 	.slot_alloc = real_slot_alloc,
 	.slot_free = real_slot_free,
+	.slot_copy = real_slot_copy,
 	.host_row_ns = NULL,
 	.destroy = real_destroy,
 };
@@ -184,7 +196,7 @@ static int real_draft(struct engine *e, struct engine_draft *d, size_t n)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
 		q[i] = (struct spec_draft_req){ .slot = d[i].slot, .hist = d[i].hist, .n_hist = d[i].n_hist, .k = d[i].k,
-						.out = d[i].out };
+						.out = d[i].out, .pick = d[i].pick, .pick_arg = d[i].pick_arg };
 	int rc = spec_draft_run(r->draft, q, n);
 	for (size_t i = 0; i < n; i++)
 		d[i].n_out = rc == 0 ? q[i].n_out : 0;
@@ -199,6 +211,7 @@ static const struct engine_ops real_draft_ops = {
 	.forward = real_forward,
 	.slot_alloc = real_slot_alloc,
 	.slot_free = real_slot_free,
+	.slot_copy = real_slot_copy,
 	.forward_keep = real_forward_keep,
 	.rollback = real_rollback,
 	.draft = real_draft,
@@ -238,6 +251,7 @@ static const struct engine_ops real_spec_ops = {
 	.forward = real_forward,
 	.slot_alloc = real_slot_alloc,
 	.slot_free = real_slot_free,
+	.slot_copy = real_slot_copy,
 	.forward_keep = real_forward_keep,
 	.rollback = real_rollback,
 	.host_row_ns = NULL,

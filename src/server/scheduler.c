@@ -38,6 +38,7 @@ enum seq_state {
 	S_RUNNING,  /* in a pass */
 	S_SAMPLING, /* pass done, logits with the sampler */
 	S_FINISHED, /* output final; slot to be released by the executor */
+	S_FORKWAIT, /* a group member holding a slot, waiting for the first member's prompt state */
 };
 
 struct sched_seq {
@@ -76,8 +77,18 @@ struct sched_seq {
 	 * drop (set by the sampler, applied by the executor), counters */
 	int32_t draft[SCHED_SPEC_MAX];
 	int n_draft;
+	/* drafts sampled by a draft model (sampled requests): the draft's logits row of each, so
+	 * that the sampler can verify against the draft's distribution q; n_q rows are valid */
+	float *q_logits;          /* (spec_draft_max, n_logits), allocated on first use */
+	int n_q;
+	struct sampler_rng draft_rng; /* the draft model's draws, apart from the target's */
+	struct sched *sched;      /* owner, for draft_pick */
 	int spec_rb;
 	int64_t spec_steps, spec_drafted, spec_accepted;
+	/* a group's first member (sched_submit_group): the other members, each with a reference
+	 * held until they are forked from this one's prompt state */
+	struct sched_seq **kids;  /* (n_kids) */
+	int n_kids;
 };
 
 struct retained {
@@ -129,6 +140,7 @@ struct sched {
 	size_t cap_keep;
 	struct sched_seq **members; /* (cap_members) */
 	size_t cap_members;
+	struct sampler_scratch exec_sc; /* draft sampling on the executor */
 };
 
 void sched_config_default(struct sched_config *c)
@@ -138,8 +150,28 @@ void sched_config_default(struct sched_config *c)
 				    .prefix_cache = false };
 }
 
+static void seq_unref(struct sched_seq *q);
+static void seq_finish(struct sched *s, struct sched_seq *q, enum sched_finish why);
+
+/* Drops the references a group's first member holds on the others; those not forked yet
+ * end as why (s NULL: only the references, after the fork or at teardown). */
+static void kids_drop(struct sched *s, struct sched_seq *q, enum sched_finish why)
+{
+	for (int i = 0; i < q->n_kids; i++) {
+		struct sched_seq *k = q->kids[i];
+		if (s && k->state != S_FINISHED)
+			seq_finish(s, k, why);
+		seq_unref(k);
+	}
+	free(q->kids);
+	q->kids = NULL;
+	q->n_kids = 0;
+}
+
 static void seq_free(struct sched_seq *q)
 {
+	kids_drop(NULL, q, SCHED_CANCELLED);
+	free(q->q_logits);
 	free(q->toks);
 	free(q->bias_ids);
 	free(q->bias);
@@ -165,14 +197,53 @@ static void seq_finish(struct sched *s, struct sched_seq *q, enum sched_finish w
 	q->state = S_FINISHED;
 	if (why == SCHED_CANCELLED)
 		metrics_add(s->m, requests_cancelled, 1);
+	if (q->n_kids > 0)
+		kids_drop(s, q, why == SCHED_ERROR ? SCHED_ERROR : SCHED_CANCELLED);
+}
+
+/* The prompt position where a sequence stops prefilling: a group's first member stops one
+ * row short, so that every member feeds the last prompt token itself and samples its first
+ * token from its own logits row (nothing but the state is shared). */
+static size_t prompt_end(const struct sched_seq *q)
+{
+	return q->n_kids > 0 ? q->n_prompt - 1 : q->n_prompt;
+}
+
+/* Gives each waiting member of q's group a copy of q's prompt state (recurrent state, conv
+ * window, KV rows, rollback log) and makes all of them ready. Executor, under lock. */
+static void group_fork(struct sched *s, struct sched_seq *q)
+{
+	for (int i = 0; i < q->n_kids; i++) {
+		struct sched_seq *k = q->kids[i];
+		if (k->state != S_FORKWAIT)
+			continue;
+		int rc = 0;
+		if (q->n_fed > 0) {
+			rc = s->e->ops->slot_copy(s->e, k->slot, q->slot);
+			if (rc == 0)
+				metrics_add(s->m, state_forks, 1);
+		}
+		if (rc != 0) {
+			log_error("forking a sample's state failed: %s", strerror(-rc));
+			seq_finish(s, k, SCHED_ERROR);
+			continue;
+		}
+		k->n_fed = q->n_fed;
+		k->cached_tokens = q->cached_tokens;
+		k->queue_ns = q->queue_ns;
+		k->state = S_READY;
+	}
+	kids_drop(NULL, q, SCHED_CANCELLED); /* forked: only the references go */
+	q->state = S_READY;
 }
 
 /* ---- speculative decoding (executor thread, under lock) ---- */
 
 static bool spec_on(const struct sched *s, const struct sched_seq *q)
 {
-	return s->cfg.spec_draft_max > 0 && s->e->ops->forward_keep && s->e->ops->rollback &&
-	       q->sp.temperature == 0;
+	(void)q; /* every sequence: greedy ones keep drafts equal to their argmax, sampled ones
+		  * verify by exact speculative sampling (sampler.h) */
+	return s->cfg.spec_draft_max > 0 && s->e->ops->forward_keep && s->e->ops->rollback;
 }
 
 /* Drops the rows the sampler rejected; an engine failure ends the sequence. */
@@ -189,10 +260,35 @@ static void spec_apply_rollback(struct sched *s, struct sched_seq *q)
 	q->spec_rb = 0;
 }
 
+/* A draft model's pick for a sampled request (spec_draft.h): draws draft j from the draft's
+ * distribution q under the request's transforms and keeps the row for the verification.
+ * Executor thread. */
+static int32_t draft_pick(void *arg, int j, const float *logits, int n_vocab)
+{
+	struct sched_seq *q = arg;
+	struct sched *s = q->sched;
+	size_t n = (size_t)s->e->n_sample < (size_t)n_vocab ? (size_t)s->e->n_sample : (size_t)n_vocab;
+	memcpy(q->q_logits + (size_t)j * (size_t)s->e->n_logits, logits, n * sizeof(float));
+	q->n_q = j + 1;
+	return sampler_pick(&q->sp, &q->draft_rng, logits, n, &s->exec_sc);
+}
+
+/* Sampled (not greedy) requests verify against the draft's distribution when a draft model
+ * drafts for them: room for its rows, or false (then the draft model drafts greedily). */
+static bool draft_sampled(struct sched *s, struct sched_seq *q)
+{
+	if (q->sp.temperature <= 0 || q->sp.top_k == 1)
+		return false;
+	if (!q->q_logits)
+		q->q_logits = malloc((size_t)s->cfg.spec_draft_max * (size_t)s->e->n_logits * sizeof(float));
+	return q->q_logits != NULL;
+}
+
 /* How many tokens a ready sequence may draft now (after applying its pending rollback). */
 static int spec_limit(struct sched *s, struct sched_seq *q)
 {
 	q->n_draft = 0;
+	q->n_q = 0;
 	if (!spec_on(s, q))
 		return 0;
 	spec_apply_rollback(s, q);
@@ -231,6 +327,10 @@ static void spec_draft_all(struct sched *s)
 			if (dr && dq) {
 				dr[n] = (struct engine_draft){ .slot = q->slot, .hist = q->toks, .n_hist = (int32_t)(q->n_fed + 1),
 							       .k = k, .out = q->draft };
+				if (draft_sampled(s, q)) {
+					dr[n].pick = draft_pick;
+					dr[n].pick_arg = q;
+				}
 				dq[n++] = q;
 			}
 		} else {
@@ -241,8 +341,11 @@ static void spec_draft_all(struct sched *s)
 		int rc = s->e->ops->draft(s->e, dr, n);
 		if (rc != 0)
 			log_error("draft model failed: %s (continuing without drafts)", strerror(-rc));
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
 			dq[i]->n_draft = rc == 0 ? dr[i].n_out : 0;
+			if (dq[i]->n_q != dq[i]->n_draft)
+				dq[i]->n_q = 0; /* greedy drafts (or none): verified as one-hot */
+		}
 	}
 	free(dr);
 	free(dq);
@@ -258,6 +361,8 @@ static void retained_drop(struct sched *s, struct retained *r)
 	r->slot = -1;
 	r->n = 0;
 }
+
+static int slot_alloc_evict(struct sched *s);
 
 static void slot_release(struct sched *s, struct sched_seq *q)
 {
@@ -303,6 +408,17 @@ static int slot_acquire(struct sched *s, struct sched_seq *q)
 			return 0;
 		}
 	}
+	int slot = slot_alloc_evict(s);
+	if (slot < 0)
+		return slot;
+	q->slot = slot;
+	q->n_fed = 0;
+	return 0;
+}
+
+/* A free slot, evicting the least recently used retained prefix if needed; or -ENOSPC. */
+static int slot_alloc_evict(struct sched *s)
+{
 	int slot = s->e->ops->slot_alloc(s->e);
 	if (slot == -ENOSPC && s->cfg.prefix_cache) {
 		struct retained *lru = NULL;
@@ -314,11 +430,37 @@ static int slot_acquire(struct sched *s, struct sched_seq *q)
 			slot = s->e->ops->slot_alloc(s->e);
 		}
 	}
-	if (slot < 0)
-		return slot;
-	q->slot = slot;
+	return slot;
+}
+
+/* A slot for q and, for a group's first member, one for every other member still waiting:
+ * all or none, so a group never holds part of its slots while waiting for the rest. */
+static int group_acquire(struct sched *s, struct sched_seq *q)
+{
+	int rc = slot_acquire(s, q);
+	if (rc != 0 || q->n_kids == 0)
+		return rc;
+	int i = 0;
+	for (; i < q->n_kids; i++) {
+		struct sched_seq *k = q->kids[i];
+		if (k->state != S_FORKWAIT)
+			continue;
+		int slot = slot_alloc_evict(s);
+		if (slot < 0)
+			break;
+		k->slot = slot;
+	}
+	if (i == q->n_kids)
+		return 0;
+	for (int j = 0; j < i; j++)
+		if (q->kids[j]->state == S_FORKWAIT && q->kids[j]->slot >= 0) {
+			s->e->ops->slot_free(s->e, q->kids[j]->slot);
+			q->kids[j]->slot = -1;
+		}
+	slot_release(s, q);
 	q->n_fed = 0;
-	return 0;
+	q->cached_tokens = 0;
+	return -ENOSPC;
 }
 
 /* Releases finished and cancelled sequences, admits waiting ones (FIFO). */
@@ -327,7 +469,8 @@ static void housekeeping(struct sched *s)
 	size_t w = 0;
 	for (size_t i = 0; i < s->n_seqs; i++) {
 		struct sched_seq *q = s->seqs[i];
-		if (q->cancelled && (q->state == S_WAIT || q->state == S_PREFILL || q->state == S_READY))
+		if (q->cancelled && (q->state == S_WAIT || q->state == S_PREFILL || q->state == S_READY ||
+				     q->state == S_FORKWAIT))
 			seq_finish(s, q, SCHED_CANCELLED);
 		if (q->state == S_FINISHED) {
 			slot_release(s, q);
@@ -341,12 +484,14 @@ static void housekeeping(struct sched *s)
 		struct sched_seq *q = s->seqs[i];
 		if (q->state != S_WAIT)
 			continue;
-		if (slot_acquire(s, q) != 0)
+		if (group_acquire(s, q) != 0)
 			break; /* FIFO: later arrivals do not overtake */
 		q->state = S_PREFILL;
 		q->queue_ns = clock_now_ns() - q->t_arrive_ns;
 		metrics_observe(s->m, &s->m->queue_seconds, (double)q->queue_ns / 1e9);
 		metrics_add(s->m, cached_tokens, q->cached_tokens);
+		if (q->n_kids > 0 && q->n_fed + 1 >= q->n_prompt)
+			group_fork(s, q);
 	}
 }
 
@@ -379,7 +524,7 @@ static int cmp_remaining(const void *a, const void *b)
 /* Adds the rows of q's next prompt chunk (at most budget rows). */
 static size_t add_chunk(struct sched *s, struct sched_seq *q, size_t budget, size_t *n_rows)
 {
-	size_t k = q->n_prompt - q->n_fed;
+	size_t k = prompt_end(q) - q->n_fed;
 	if (k > budget)
 		k = budget;
 	q->n_draft = 0;
@@ -559,6 +704,13 @@ static void *exec_main(void *arg)
 			bool prompt_done = true;
 			if (q->n_chunk > 0) {
 				q->n_fed += q->n_chunk;
+				if (q->n_kids > 0 && q->n_fed == prompt_end(q)) {
+					if (q->cancelled)
+						seq_finish(s, q, SCHED_CANCELLED);
+					else
+						group_fork(s, q);
+					continue;
+				}
 				prompt_done = q->n_fed == q->n_prompt;
 			} else {
 				q->n_fed += 1 + (size_t)q->n_draft;
@@ -684,10 +836,19 @@ static bool text_advance(struct sched_seq *q, bool final, size_t *safe_end)
 }
 
 /* Samples a sequence's rows of one pass: one row, or for a speculative step the row of the
- * last token and one per draft, taking tokens while they equal the drafts (greedy only) and
- * the target's own token after the last kept draft. Rejected rows are rolled back by the
+ * last token and one per draft. Row i verifies draft i with sampler_pick_draft under the
+ * request's transforms: a draft model's draft of a sampled request was drawn from the
+ * draft's distribution q (its logits row is kept, n_q), so it is kept with probability
+ * min(1, p/q), else the token comes from normalize(max(0, p - q)); a prompt-lookup draft is
+ * deterministic (q one-hot): kept with probability p(draft), else drawn from p without it;
+ * greedy requests keep a draft exactly when it is the argmax. The first token that differs
+ * from its draft ends the step; after all drafts are kept, the last row gives one more token
+ * by plain sampling. Each emitted token is thus distributed as the non-speculative
+ * sampler's, and a seed fixes the output (drafts depend on the history and the sequence's
+ * own draft random numbers). Rejected rows are rolled back by the
  * executor before the sequence's next pass (spec_rb). */
-static void sample_row(struct sched *s, struct sched_seq *q, float *logits, struct sampler_scratch *sc)
+static void sample_row(struct sched *s, struct sched_seq *q, float *logits, struct sampler_scratch *sc,
+		       double *qbuf)
 {
 	enum sched_finish fin = SCHED_RUNNING;
 	int32_t tok = -1;
@@ -704,7 +865,22 @@ static void sample_row(struct sched *s, struct sched_seq *q, float *logits, stru
 		for (size_t j = 0; j < q->n_bias; j++)
 			if (q->bias_ids[j] < s->e->n_sample)
 				lg[q->bias_ids[j]] += q->bias[j];
-		tok = sampler_pick(&q->sp, &q->rng, lg, (size_t)s->e->n_sample, sc);
+		if (i < q->n_draft) { /* a drafted row: keep the draft or emit the corrected token */
+			bool kept;
+			const double *qv = NULL; /* NULL: a deterministic draft, q one-hot */
+			if (i < q->n_q) {
+				if (!qbuf || sampler_probs(&q->sp, q->q_logits + (size_t)i * (size_t)s->e->n_logits,
+							   (size_t)s->e->n_sample, sc, qbuf) != 0) {
+					fin = SCHED_ERROR;
+					break;
+				}
+				qv = qbuf;
+			}
+			tok = sampler_pick_draft(&q->sp, &q->rng, lg, (size_t)s->e->n_sample, sc, q->draft[i], qv,
+						 &kept);
+		} else {
+			tok = sampler_pick(&q->sp, &q->rng, lg, (size_t)s->e->n_sample, sc);
+		}
 		if (tok < 0) {
 			fin = SCHED_ERROR;
 			break;
@@ -744,6 +920,7 @@ static void sample_row(struct sched *s, struct sched_seq *q, float *logits, stru
 		metrics_add(s->m, spec_drafted, q->n_draft);
 		metrics_add(s->m, spec_accepted, accepted);
 		q->n_draft = 0;
+		q->n_q = 0;
 	}
 	q->completion_tokens = q->n_gen;
 	s->n_sampling--;
@@ -761,6 +938,8 @@ static void *samp_main(void *arg)
 {
 	struct sched *s = arg;
 	struct sampler_scratch sc = { 0 };
+	/* the draft's distribution for verifying sampled drafts (NULL without speculation) */
+	double *qbuf = s->cfg.spec_draft_max > 0 ? malloc((size_t)s->e->n_sample * sizeof(double)) : NULL;
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
 		while (!s->q_head && !s->stopping)
@@ -780,7 +959,7 @@ static void *samp_main(void *arg)
 			int64_t left = t0 + (int64_t)(i + 1) * host_ns - clock_now_ns();
 			if (host_ns > 0 && left > 0)
 				clock_sleep_ns(left);
-			sample_row(s, b->items[i].seq, b->items[i].logits, &sc);
+			sample_row(s, b->items[i].seq, b->items[i].logits, &sc, qbuf);
 		}
 		free(b->items);
 		pthread_mutex_lock(&s->lock);
@@ -795,6 +974,7 @@ static void *samp_main(void *arg)
 	}
 	pthread_mutex_unlock(&s->lock);
 	sampler_scratch_finish(&sc);
+	free(qbuf);
 	return NULL;
 }
 
@@ -881,18 +1061,16 @@ void sched_destroy(struct sched *s)
 	free(s->rows);
 	free(s->keep);
 	free(s->members);
+	sampler_scratch_finish(&s->exec_sc);
 	pthread_cond_destroy(&s->exec_cv);
 	pthread_cond_destroy(&s->samp_cv);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }
 
-struct sched_seq *sched_submit(struct sched *s, const struct sched_seq_params *p)
+/* A new sequence from p (not yet queued), or NULL (ENOMEM). */
+static struct sched_seq *seq_new(const struct sched_seq_params *p, uint64_t seed)
 {
-	if (p->n_prompt == 0 || p->max_tokens < 1) {
-		errno = EINVAL;
-		return NULL;
-	}
 	struct sched_seq *q = calloc(1, sizeof *q);
 	if (!q)
 		return NULL;
@@ -921,27 +1099,71 @@ struct sched_seq *sched_submit(struct sched *s, const struct sched_seq_params *p
 	q->n_prompt = p->n_prompt;
 	q->max_tokens = p->max_tokens;
 	q->sp = p->sampling;
-	sampler_rng_seed(&q->rng, p->seed);
+	sampler_rng_seed(&q->rng, seed);
+	sampler_rng_seed(&q->draft_rng, seed ^ 0xD1B54A32D192ED03ULL);
 	q->ignore_eos = p->ignore_eos;
 	q->t_arrive_ns = clock_now_ns();
 	q->state = S_WAIT;
 	q->slot = -1;
 	q->refs = 2;
 	q->queue_ns = -1;
-	pthread_mutex_lock(&s->lock);
-	if (grow((void **)&s->seqs, &s->cap_seqs, s->n_seqs + 1, sizeof *s->seqs) != 0) {
-		pthread_mutex_unlock(&s->lock);
-		goto fail;
-	}
-	q->order = s->next_order++;
-	s->seqs[s->n_seqs++] = q;
-	pthread_cond_signal(&s->exec_cv);
-	pthread_mutex_unlock(&s->lock);
 	return q;
 fail:
 	seq_free(q);
-	errno = ENOMEM;
 	return NULL;
+}
+
+struct sched_seq *sched_submit(struct sched *s, const struct sched_seq_params *p)
+{
+	struct sched_seq *q = NULL;
+	int rc = sched_submit_group(s, p, 1, &q);
+	if (rc != 0) {
+		errno = -rc;
+		return NULL;
+	}
+	return q;
+}
+
+int sched_submit_group(struct sched *s, const struct sched_seq_params *p, int k, struct sched_seq **out)
+{
+	if (p->n_prompt == 0 || p->max_tokens < 1 || k < 1 || k > s->e->n_slots || (k > 1 && !s->e->ops->slot_copy))
+		return -EINVAL;
+	struct sched_seq **kids = k > 1 ? calloc((size_t)k - 1, sizeof *kids) : NULL;
+	if (k > 1 && !kids)
+		return -ENOMEM;
+	for (int i = 0; i < k; i++) {
+		out[i] = seq_new(p, p->seed + (uint64_t)i);
+		if (!out[i]) {
+			for (int j = 0; j < i; j++)
+				seq_free(out[j]);
+			free(kids);
+			return -ENOMEM;
+		}
+	}
+	for (int i = 1; i < k; i++) {
+		out[i]->state = S_FORKWAIT;
+		out[i]->refs++; /* held by the first member until the fork */
+		kids[i - 1] = out[i];
+	}
+	out[0]->kids = kids;
+	out[0]->n_kids = k - 1;
+	pthread_mutex_lock(&s->lock);
+	if (grow((void **)&s->seqs, &s->cap_seqs, s->n_seqs + (size_t)k, sizeof *s->seqs) != 0) {
+		pthread_mutex_unlock(&s->lock);
+		for (int i = 1; i < k; i++)
+			out[i]->refs--;
+		for (int i = 0; i < k; i++)
+			seq_free(out[i]);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < k; i++) {
+		out[i]->sched = s;
+		out[i]->order = s->next_order++;
+		s->seqs[s->n_seqs++] = out[i];
+	}
+	pthread_cond_signal(&s->exec_cv);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
 }
 
 int sched_seq_take(struct sched *s, struct sched_seq *q, struct buf *text, struct sched_status *st)
@@ -962,6 +1184,15 @@ int sched_seq_take(struct sched *s, struct sched_seq *q, struct buf *text, struc
 	return rc;
 }
 
+size_t sched_seq_tokens(struct sched *s, struct sched_seq *q, int32_t *ids, size_t cap)
+{
+	pthread_mutex_lock(&s->lock);
+	size_t n = (size_t)q->completion_tokens; /* published: the sampler is done with them */
+	memcpy(ids, q->toks + q->n_prompt, (n < cap ? n : cap) * sizeof(int32_t));
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
 void sched_seq_release(struct sched *s, struct sched_seq *q)
 {
 	if (!q)
@@ -974,12 +1205,21 @@ void sched_seq_release(struct sched *s, struct sched_seq *q)
 	pthread_mutex_unlock(&s->lock);
 }
 
+void sched_seq_cancel(struct sched *s, struct sched_seq *q)
+{
+	pthread_mutex_lock(&s->lock);
+	if (q->finish == SCHED_RUNNING)
+		q->cancelled = true;
+	pthread_cond_signal(&s->exec_cv);
+	pthread_mutex_unlock(&s->lock);
+}
+
 void sched_counts(struct sched *s, int64_t *active, int64_t *waiting)
 {
 	int64_t a = 0, w = 0;
 	pthread_mutex_lock(&s->lock);
 	for (size_t i = 0; i < s->n_seqs; i++) {
-		if (s->seqs[i]->state == S_WAIT)
+		if (s->seqs[i]->state == S_WAIT || (s->seqs[i]->state == S_FORKWAIT && s->seqs[i]->slot < 0))
 			w++;
 		else if (s->seqs[i]->state != S_FINISHED)
 			a++;

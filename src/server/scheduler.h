@@ -35,8 +35,9 @@ struct sched_config {
 	int32_t prefill_chunk;    /* prompt rows per pass */
 	bool interleave;          /* decode rows of other sequences run between prompt chunks */
 	bool prefix_cache;        /* keep finished sequences' slots to reuse their prefix */
-	int32_t spec_draft_max;   /* speculative decoding (spec.h): n-gram drafts of up to this many
-				   * tokens for greedy sequences; 0 = off; needs the engine's
+	int32_t spec_draft_max;   /* speculative decoding (spec.h): drafts of up to this many tokens
+				   * for every sequence (sampled ones by exact speculative sampling,
+				   * sampler.h); 0 = off; needs the engine's
 				   * forward_keep and rollback, and at most SCHED_SPEC_MAX */
 };
 #define SCHED_SPEC_MAX 32
@@ -77,9 +78,21 @@ void sched_destroy(struct sched *s);
 
 /* NULL with errno set (ENOMEM, EINVAL for an empty prompt). */
 struct sched_seq *sched_submit(struct sched *s, const struct sched_seq_params *p);
+/* k samples of one prompt (k >= 1, at most the engine's slots; k > 1 needs the engine's
+ * slot_copy): out[i] samples with seed p->seed + i. The group waits until k slots are free
+ * (first in, first out with the other arrivals), the first member prefills all prompt rows
+ * but the last, its state is then forked (copied) into the others' slots, and every member
+ * feeds the last prompt token itself and samples from there: the prompt is computed once.
+ * Each out[i] is released by sched_seq_release. 0, -EINVAL or -ENOMEM. */
+int sched_submit_group(struct sched *s, const struct sched_seq_params *p, int k, struct sched_seq **out);
+/* Stops q early (it finishes as SCHED_CANCELLED with the tokens it has); the caller keeps
+ * its reference and still reads the final status. */
+void sched_seq_cancel(struct sched *s, struct sched_seq *q);
 /* Appends text produced since the last call to text (may be NULL to discard). */
 __attribute__((warn_unused_result)) int sched_seq_take(struct sched *s, struct sched_seq *q, struct buf *text,
 							 struct sched_status *st);
+/* Copies up to cap of the ids sampled so far into ids; returns how many were sampled. */
+size_t sched_seq_tokens(struct sched *s, struct sched_seq *q, int32_t *ids, size_t cap);
 /* The caller is done with q; a running sequence is cancelled. */
 void sched_seq_release(struct sched *s, struct sched_seq *q);
 /* Sequences holding a slot / waiting for one. */

@@ -7,12 +7,17 @@
  * --chat-template names) through src/eval/jinja; without one, with a built-in
  * ChatML rendering (<|im_start|>role\n...<|im_end|>). What it does not do:
  * logprobs, tools, images, echo, best_of. logit_bias is applied (values in
- * [-100, 100] are added to the logits, as OpenAI documents). /health: 503
+ * [-100, 100] are added to the logits, as OpenAI documents). "vote": true with "n": k
+ * submits the k samples as one scheduler group (the prompt prefilled once, its state forked),
+ * reads each finished sample's answer (vote.h), cancels the samples still running once the
+ * majority is decided and answers with a "sixi": {"vote": ...} extension; it does not stream.
+ * /health: 503
  * "loading" until the warm-up generation has produced a token, then 200 "ok",
  * and 503 "error" while the latest forward pass failed. */
 #include "server/server.h"
 #include "server/engine.h"
 #include "server/metrics.h"
+#include "server/vote.h"
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/json.h"
@@ -40,12 +45,16 @@ struct choice {
 	int64_t cached_tokens;
 	int64_t spec_steps, spec_drafted, spec_accepted;
 	struct buf text; /* whole text (non-streaming) */
+	bool vote_cancelled; /* stopped because the vote was decided */
+	struct buf answer;   /* the sample's answer (vote.h), NUL-terminated once done */
 };
 
 struct gen {
 	struct server *srv;
 	struct http_conn *conn; /* NULL once the client is gone */
 	bool stream, chat, include_usage;
+	bool vote, vote_decided;
+	int64_t max_tokens;
 	int n;
 	int64_t prompt_tokens;
 	int64_t created;
@@ -153,7 +162,9 @@ struct gen_req {
 	float *bias;         /* (n_bias) */
 	size_t n_bias;
 	int n;
+	bool n_given;
 	bool stream, include_usage;
+	bool vote;
 };
 
 /* Returns 0, or writes an error into msg/param and returns -EINVAL. */
@@ -284,7 +295,7 @@ static int render_chat(struct server *s, const cJSON *msgs, struct gen_req *r, c
 
 static const char *const known_fields[] = {
 	"model", "prompt", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k",
-	"min_p", "seed", "stop", "ignore_eos", "n", "stream", "stream_options", "logit_bias",
+	"min_p", "seed", "stop", "ignore_eos", "n", "stream", "stream_options", "logit_bias", "vote",
 };
 
 /* Parses and validates; on error returns the HTTP status with msg/param set. */
@@ -419,6 +430,7 @@ static int parse_request(struct server *s, const struct http_request *hr, bool c
 		if (!is_integer(v) || v->valuedouble < 1 || v->valuedouble > MAX_CHOICES)
 			BAD("n", "n must be an integer in [1, %d]", MAX_CHOICES);
 		r->n = (int)v->valuedouble;
+		r->n_given = true;
 	}
 	if (FIELD("stream")) {
 		if (!cJSON_IsBool(v))
@@ -430,6 +442,30 @@ static int parse_request(struct server *s, const struct http_request *hr, bool c
 		if (!cJSON_IsObject(v) || (iu && !cJSON_IsBool(iu)))
 			BAD("stream_options", "stream_options must be an object like {\"include_usage\": true}");
 		r->include_usage = cJSON_IsTrue(iu);
+	}
+	int max_vote = s->e->n_slots < MAX_CHOICES ? s->e->n_slots : MAX_CHOICES;
+	if (FIELD("vote")) {
+		if (!cJSON_IsBool(v))
+			BAD("vote", "vote must be true or false; to vote, send \"vote\": true with \"n\" from 2 to %d",
+			    max_vote);
+		r->vote = cJSON_IsTrue(v);
+	}
+	if (r->vote) {
+		if (max_vote < 2)
+			BAD("vote", "this server holds %d sequence at once (--parallel) and a vote needs at least 2; "
+				    "start it with --parallel 2 or more", s->e->n_slots);
+		if (!r->n_given)
+			BAD("n", "vote needs n, the number of samples: send \"n\" from 2 to %d", max_vote);
+		if (r->n < 2)
+			BAD("n", "vote needs at least 2 samples (got n = %d); send \"n\" from 2 to %d", r->n, max_vote);
+		if (r->n > max_vote)
+			BAD("n", "n is %d but a vote's samples run at once and this server holds %d sequences "
+				 "(--parallel); send n from 2 to %d", r->n, s->e->n_slots, max_vote);
+		if (r->stream)
+			BAD("stream", "vote does not stream (its answer is known only once the samples are done); "
+				      "send \"stream\": false");
+		if (r->n_prompt < 1)
+			BAD("prompt", "the prompt is empty");
 	}
 #undef FIELD
 #undef BAD
@@ -468,6 +504,7 @@ static void gen_free(struct gen *g)
 	for (int i = 0; i < g->n; i++) {
 		sched_seq_release(s->sched, g->ch[i].q);
 		buf_finish(&g->ch[i].text);
+		buf_finish(&g->ch[i].answer);
 	}
 	if (g->prev)
 		g->prev->next = g->next;
@@ -580,6 +617,93 @@ static void send_error_event(struct gen *g, const char *msg)
 	sse_send(g, o);
 }
 
+/* The vote's tally over the samples done so far. answers: (MAX_CHOICES). Returns the samples
+ * still running. */
+static int vote_count(struct gen *g, const char **answers, struct vote_tally *t)
+{
+	int running = 0;
+	for (int i = 0; i < g->n; i++) {
+		struct choice *c = &g->ch[i];
+		answers[i] = c->done && c->answer.len ? c->answer.data : NULL;
+		running += !c->done && !c->vote_cancelled;
+	}
+	vote_tally(answers, g->n, t);
+	return running;
+}
+
+/* Stops the samples still running once the vote is decided. */
+static void vote_check(struct gen *g)
+{
+	const char *answers[MAX_CHOICES];
+	struct vote_tally t;
+	int running = vote_count(g, answers, &t);
+	if (running == 0 || !vote_decided(&t, running))
+		return;
+	g->vote_decided = true;
+	for (int i = 0; i < g->n; i++)
+		if (!g->ch[i].done) {
+			g->ch[i].vote_cancelled = true;
+			sched_seq_cancel(g->srv->sched, g->ch[i].q);
+		}
+	log_info("%s: vote decided (\"%s\" %d of %d samples, runner-up %d); stopping %d sample(s)", g->id,
+		 answers[t.leader], t.lead_count, g->n, t.runner_up, running);
+}
+
+static bool choice_vote_cancelled(const struct choice *c)
+{
+	return c->vote_cancelled && c->finish == SCHED_CANCELLED;
+}
+
+/* The extension object of a vote: {"vote": {answer, count, majority, tie, samples...}}. */
+static void add_vote(struct gen *g, cJSON *o)
+{
+	struct metrics *m = &g->srv->metrics;
+	const char *answers[MAX_CHOICES];
+	struct vote_tally t;
+	vote_count(g, answers, &t);
+	bool majority = t.leader >= 0 && t.lead_count > t.runner_up;
+	int cancelled = 0;
+	int64_t saved = 0;
+	cJSON *v = cJSON_AddObjectToObject(cJSON_AddObjectToObject(o, "sixi"), "vote");
+	if (majority)
+		cJSON_AddStringToObject(v, "answer", answers[t.leader]);
+	else
+		cJSON_AddNullToObject(v, "answer");
+	cJSON_AddNumberToObject(v, "count", majority ? t.lead_count : 0);
+	cJSON_AddBoolToObject(v, "majority", majority);
+	cJSON_AddBoolToObject(v, "tie", !majority);
+	cJSON_AddNumberToObject(v, "runner_up_count", t.runner_up);
+	cJSON_AddNumberToObject(v, "n", g->n);
+	cJSON_AddNumberToObject(v, "answered", t.n_answers);
+	cJSON *arr = cJSON_AddArrayToObject(v, "samples");
+	for (int i = 0; i < g->n; i++) {
+		const struct choice *c = &g->ch[i];
+		bool vc = choice_vote_cancelled(c);
+		cJSON *e = cJSON_CreateObject();
+		cJSON_AddItemToArray(arr, e);
+		cJSON_AddNumberToObject(e, "index", i);
+		if (answers[i])
+			cJSON_AddStringToObject(e, "answer", answers[i]);
+		else
+			cJSON_AddNullToObject(e, "answer");
+		cJSON_AddStringToObject(e, "finish_reason", vc ? "cancelled" : finish_name(c->finish));
+		cJSON_AddNumberToObject(e, "completion_tokens", (double)c->completion_tokens);
+		if (vc) {
+			cancelled++;
+			saved += g->max_tokens - c->completion_tokens;
+		}
+	}
+	cJSON_AddNumberToObject(v, "cancelled", cancelled);
+	cJSON_AddNumberToObject(v, "tokens_saved", (double)saved);
+	cJSON_AddStringToObject(v, "rule",
+				"answer: last \\boxed{...}, else the last number, else the last non-empty line; "
+				"samples stop once the leader's count exceeds the runner-up's plus the samples running");
+	metrics_add(m, vote_samples_cancelled, cancelled);
+	metrics_add(m, vote_tokens_saved, saved);
+	if (!majority)
+		metrics_add(m, vote_ties, 1);
+}
+
 static void respond_full(struct gen *g)
 {
 	cJSON *o = chunk_base(g);
@@ -597,9 +721,12 @@ static void respond_full(struct gen *g)
 			cJSON_AddStringToObject(c, "text", t);
 			cJSON_AddNullToObject(c, "logprobs");
 		}
-		cJSON_AddStringToObject(c, "finish_reason", finish_name(g->ch[i].finish));
+		cJSON_AddStringToObject(c, "finish_reason",
+					choice_vote_cancelled(&g->ch[i]) ? "cancelled" : finish_name(g->ch[i].finish));
 	}
 	add_usage(g, o);
+	if (g->vote)
+		add_vote(g, o);
 	respond_json(g->conn, 200, o);
 	cJSON_Delete(o);
 }
@@ -634,13 +761,22 @@ static void gen_pump(struct gen *g)
 		if (fin) {
 			c->done = true;
 			c->finish = st.finish;
-			failed |= st.finish == SCHED_ERROR || st.finish == SCHED_CANCELLED;
+			if (g->vote && (st.finish == SCHED_STOP || st.finish == SCHED_LENGTH) &&
+			    vote_answer(c->text.data ? c->text.data : "", c->text.len, &c->answer) != 0)
+				st.finish = c->finish = SCHED_ERROR;
 		} else {
 			all_done = false;
 		}
 	}
+	if (g->vote && !g->vote_decided) {
+		vote_check(g);
+		all_done = true;
+		for (int i = 0; i < g->n; i++)
+			all_done &= g->ch[i].done;
+	}
 	for (int i = 0; i < g->n; i++)
-		failed |= g->ch[i].done && (g->ch[i].finish == SCHED_ERROR || g->ch[i].finish == SCHED_CANCELLED);
+		failed |= g->ch[i].done && (g->ch[i].finish == SCHED_ERROR ||
+					    (g->ch[i].finish == SCHED_CANCELLED && !g->ch[i].vote_cancelled));
 	if (!all_done || !g->conn)
 		return;
 	http_conn_set_user(g->conn, NULL, NULL);
@@ -720,17 +856,44 @@ static void handle_generate(struct server *s, struct http_conn *c, const struct 
 	g->stream = r.stream;
 	g->chat = chat;
 	g->include_usage = r.include_usage;
+	g->vote = r.vote;
+	g->max_tokens = r.max_tokens;
 	g->prompt_tokens = (int64_t)r.n_prompt;
 	g->created = (int64_t)time(NULL);
 	snprintf(g->id, sizeof g->id, "%s-%llu", chat ? "chatcmpl" : "cmpl", (unsigned long long)++s->next_id);
 	uint64_t seed = r.seed_given ? r.seed : (uint64_t)clock_now_ns() ^ (s->next_id * 0x9E3779B97F4A7C15ULL);
 	for (int i = 0; i < r.n; i++) {
+		buf_init(&g->ch[i].text);
+		buf_init(&g->ch[i].answer);
+	}
+	if (r.vote) {
+		/* One prompt state, forked into the samples (scheduler.h). */
+		struct sched_seq_params p = { .prompt = r.prompt, .n_prompt = r.n_prompt, .max_tokens = r.max_tokens,
+					      .sampling = r.sp, .seed = seed, .stop = r.stop, .n_stop = r.n_stop,
+					      .ignore_eos = r.ignore_eos, .bias_ids = r.bias_ids, .bias = r.bias,
+					      .n_bias = r.n_bias };
+		struct sched_seq *qs[MAX_CHOICES];
+		int rc = sched_submit_group(s->sched, &p, r.n, qs);
+		if (rc != 0) {
+			g->n = r.n;
+			for (int i = 0; i < r.n; i++)
+				g->ch[i].q = NULL;
+			g->conn = NULL;
+			gen_free(g);
+			respond_error(s, c, 500, NULL, "could not queue the request: %s", strerror(-rc));
+			gen_req_finish(&r);
+			return;
+		}
+		for (int i = 0; i < r.n; i++)
+			g->ch[i].q = qs[i];
+		g->n = r.n;
+	}
+	for (int i = 0; i < r.n && !r.vote; i++) {
 		struct sched_seq_params p = { .prompt = r.prompt, .n_prompt = r.n_prompt, .max_tokens = r.max_tokens,
 					      .sampling = r.sp, .seed = seed + (uint64_t)i, .stop = r.stop,
 					      .n_stop = r.n_stop, .ignore_eos = r.ignore_eos, .bias_ids = r.bias_ids,
 					      .bias = r.bias, .n_bias = r.n_bias };
 		g->ch[i].q = sched_submit(s->sched, &p);
-		buf_init(&g->ch[i].text);
 		g->n = i + 1;
 		if (!g->ch[i].q) {
 			g->conn = NULL;
@@ -741,7 +904,9 @@ static void handle_generate(struct server *s, struct http_conn *c, const struct 
 		}
 	}
 	metrics_add(&s->metrics, requests, 1);
-	metrics_add(&s->metrics, prompt_tokens, r.n_prompt * (size_t)r.n);
+	metrics_add(&s->metrics, prompt_tokens, r.n_prompt * (size_t)(r.vote ? 1 : r.n)); /* a vote prefills once */
+	if (r.vote)
+		metrics_add(&s->metrics, votes, 1);
 	gen_req_finish(&r);
 	g->next = s->gens;
 	if (s->gens)

@@ -7,7 +7,9 @@
  *   state, conv state and an 8-row rollback log per sequence.
  * gb10: the same model at 273 GB/s (58 ms per pass), rows a little cheaper.
  * What it does not model: compute-bound prefill curves, speculative decoding,
- * memory bandwidth shared with the host. */
+ * memory bandwidth shared with the host.
+ * Scripted texts (sim.h) make a vote's samples produce known answers of known lengths; the
+ * fork of a slot only copies its script position (there is no real state). */
 #include "server/sim.h"
 #include "server/engine.h"
 #include "core/buf.h"
@@ -34,6 +36,39 @@ static const struct sim_config presets[] = {
 };
 
 const char *sim_preset_names(void) { return "thor, gb10"; }
+
+void sim_config_finish(struct sim_config *c)
+{
+	for (int i = 0; i < c->n_script; i++)
+		free(c->script[i]);
+	c->n_script = 0;
+}
+
+/* "script": 1..SIM_SCRIPT_MAX non-empty strings. 0 or -EINVAL with err set. */
+static int load_script(const char *path, const cJSON *v, struct sim_config *out, char *err, size_t errlen)
+{
+	int n = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 0;
+	if (n < 1 || n > SIM_SCRIPT_MAX) {
+		snprintf(err, errlen, "%s: \"script\" must be an array of 1 to %d strings (the texts samples produce)",
+			 path, SIM_SCRIPT_MAX);
+		return -EINVAL;
+	}
+	for (const cJSON *it = v->child; it; it = it->next) {
+		if (!cJSON_IsString(it) || !it->valuestring[0]) {
+			snprintf(err, errlen, "%s: \"script\"[%d] must be a non-empty string", path, out->n_script);
+			sim_config_finish(out);
+			return -EINVAL;
+		}
+		out->script[out->n_script] = strdup(it->valuestring);
+		if (!out->script[out->n_script]) {
+			snprintf(err, errlen, "out of memory");
+			sim_config_finish(out);
+			return -ENOMEM;
+		}
+		out->n_script++;
+	}
+	return 0;
+}
 
 int sim_config_preset(const char *name, struct sim_config *out)
 {
@@ -80,6 +115,11 @@ int sim_config_load(const char *path, struct sim_config *out, char *err, size_t 
 	};
 	for (const cJSON *it = root->child; it; it = it->next) {
 		bool known = strcmp(it->string, "base") == 0;
+		if (strcmp(it->string, "script") == 0) {
+			if (out->n_script > 0 || load_script(path, it, out, err, errlen) != 0)
+				goto out;
+			continue;
+		}
 		for (size_t i = 0; i < sizeof fields / sizeof fields[0] && !known; i++) {
 			if (strcmp(it->string, fields[i].key) != 0)
 				continue;
@@ -106,13 +146,15 @@ int sim_config_load(const char *path, struct sim_config *out, char *err, size_t 
 			snprintf(err, errlen,
 				 "%s: unknown field \"%s\" (known: base, weight_gb, bandwidth_gbps, decode_row_ms, "
 				 "prefill_row_ms, host_row_ms, context, slots, memory_gb, kv_kib_per_token, "
-				 "state_mib_per_seq, activation_gb)",
+				 "state_mib_per_seq, activation_gb, script)",
 				 path, it->string);
 			goto out;
 		}
 	}
 	rc = 0;
 out:
+	if (rc != 0)
+		sim_config_finish(out);
 	cJSON_Delete(root);
 	return rc;
 }
@@ -173,6 +215,10 @@ struct sim_engine {
 	struct engine base;
 	struct sim_config cfg;
 	unsigned char *used; /* (n_slots) 1 = allocated */
+	int32_t *script_of;  /* (n_slots) script text of the slot */
+	int32_t *n_out;      /* (n_slots) rows with logits since allocation */
+	int32_t *n_forks;    /* (n_slots) slots forked from this one */
+	size_t *script_len;  /* (cfg.n_script) */
 };
 
 static int sim_tokenize(struct engine *e, const char *text, size_t len, int32_t *ids, size_t cap, size_t *n)
@@ -213,8 +259,17 @@ static int sim_forward(struct engine *e, const struct engine_row *rows, size_t n
 			n_pre++;
 			continue;
 		}
-		/* Printable ASCII only, so generated text is valid UTF-8 and JSON-safe. */
 		float *l = logits + n_dec * SIM_BYTE_TOKENS;
+		if (s->cfg.n_script > 0) {
+			int t = s->script_of[r->slot] % s->cfg.n_script;
+			int32_t k = s->n_out[r->slot]++;
+			int next = (size_t)k < s->script_len[t] ? (unsigned char)s->cfg.script[t][k] : 0;
+			for (int j = 0; j < SIM_BYTE_TOKENS; j++)
+				l[j] = j == next ? 0.0f : -1e30f;
+			n_dec++;
+			continue;
+		}
+		/* Printable ASCII only, so generated text is valid UTF-8 and JSON-safe. */
 		uint64_t h = mix64((uint64_t)r->token * 0x9E3779B97F4A7C15ULL ^ (uint64_t)r->pos * 0xD6E8FEB86659FD93ULL);
 		for (int j = 0; j < SIM_BYTE_TOKENS; j++) {
 			if (j < 32 || j > 126) {
@@ -239,9 +294,23 @@ static int sim_slot_alloc(struct engine *e)
 	for (int i = 0; i < e->n_slots; i++)
 		if (!s->used[i]) {
 			s->used[i] = 1;
+			s->script_of[i] = 0;
+			s->n_out[i] = 0;
+			s->n_forks[i] = 0;
 			return i;
 		}
 	return -ENOSPC;
+}
+
+static int sim_slot_copy(struct engine *e, int dst, int src)
+{
+	struct sim_engine *s = (struct sim_engine *)e;
+	if (dst < 0 || dst >= e->n_slots || src < 0 || src >= e->n_slots || !s->used[dst] || !s->used[src])
+		return -EINVAL;
+	s->script_of[dst] = s->script_of[src] + ++s->n_forks[src];
+	s->n_out[dst] = s->n_out[src];
+	s->n_forks[dst] = 0;
+	return 0;
 }
 
 static void sim_slot_free(struct engine *e, int slot)
@@ -261,6 +330,11 @@ static void sim_destroy(struct engine *e)
 {
 	struct sim_engine *s = (struct sim_engine *)e;
 	free(s->used);
+	free(s->script_of);
+	free(s->n_out);
+	free(s->n_forks);
+	free(s->script_len);
+	sim_config_finish(&s->cfg);
 	free(s);
 }
 
@@ -270,6 +344,7 @@ static const struct engine_ops sim_ops = {
 	.forward = sim_forward,
 	.slot_alloc = sim_slot_alloc,
 	.slot_free = sim_slot_free,
+	.slot_copy = sim_slot_copy,
 	.host_row_ns = sim_host_row_ns,
 	.destroy = sim_destroy,
 };
@@ -283,18 +358,33 @@ struct engine *sim_engine_create(const struct sim_config *c)
 	struct sim_engine *s = calloc(1, sizeof *s);
 	if (!s)
 		return NULL;
+	s->cfg = *c;
+	s->cfg.n_script = 0;
 	s->used = calloc((size_t)c->n_slots, 1);
-	if (!s->used) {
-		free(s);
+	s->script_of = calloc((size_t)c->n_slots, sizeof(int32_t));
+	s->n_out = calloc((size_t)c->n_slots, sizeof(int32_t));
+	s->n_forks = calloc((size_t)c->n_slots, sizeof(int32_t));
+	s->script_len = calloc(SIM_SCRIPT_MAX, sizeof(size_t));
+	bool ok = s->used && s->script_of && s->n_out && s->n_forks && s->script_len;
+	for (int i = 0; ok && i < c->n_script; i++) {
+		s->cfg.script[i] = strdup(c->script[i]);
+		ok = s->cfg.script[i] != NULL;
+		if (ok) {
+			s->cfg.n_script = i + 1;
+			s->script_len[i] = strlen(c->script[i]);
+		}
+	}
+	if (!ok) {
+		sim_destroy(&s->base);
+		errno = ENOMEM;
 		return NULL;
 	}
-	s->cfg = *c;
 	s->base.ops = &sim_ops;
 	s->base.name = s->cfg.name;
 	s->base.n_vocab = 262144; /* any id a real vocabulary uses is accepted in prompts */
 	s->base.n_logits = SIM_BYTE_TOKENS;
 	s->base.n_sample = SIM_BYTE_TOKENS;
-	s->base.eos = -1;
+	s->base.eos = s->cfg.n_script > 0 ? 0 : -1;
 	s->base.n_ctx = c->n_ctx;
 	s->base.n_slots = c->n_slots;
 	s->base.time_scale = c->time_scale;

@@ -29,7 +29,19 @@ struct sim_config {
 	double kv_bytes_per_token;   /* full-attention KV cache, all layers */
 	double state_bytes_per_seq;  /* recurrent + conv state + rollback log, all layers */
 	double activation_bytes;     /* scratch for one pass */
+	/* Scripted texts (JSON "script": an array of up to SIM_SCRIPT_MAX strings), owned: see
+	 * sim_config_finish. With a script, a sequence's logits put all the mass on the next byte
+	 * of its text, then on id 0, the end of sequence (ids then stand for bytes 1-255). The
+	 * text of a slot is script[0] when the slot is allocated; a slot forked from another
+	 * (a vote's samples) takes the text after its source's, in fork order: sample i of a vote
+	 * follows script[i mod n_script]. Rows are counted per slot from its allocation (or its
+	 * source's), so the prefix cache would replay a text from its middle: leave it off. */
+	char *script[16];
+	int n_script;
 };
+#define SIM_SCRIPT_MAX 16
+/* Frees the script strings of c (the engine keeps its own copy). */
+void sim_config_finish(struct sim_config *c);
 
 /* Presets: "thor" (Jetson-Thor-class, 27B hybrid at 4-bit, 15.8 GB of weights,
  * ~85 ms per pass) and "gb10" (GB10-class, 273 GB/s). 0 or -ENOENT. */

@@ -160,8 +160,13 @@ int spec_draft_run(struct spec_draft *d, struct spec_draft_req *r, size_t n)
 	struct model_batch b = { .n_rows = (int)at, .tokens = d->tok, .slots = d->slot, .want_logits = d->want };
 	if ((rc = model_forward(d->m, d->st, &b, d->logits)) != 0)
 		return rc;
-	for (size_t i = 0; i < n; i++)
-		r[i].out[r[i].n_out++] = argmax(d->logits + i * (size_t)d->n_vocab, d->n_vocab);
+	for (size_t i = 0; i < n; i++) {
+		const float *row = d->logits + i * (size_t)d->n_vocab;
+		int32_t t = r[i].pick ? r[i].pick(r[i].pick_arg, 0, row, d->n_vocab) : argmax(row, d->n_vocab);
+		if (t < 0)
+			return t;
+		r[i].out[r[i].n_out++] = t;
+	}
 	/* 2. one kept row per pass for each sequence that wants more */
 	for (int step = 1; step < k_most; step++) {
 		at = 0;
@@ -182,9 +187,16 @@ int spec_draft_run(struct spec_draft *d, struct spec_draft_req *r, size_t n)
 		if ((rc = model_forward_spec(d->m, d->st, &bk, d->logits)) != 0)
 			return rc;
 		size_t li = 0;
-		for (size_t i = 0; i < n; i++)
-			if (r[i].n_out < r[i].k)
-				r[i].out[r[i].n_out++] = argmax(d->logits + li++ * (size_t)d->n_vocab, d->n_vocab);
+		for (size_t i = 0; i < n; i++) {
+			if (r[i].n_out >= r[i].k)
+				continue;
+			const float *row = d->logits + li++ * (size_t)d->n_vocab;
+			int32_t t = r[i].pick ? r[i].pick(r[i].pick_arg, r[i].n_out, row, d->n_vocab)
+					      : argmax(row, d->n_vocab);
+			if (t < 0)
+				return t;
+			r[i].out[r[i].n_out++] = t;
+		}
 	}
 	return 0;
 }

@@ -5,7 +5,9 @@
  * rejected drafts), feeds the new history ids, then drafts one row per pass; all the
  * sequences of one call share those passes.
  *
- * Does not: sample at temperature > 0, verify (the target does), touch the target's state.
+ * Drafts are greedy unless a request brings a pick function (the scheduler samples the drafts
+ * of sampled requests from the draft's distribution, sampler.h).
+ * Does not: verify (the target does), touch the target's state.
  * Threads: one call at a time (the scheduler's executor). Ownership: the history arrays are
  * borrowed for the call. */
 #ifndef SIXI_SERVER_SPEC_DRAFT_H
@@ -23,6 +25,10 @@ struct spec_draft_req {
 	int k;               /* tokens wanted, 1..k_max */
 	int32_t *out;        /* (k) drafts */
 	int n_out;           /* set: tokens drafted */
+	/* Optional: picks draft j from the draft model's logits row (n_vocab floats) instead of
+	 * the argmax, e.g. by sampling (and keeps what the verification needs); NULL: greedy. */
+	int32_t (*pick)(void *arg, int j, const float *logits, int n_vocab);
+	void *pick_arg;
 };
 
 /* Loads the draft GGUF; refuses one whose vocabulary differs from target's. NULL with a

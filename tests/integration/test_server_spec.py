@@ -4,8 +4,9 @@
 Starts the server (127.0.0.1, a free port, stopped by PID) without speculation, with
 `--spec ngram --rollback log`, with `--rollback snapshot` and with the model as its own
 draft (`--draft`, every draft accepted); sends the same greedy requests,
-two at a time (so speculative and plain rows share passes) plus one sampled request, and
-checks: the greedy texts, token counts and finish reasons are identical in all three, the
+two at a time (so speculative and plain rows share passes) plus sampled requests, and
+checks: the greedy texts (one of 520 tokens), token counts and finish reasons are identical
+in all three, a seeded sampled request repeats its text with speculation on, the
 speculative counters appear in the responses' usage and in /metrics only when speculation is
 on, and bad flags are refused with a message (exit 2). Bounded: every request has a timeout.
 """
@@ -84,7 +85,8 @@ def run(extra):
             t.start()
         for t in ts:
             t.join(180)
-        out[2] = post(port, {"prompt": PROMPTS[2], "max_tokens": 200, "temperature": 0})
+        out[2] = post(port, {"prompt": PROMPTS[2], "max_tokens": 520, "temperature": 0, "ignore_eos": True})
+        out["sampled2"] = post(port, {"prompt": PROMPTS[2], "max_tokens": 40, "temperature": 0.8, "seed": 7})
         metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
         return out, metrics
     finally:
@@ -99,7 +101,7 @@ for name, extra in [("log", ["--spec", "ngram", "--draft-max", "6"]),
     got, metrics = run(extra)
     for i in range(3):
         check(got[i]["choices"][0]["text"] == plain[i]["choices"][0]["text"], f"{name}: greedy text {i} differs")
-        want = 160 if i < 2 else 200
+        want = 160 if i < 2 else 520
         n = got[i]["usage"]["completion_tokens"]
         check(n == plain[i]["usage"]["completion_tokens"] and n <= want and
               got[i]["choices"][0]["finish_reason"] == plain[i]["choices"][0]["finish_reason"],
@@ -109,10 +111,12 @@ for name, extra in [("log", ["--spec", "ngram", "--draft-max", "6"]),
     steps = sum(s["steps"] for s in spec if s)
     acc = sum(s["accepted_tokens"] for s in spec if s)
     check(steps > 0 and acc > 0, f"{name}: no accepted drafts")
-    check("speculative" not in got["sampled"]["usage"], f"{name}: a sampled request used speculation")
     check(got["sampled"]["usage"]["completion_tokens"] == 40, f"{name}: sampled request length")
+    check(got["sampled"]["choices"][0]["text"] == got["sampled2"]["choices"][0]["text"],
+          f"{name}: a seeded sampled request repeats with speculation")
+    acc_all = acc + sum(got[k]["usage"].get("speculative", {}).get("accepted_tokens", 0) for k in ("sampled", "sampled2"))
     vals = dict(l.split() for l in metrics.splitlines() if l.startswith("sixi_spec_"))
-    check(int(vals.get("sixi_spec_accepted_total", "0")) == acc, f"{name}: /metrics accepted != responses")
+    check(int(vals.get("sixi_spec_accepted_total", "0")) == acc_all, f"{name}: /metrics accepted != responses")
     check(float(vals.get("sixi_spec_accept_rate", "0")) > 0, f"{name}: /metrics accept_rate")
     mem = dict(l.split() for l in metrics.splitlines() if l.startswith(("sixi_rollback_bytes", "sixi_snapshot_ring")))
     rb, ring = int(mem.get("sixi_rollback_bytes", "0")), int(mem.get("sixi_snapshot_ring_bytes", "0"))
@@ -128,6 +132,7 @@ for name, extra in [("log", ["--spec", "ngram", "--draft-max", "6"]),
 for i in range(3):
     check("speculative" not in plain[i]["usage"], "plain run reports speculation")
 check("sixi_spec_steps_total 0" in m_plain, "plain /metrics spec steps")
+check(plain[2]["usage"]["completion_tokens"] == 520, "the long greedy request ran 520 tokens")
 check("sixi_rollback_bytes 0" in m_plain and "sixi_gdn_state_bytes 0" not in m_plain, "plain /metrics memory")
 
 for args, words in [(["--model", model, "--draft", os.path.join(tmp, "missing.gguf")], "draft model"),

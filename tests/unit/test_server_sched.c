@@ -2,7 +2,8 @@
  * than real time): continuous batching, lengths and finish reasons, stop
  * strings across token boundaries, temperature 0 alone == in a batch, the
  * straggler wait against split passes, cancellation, the prefix cache, and
- * prompt chunking with and without interleaving. Every wait is bounded. */
+ * prompt chunking with and without interleaving, groups of samples forked from one prompt
+ * state (sched_submit_group). Every wait is bounded. */
 #include "test.h"
 #include "core/buf.h"
 #include "core/clock.h"
@@ -265,8 +266,106 @@ static void test_interleave(void)
 	CHECK(ci >= 16 && cn >= 16); /* 3999 rows in chunks of 256 */
 }
 
+static int submit_group(struct run *r, const char *prompt, int64_t max_tokens, double temp, int k,
+			struct sched_seq **out)
+{
+	int32_t ids[4096];
+	size_t n = strlen(prompt);
+	for (size_t i = 0; i < n && i < 4096; i++)
+		ids[i] = (unsigned char)prompt[i];
+	struct sched_seq_params p = { .prompt = ids, .n_prompt = n, .max_tokens = max_tokens,
+				      .sampling = { .temperature = temp, .top_p = 1 }, .seed = 5 };
+	return sched_submit_group(r->s, &p, k, out);
+}
+
+static void test_groups(void)
+{
+	struct sched_config sc;
+	sched_config_default(&sc);
+	sc.prefill_chunk = 16;
+	struct run r;
+	if (!CHECK(start(&r, &sc, 4) == 0))
+		return;
+	struct sched_seq *g[4];
+	CHECK(submit_group(&r, "hello", 8, 0, 5, g) == -EINVAL); /* more samples than slots */
+	CHECK(submit_group(&r, "hello", 8, 0, 0, g) == -EINVAL);
+
+	/* Greedy samples of a forked prompt state equal a plain request (the simulated logits
+	 * depend on token and position, so the last prompt token must be fed at its position). */
+	struct buf plain, t;
+	buf_init(&plain);
+	const char *prompt = "a prompt of more than one chunk of sixteen rows, to fork";
+	struct sched_seq *q = submit(&r, prompt, 12, 0, 1, NULL);
+	wait_done(&r, q, &plain);
+	sched_seq_release(r.s, q);
+	if (CHECK(submit_group(&r, prompt, 12, 0, 3, g) == 0)) {
+		for (int i = 0; i < 3; i++) {
+			buf_init(&t);
+			struct sched_status st = wait_done(&r, g[i], &t);
+			CHECK_EQ_INT(st.finish, SCHED_LENGTH);
+			CHECK_EQ_INT(st.completion_tokens, 12);
+			CHECK(t.len == plain.len && memcmp(t.data, plain.data, t.len) == 0);
+			buf_finish(&t);
+			sched_seq_release(r.s, g[i]);
+		}
+	}
+	CHECK_EQ_INT(atomic_load(&r.m.state_forks), 2);
+	/* A one-token prompt has no state to fork: every sample starts from an empty slot. */
+	if (CHECK(submit_group(&r, "x", 4, 0.9, 4, g) == 0))
+		for (int i = 0; i < 4; i++) {
+			CHECK_EQ_INT(wait_done(&r, g[i], NULL).finish, SCHED_LENGTH);
+			sched_seq_release(r.s, g[i]);
+		}
+	CHECK_EQ_INT(atomic_load(&r.m.state_forks), 2);
+
+	/* Cancelling the first member before the fork ends the others too; cancelling one sample
+	 * after it leaves the rest running. */
+	if (CHECK(submit_group(&r, prompt, 50, 0.5, 3, g) == 0)) {
+		sched_seq_cancel(r.s, g[0]);
+		for (int i = 0; i < 3; i++) {
+			CHECK_EQ_INT(wait_done(&r, g[i], NULL).finish, SCHED_CANCELLED);
+			sched_seq_release(r.s, g[i]);
+		}
+	}
+	if (CHECK(submit_group(&r, prompt, 40, 0.5, 3, g) == 0)) {
+		struct sched_status st;
+		int64_t t0 = clock_now_ns();
+		do { /* until the samples have started */
+			CHECK(sched_seq_take(r.s, g[1], NULL, &st) == 0);
+			clock_sleep_ns(200000);
+		} while (st.completion_tokens == 0 && clock_now_ns() - t0 < 5000000000LL);
+		sched_seq_cancel(r.s, g[1]);
+		st = wait_done(&r, g[1], NULL);
+		CHECK(st.finish == SCHED_CANCELLED && st.completion_tokens < 40);
+		CHECK_EQ_INT(wait_done(&r, g[0], NULL).finish, SCHED_LENGTH);
+		CHECK_EQ_INT(wait_done(&r, g[2], NULL).finish, SCHED_LENGTH);
+		for (int i = 0; i < 3; i++)
+			sched_seq_release(r.s, g[i]);
+	}
+	/* Scarce slots: three long sequences hold 3 of 4 slots; a group of 2 waits for both
+	 * and then runs (it never holds one slot while waiting for the other). */
+	struct sched_seq *longs[3];
+	for (int i = 0; i < 3; i++)
+		longs[i] = submit(&r, "busy", 30, 0.5, (uint64_t)i, NULL);
+	if (CHECK(submit_group(&r, prompt, 6, 0.5, 2, g) == 0)) {
+		for (int i = 0; i < 2; i++) {
+			struct sched_status st = wait_done(&r, g[i], NULL);
+			CHECK_EQ_INT(st.finish, SCHED_LENGTH);
+			CHECK(st.queue_ns > 0);
+			sched_seq_release(r.s, g[i]);
+		}
+	}
+	for (int i = 0; i < 3; i++) {
+		CHECK_EQ_INT(wait_done(&r, longs[i], NULL).finish, SCHED_LENGTH);
+		sched_seq_release(r.s, longs[i]);
+	}
+	buf_finish(&plain);
+	stop(&r);
+}
+
 int main(void)
 {
+	test_groups();
 	test_batching();
 	test_stop_strings();
 	test_stragglers();

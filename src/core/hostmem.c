@@ -251,7 +251,7 @@ int hostmem_check(const char *endpoint, char **json, char *warn, size_t warnlen)
 		int k = snprintf(warn, warnlen,
 				 "%d other LLM server process%s on this machine hold%s %s: %s%s; memory they hold is "
 				 "not available to the server under test: stop %s before measuring",
-				 n_others, n_others == 1 ? " is" : "es are", n_others == 1 ? "s" : "", hh,
+				 n_others, n_others == 1 ? "" : "es", n_others == 1 ? "s" : "", hh,
 				 names.data ? names.data : "", n_others > 4 ? ", ..." : "", n_others == 1 ? "it" : "them");
 		w = k > 0 ? (size_t)k : 0;
 	}

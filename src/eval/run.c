@@ -391,11 +391,14 @@ static void health_probe(struct runner *R, struct http_client *c)
 	for (int i = 0; i < 4 && !R->fatal; i++) {
 		struct attempt a;
 		bool ok = generation_ok(R, c, 8, timeout, &a, NULL);
-		attempt_finish(&a);
-		if (ok)
+		bool stop = note_connect(R, &a); /* a server that died mid-stream refuses the probe */
+		if (stop || ok) {
+			attempt_finish(&a);
 			return;
+		}
 		log_warn("health probe %d: the server does not generate (%s); waiting %d s", i + 1,
 			 a.s.error ? a.s.error : "no tokens", 1 << i);
+		attempt_finish(&a);
 		clock_sleep_ns((int64_t)(1 << i) * 1000000000LL);
 	}
 }

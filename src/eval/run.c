@@ -353,8 +353,9 @@ static bool note_connect(struct runner *R, const struct attempt *a)
 	R->connect_streak = failed ? R->connect_streak + 1 : 0;
 	if (failed && R->connect_streak >= DEAD_SERVER_STREAK && !R->fatal) {
 		snprintf(R->fatal_msg, sizeof R->fatal_msg,
-			 "the server at %s is not running: %d connections in a row failed (%s); the tasks not run "
-			 "yet have no rows (none is counted as a model failure): start the server again",
+			 "the server at %s is not running: %d connections in a row failed (%s); the failed "
+			 "requests are stored as api_error rows, never as model failures, and the tasks not run yet "
+			 "have no rows: start the server again",
 			 R->cond->endpoint, R->connect_streak, a->s.error_detail);
 		R->fatal = 1;
 	}
@@ -451,14 +452,11 @@ static int job_run(struct runner *R, struct http_client *c, const struct job *j)
 			snprintf(a.s.error_detail, sizeof a.s.error_detail, "could not start the request: %s",
 				 strerror(-rc));
 		}
-		/* A connection that failed sent nothing: when the server turns out to be
-		 * gone, the attempt is not stored and the task is left for a resume. */
+		/* A failed connection is probed at once: when the server is gone the run
+		 * stops after this row (an api_error) instead of probing per task. */
 		bool probed = false;
 		if (is_connect_error(&a)) {
-			if (server_gone(R, c, &a)) {
-				attempt_finish(&a);
-				return api_errors;
-			}
+			(void)server_gone(R, c, &a);
 			probed = true;
 		} else if (rc == 0) {
 			(void)note_connect(R, &a);

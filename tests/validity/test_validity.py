@@ -258,8 +258,9 @@ def case_power(tmp):
 def case_dead_server(tmp):
     """Not a measurement row but the same spirit: the server dies mid-run.
     sixi-eval stops within seconds with a clear message (not a 15 s health
-    probe per remaining task), records no model failure and no attempt it could
-    not send, and a resume against the restarted server completes the run."""
+    probe per remaining task), records the failed requests as api_error (never
+    a model failure), leaves the other tasks unrun, and a resume against the
+    restarted server completes the run."""
     srv = ev.Server(tmp, ev.rules({}), delay_ms=40)
     db = os.path.join(tmp, "dead.db")
     p = subprocess.Popen([ev.EVAL, "run", "--url", srv.url, "--model", "fake", "--dataset", ev.DEMO, "--repeats", "3",
@@ -287,7 +288,8 @@ def case_dead_server(tmp):
     check(len(rows) < 18, "tasks are left for the resume (%d rows)" % len(rows))
     check(all(r[3] in ("pass", "api_error") for r in rows), "no model failure from a dead server: %r" %
           sorted(set(r[3] for r in rows)))
-    check(not any(r[4] == "connect" for r in rows), "no attempt that could not connect is stored")
+    refused = [r for r in rows if r[4] == "connect"]
+    check(len(refused) <= 2, "the failed connections are api_error rows, one per worker at most: %r" % refused)
     log = open(os.path.join(tmp, "restart.log"), "w")
     script = os.path.join(tmp, "restart.json")
     with open(script, "w") as f:

@@ -23,6 +23,7 @@ import test_eval_run as ev  # noqa: E402  (fake server, sixi_eval, rows)
 
 REPORT = os.path.join(ev.BUILD, "src", "sixi-report")
 SERVER = os.path.join(ev.BUILD, "src", "sixi-server")
+BENCH = os.path.join(ev.BUILD, "src", "sixi-bench")
 check = ev.check
 
 
@@ -191,6 +192,12 @@ def case_stale_memory(tmp):
                              "--max-tokens", "8", "--no-preflight", "--db", db)
             check(r.returncode == 0, "the run works: %s" % r.stderr[-400:])
             outs.append(r.stdout + r.stderr)
+        bdb = os.path.join(tmp, "stale-bench.db")
+        b = subprocess.run([BENCH, "sweep", "--url", url, "--model", "sim-thor", "--concurrency", "2",
+                            "--max-tokens", "8", "--rounds", "1", "--warmup", "1", "--db", bdb, "--no-plots",
+                            "--quiet"], capture_output=True, text=True, timeout=120)
+        check(b.returncode == 0 and "sixi-server (pid %d" % stale.pid in b.stderr,
+              "sixi-bench names the stale server too (exit %d): %r" % (b.returncode, b.stderr[-400:]))
     finally:
         ev.stop_sixi_server(target, target_log)
         ev.stop_sixi_server(stale, stale_log)
@@ -212,7 +219,15 @@ def case_stale_memory(tmp):
                        capture_output=True, text=True, timeout=120)
     md = open(out + ".md").read() if os.path.exists(out + ".md") else ""
     check(r.returncode == 0 and "Warning (run 1): when it started" in md and "sixi-server (pid %d" % stale.pid in md,
-          "the report carries the warning (exit %d): %r" % (r.returncode, r.stderr[-300:]))
+          "the compare report carries the warning (exit %d): %r" % (r.returncode, r.stderr[-300:]))
+    bmem = run_json(bdb, "SELECT host_facts FROM runs")[0].get("memory", {})
+    check(stale.pid in [o["pid"] for o in bmem.get("other_servers", [])] and bmem.get("target_pid") == target.pid,
+          "the bench run records it: %r" % bmem)
+    r = subprocess.run([REPORT, "bench", "--db", bdb, "1", "--out", out + "-bench", "--formats", "md", "--no-plots"],
+                       capture_output=True, text=True, timeout=120)
+    md = open(out + "-bench.md").read() if os.path.exists(out + "-bench.md") else ""
+    check(r.returncode == 0 and "Warning (run 1): when it started" in md and "sixi-server (pid %d" % stale.pid in md,
+          "the bench report carries the warning (exit %d): %r" % (r.returncode, r.stderr[-300:]))
 
 
 def case_power(tmp):

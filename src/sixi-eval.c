@@ -37,6 +37,9 @@ static const char usage[] =
 	"      [--repeats N] [--concurrency N] [--attempts N] [--max-tokens N] [--reasoning-max-tokens N]\n"
 	"      [--temperature T] [--top-p P] [--top-k K] [--timeout S] [--stall S] [--seed N]\n"
 	"      [--loop-stop PCT] [--name NAME]    a quick run without a protocol file (same checks)\n"
+	"  run ... --detect-gap PTS [--gap-baseline PCT] [--allow-underpowered]\n"
+	"                                         power plan: refuse a run too small to detect a difference of PTS\n"
+	"                                         percentage points with 80 percent power (from PCT, default around 50)\n"
 	"  resume RUN [--protocol FILE]           complete the missing rows of a run (configuration frozen)\n"
 	"  summary RUN [--json]                   pass rate, classes, tokens, pass@k, majority vote\n"
 	"  export RUN --csv|--jsonl               one line per attempt with the raw text\n"
@@ -95,6 +98,18 @@ static const char *const quick_samp[][2] = {
 	{"--temperature", "temperature"}, {"--top-p", "top_p"}, {"--top-k", "top_k"},
 };
 
+/* A flag of a quick run that sets part of the frozen configuration. */
+static bool quick_flag(const char *a)
+{
+	for (size_t k = 0; k < sizeof quick_num / sizeof quick_num[0]; k++)
+		if (strcmp(a, quick_num[k][0]) == 0)
+			return true;
+	for (size_t k = 0; k < sizeof quick_samp / sizeof quick_samp[0]; k++)
+		if (strcmp(a, quick_samp[k][0]) == 0)
+			return true;
+	return false;
+}
+
 static int set_number(cJSON *o, const char *key, const char *flag, const char *v)
 {
 	char *end;
@@ -113,6 +128,8 @@ static int cmd_run(int argc, char **argv)
 	const char *proto_path = NULL, *cond_name = NULL, *url = NULL, *model = NULL, *dataset = NULL;
 	const char *source = "chat", *name = "quick", *template_path = NULL;
 	cJSON *q = cJSON_CreateObject(), *samp = cJSON_CreateObject();
+	double detect_gap = 0, gap_baseline = 0;
+	bool allow_underpowered = false;
 	int rc = 2;
 	for (int i = 1; i < argc; i++) {
 		int used = common_flag(argc, argv, i, &c);
@@ -137,6 +154,19 @@ static int cmd_run(int argc, char **argv)
 		}
 		if (matched) {
 			i++;
+		} else if ((strcmp(argv[i], "--detect-gap") == 0 || strcmp(argv[i], "--gap-baseline") == 0) &&
+			   i + 1 < argc) {
+			char *end;
+			double v = strtod(argv[i + 1], &end);
+			if (!argv[i + 1][0] || *end || !(v > 0 && v < 100)) {
+				fprintf(stderr, "sixi-eval run: %s needs percentage points in (0, 100), e.g. 10, got '%s'\n",
+					argv[i], argv[i + 1]);
+				goto out;
+			}
+			*(strcmp(argv[i], "--detect-gap") == 0 ? &detect_gap : &gap_baseline) = v / 100;
+			i++;
+		} else if (strcmp(argv[i], "--allow-underpowered") == 0) {
+			allow_underpowered = true;
 		} else if (strcmp(argv[i], "--condition") == 0 && i + 1 < argc) {
 			cond_name = argv[++i];
 		} else if (strcmp(argv[i], "--url") == 0 && i + 1 < argc) {
@@ -205,7 +235,8 @@ static int cmd_run(int argc, char **argv)
 	/* with --json stdout carries only the summary object; the rest goes to stderr */
 	struct eval_run_opts o = {.db_path = c.db, .out = c.json ? stderr : stdout, .json = c.json, .json_out = stdout,
 				  .skip_preflight = c.no_preflight,
-				  .ready_timeout_s = c.ready_timeout_s};
+				  .ready_timeout_s = c.ready_timeout_s, .detect_gap = detect_gap,
+				  .gap_baseline = gap_baseline, .allow_underpowered = allow_underpowered};
 	rc = 0;
 	bool any = false;
 	for (int i = 0; i < p->n_conditions && rc == 0; i++) {
@@ -239,7 +270,14 @@ static int cmd_resume(int argc, char **argv)
 			i += used - 1;
 		else if (strcmp(argv[i], "--protocol") == 0 && i + 1 < argc)
 			proto = argv[++i];
-		else if (argv[i][0] != '-' && !id_s)
+		else if (quick_flag(argv[i])) {
+			fprintf(stderr,
+				"sixi-eval resume: %s cannot change on a resume: a run's configuration (workers, repeats, "
+				"sampling, time-outs) is frozen when it starts and a resume uses it; resume without %s, or "
+				"start a new run\n",
+				argv[i], argv[i]);
+			return 2;
+		} else if (argv[i][0] != '-' && !id_s)
 			id_s = argv[i];
 		else {
 			fprintf(stderr, "sixi-eval resume: unknown argument '%s'\n%s", argv[i], usage);

@@ -3,6 +3,7 @@
 #include "bench/prompt.h"
 #include "core/buf.h"
 #include "core/clock.h"
+#include "core/hostmem.h"
 #include "core/hash.h"
 #include "core/json.h"
 #include "core/log.h"
@@ -52,8 +53,14 @@ void bench_cfg_defaults(struct bench_cfg *c)
 	c->unique_prompts = true;
 }
 
-static char *host_facts(void)
+static char *host_facts(const char *endpoint)
 {
+	/* other servers holding memory on this machine (a local endpoint only) */
+	char *mem = NULL, memwarn[1024];
+	cJSON *memo = hostmem_check(endpoint, &mem, memwarn, sizeof memwarn) == 0 ? cJSON_Parse(mem) : NULL;
+	free(mem);
+	if (memwarn[0])
+		log_warn("%s (recorded with the run)", memwarn);
 	char host[256] = "";
 	gethostname(host, sizeof host - 1);
 	cJSON *o = cJSON_CreateObject();
@@ -61,6 +68,8 @@ static char *host_facts(void)
 	cJSON_AddNumberToObject(o, "cores", (double)sysconf(_SC_NPROCESSORS_ONLN));
 	cJSON_AddNumberToObject(o, "memory_bytes",
 				(double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE));
+	if (memo)
+		cJSON_AddItemToObject(o, "memory", memo);
 	char *s = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	return s;
@@ -82,7 +91,7 @@ struct bench *bench_create(const struct bench_cfg *cfg, const char *workload, co
 		free(b);
 		return NULL;
 	}
-	char *facts = host_facts();
+	char *facts = host_facts(cfg->url);
 	struct store_run r = { .kind = "bench", .workload = workload, .protocol_json = protocol_json,
 			       .endpoint = cfg->url, .model = cfg->model, .host_facts = facts };
 	int rc = store_run_begin(b->store, &r, &b->run_id);

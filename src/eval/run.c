@@ -11,6 +11,7 @@
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/hash.h"
+#include "core/hostmem.h"
 #include "core/json.h"
 #include "core/log.h"
 #include "core/progress.h"
@@ -23,8 +24,10 @@
 #include "net/http.h"
 #include "net/openai.h"
 #include "net/stream.h"
+#include "stats/stats.h"
 #include "store/store.h"
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdarg.h>
@@ -62,9 +65,15 @@ struct runner {
 	struct progress prog;
 	struct eval_prompt *tmpl; /* the model's chat template, or NULL (chat, raw) */
 	char tmpl_sha[65];       /* sha256 of the template source, "" when none */
-	_Atomic int fatal;       /* a store error: stop taking jobs (read without the locks) */
+	_Atomic int fatal;       /* a store error or a dead server: stop taking jobs (read without the locks) */
 	char fatal_msg[512];
+	int connect_streak;      /* connection failures in a row, all workers together (q_lock) */
 };
+
+/* This many connection failures in a row (requests and health probes of every
+ * worker together, no success between them) mean the server is down: the run
+ * stops instead of waiting out a health probe per task. */
+#define DEAD_SERVER_STREAK 3
 
 /* ---- small helpers --------------------------------------------------------- */
 
@@ -330,18 +339,67 @@ static bool generation_ok(struct runner *R, struct http_client *c, int64_t max_t
 	return ok;
 }
 
-/* After an API error: wait (bounded) until the server generates again. */
-static void health_probe(struct runner *R, struct http_client *c)
+static bool is_connect_error(const struct attempt *a)
 {
+	return a->s.error && strcmp(a->s.error, "connect") == 0;
+}
+
+/* Counts a request's outcome toward the dead-server streak; true once the run
+ * has been stopped (by this failure or by another worker's). */
+static bool note_connect(struct runner *R, const struct attempt *a)
+{
+	bool failed = is_connect_error(a);
+	pthread_mutex_lock(&R->q_lock);
+	R->connect_streak = failed ? R->connect_streak + 1 : 0;
+	if (failed && R->connect_streak >= DEAD_SERVER_STREAK && !R->fatal) {
+		snprintf(R->fatal_msg, sizeof R->fatal_msg,
+			 "the server at %s is not running: %d connections in a row failed (%s); the failed "
+			 "requests are stored as api_error rows, never as model failures, and the tasks not run yet "
+			 "have no rows: start the server again",
+			 R->cond->endpoint, R->connect_streak, a->s.error_detail);
+		R->fatal = 1;
+	}
+	bool stop = R->fatal;
+	pthread_mutex_unlock(&R->q_lock);
+	return stop;
+}
+
+/* After a connection failure: probe (bounded, as health_probe) until the server
+ * generates again. true when the server is gone and the run has stopped. */
+static bool server_gone(struct runner *R, struct http_client *c, const struct attempt *failed)
+{
+	if (note_connect(R, failed))
+		return true;
 	double timeout = R->p->timeout_s < 30 ? R->p->timeout_s : 30;
 	for (int i = 0; i < 4; i++) {
 		struct attempt a;
 		bool ok = generation_ok(R, c, 8, timeout, &a, NULL);
+		bool stop = note_connect(R, &a);
 		attempt_finish(&a);
+		if (stop)
+			return true;
 		if (ok)
+			return false;
+		clock_sleep_ns((int64_t)(1 << i) * 1000000000LL);
+	}
+	return R->fatal;
+}
+
+/* After an API error: wait (bounded) until the server generates again. */
+static void health_probe(struct runner *R, struct http_client *c)
+{
+	double timeout = R->p->timeout_s < 30 ? R->p->timeout_s : 30;
+	for (int i = 0; i < 4 && !R->fatal; i++) {
+		struct attempt a;
+		bool ok = generation_ok(R, c, 8, timeout, &a, NULL);
+		bool stop = note_connect(R, &a); /* a server that died mid-stream refuses the probe */
+		if (stop || ok) {
+			attempt_finish(&a);
 			return;
+		}
 		log_warn("health probe %d: the server does not generate (%s); waiting %d s", i + 1,
 			 a.s.error ? a.s.error : "no tokens", 1 << i);
+		attempt_finish(&a);
 		clock_sleep_ns((int64_t)(1 << i) * 1000000000LL);
 	}
 }
@@ -393,6 +451,15 @@ static int job_run(struct runner *R, struct http_client *c, const struct job *j)
 			a.s.error = "client";
 			snprintf(a.s.error_detail, sizeof a.s.error_detail, "could not start the request: %s",
 				 strerror(-rc));
+		}
+		/* A failed connection is probed at once: when the server is gone the run
+		 * stops after this row (an api_error) instead of probing per task. */
+		bool probed = false;
+		if (is_connect_error(&a)) {
+			(void)server_gone(R, c, &a);
+			probed = true;
+		} else if (rc == 0) {
+			(void)note_connect(R, &a);
 		}
 		char chex[65], rhex[65], khex[65];
 		if (raw_put(R, &a, chex, rhex, khex) != 0) {
@@ -458,7 +525,7 @@ static int job_run(struct runner *R, struct http_client *c, const struct job *j)
 		attempt_finish(&a);
 		if (!api_error)
 			break;
-		if (attempt < R->p->attempts)
+		if (attempt < R->p->attempts && !probed)
 			health_probe(R, c);
 	}
 	return api_errors;
@@ -711,10 +778,15 @@ static void store_audit(struct runner *R)
 }
 
 /* Host facts stored with the run: what grading and timing depend on. Caller frees. */
-static char *host_facts(const struct grader *g)
+static char *host_facts(const struct grader *g, const char *endpoint, char *memwarn, size_t memwarnlen)
 {
 	struct utsname u;
 	cJSON *o = cJSON_CreateObject();
+	char *mem = NULL;
+	/* other servers holding memory on this machine (a local endpoint only) */
+	if (hostmem_check(endpoint, &mem, memwarn, memwarnlen) == 0)
+		cJSON_AddItemToObject(o, "memory", cJSON_Parse(mem));
+	free(mem);
 	if (uname(&u) == 0) {
 		cJSON_AddStringToObject(o, "hostname", u.nodename);
 		cJSON_AddStringToObject(o, "kernel", u.release);
@@ -735,15 +807,25 @@ static int warm_up(struct runner *R, struct http_client *c, char *err, size_t er
 	double ready_s = R->o->ready_timeout_s > 0 ? R->o->ready_timeout_s : 300;
 	int64_t until = clock_now_ns() + (int64_t)(ready_s * 1e9);
 	bool ready = false;
+	char last[400] = "";
 	while (!ready) {
+		/* a probe never outlives the readiness deadline: a server that takes the
+		 * request and hangs must not hold the run for a whole request timeout */
+		double left = (double)(until - clock_now_ns()) / 1e9;
+		double t = R->p->timeout_s < left ? R->p->timeout_s : left > 1 ? left : 1;
 		struct attempt a;
-		ready = generation_ok(R, c, 40, R->p->timeout_s, &a, "ready");
+		ready = generation_ok(R, c, 40, t, &a, "ready");
+		if (!ready)
+			snprintf(last, sizeof last, "%s", a.s.error ? a.s.error_detail : "no tokens generated");
 		attempt_finish(&a);
 		if (ready)
 			break;
 		if (clock_now_ns() > until)
-			return eval_errorf(err, errlen, "%s never returned tokens within %g s; is the model loaded?", R->url_api,
-				    ready_s);
+			return eval_errorf(err, errlen,
+				    "%s never returned tokens within %g s (last attempt: %s); a server can answer /health "
+				    "and /v1/models while its generation is still loading or wedged: check it, then resume "
+				    "the run (the readiness requests are stored apart, phase 'ready')",
+				    R->url_api, ready_s, last);
 		clock_sleep_ns(1000000000LL);
 	}
 	for (int i = 0; i < 2; i++) {
@@ -908,6 +990,32 @@ static cJSON *frozen_config(struct runner *R, int cond, const char *fingerprint,
 	return o;
 }
 
+int eval_power_plan(const struct eval_protocol *p, size_t n_tasks, double gap, double baseline,
+		    struct eval_power_plan *out, char *err, size_t errlen)
+{
+	memset(out, 0, sizeof *out);
+	if (baseline <= 0)
+		baseline = 0.5 - gap / 2; /* centred on 50 %: the largest variance, the most attempts */
+	double p2 = baseline + gap;
+	if (!(gap > 0 && gap < 1) || !(baseline > 0 && baseline < 1) || !(p2 > 0 && p2 < 1))
+		return eval_errorf(err, errlen,
+			    "a gap of %g points from a pass rate of %g %% is out of range: both pass rates must lie "
+			    "strictly between 0 and 100 %%",
+			    gap * 100, baseline * 100);
+	out->gap = gap;
+	out->baseline = baseline;
+	out->alpha = p->alpha > 0 && p->alpha < 1 ? p->alpha : 0.05;
+	out->power = 0.8;
+	out->two_sided = !p->alternative || strcmp(p->alternative, "two-sided") == 0;
+	struct stats_power pw;
+	if (stats_power_two_prop(baseline, p2, out->alpha, out->power, out->two_sided, &pw) != 0)
+		return eval_errorf(err, errlen, "the power calculation failed for a gap of %g", gap);
+	out->needed = (int64_t)ceil(pw.n_per_group);
+	out->planned = (int64_t)n_tasks * p->repeats;
+	out->underpowered = out->planned < out->needed;
+	return 0;
+}
+
 int eval_run_new(const struct eval_protocol *p, int cond, const struct eval_run_opts *o, int64_t *run_id, char *err,
 		 size_t errlen)
 {
@@ -940,17 +1048,62 @@ int eval_run_new(const struct eval_protocol *p, int cond, const struct eval_run_
 		}
 	}
 	R.excluded = excluded;
+	struct eval_power_plan plan;
+	if (o->detect_gap > 0) {
+		size_t n_tasks = 0;
+		for (int i = 0; i < R.n_ds; i++)
+			for (size_t t = 0; t < eval_dataset_count(R.ds[i]); t++)
+				n_tasks += !is_excluded(excluded, eval_dataset_task(R.ds[i], t)->id);
+		if ((rc = eval_power_plan(p, n_tasks, o->detect_gap, o->gap_baseline, &plan, err, errlen)) != 0)
+			goto out;
+		char line[768];
+		snprintf(line, sizeof line,
+			 "power plan: detecting a difference of %.3g points from a pass rate of %.3g %% with %.0f %% power "
+			 "at alpha %g (%s) needs %lld attempts per condition; this run plans %zu tasks x %lld repeats = "
+			 "%lld (every attempt counted as independent, the most optimistic count)",
+			 plan.gap * 100, plan.baseline * 100, plan.power * 100, plan.alpha,
+			 plan.two_sided ? "two-sided" : "one-sided", (long long)plan.needed, n_tasks,
+			 (long long)p->repeats, (long long)plan.planned);
+		if (plan.underpowered && !o->allow_underpowered) {
+			rc = eval_errorf(err, errlen,
+				  "%s: too few to detect that difference; add tasks or repeats (--repeats %lld would do), "
+				  "state a larger gap, or pass --allow-underpowered to run anyway (recorded with the run)",
+				  line, (long long)((plan.needed + (int64_t)n_tasks - 1) / (int64_t)(n_tasks ? n_tasks : 1)));
+			goto out;
+		}
+		if (plan.underpowered)
+			log_warn("%s: the run is underpowered for that gap (recorded with the run)", line);
+		if (o->out)
+			fprintf(o->out, "%s%s\n", plan.underpowered ? "WARNING: underpowered: " : "", line);
+	}
 	if (!(fp = server_fingerprint(R.url_base, err, errlen))) {
 		rc = -ECONNREFUSED;
 		goto out;
 	}
 	frozen = frozen_config(&R, cond, fp, excluded);
+	if (frozen && o->detect_gap > 0) {
+		cJSON *pp = cJSON_AddObjectToObject(frozen, "power_plan");
+		cJSON_AddNumberToObject(pp, "detect_gap", plan.gap);
+		cJSON_AddNumberToObject(pp, "baseline", plan.baseline);
+		cJSON_AddNumberToObject(pp, "alpha", plan.alpha);
+		cJSON_AddNumberToObject(pp, "power", plan.power);
+		cJSON_AddBoolToObject(pp, "two_sided", plan.two_sided);
+		cJSON_AddNumberToObject(pp, "needed_per_condition", (double)plan.needed);
+		cJSON_AddNumberToObject(pp, "planned", (double)plan.planned);
+		cJSON_AddBoolToObject(pp, "underpowered", plan.underpowered);
+	}
 	text = frozen ? cJSON_PrintUnformatted(frozen) : NULL;
 	if (!text) {
 		rc = eval_errorf(err, errlen, "out of memory");
 		goto out;
 	}
-	char *facts = host_facts(R.grader);
+	char memwarn[1024];
+	char *facts = host_facts(R.grader, R.cond->endpoint, memwarn, sizeof memwarn);
+	if (memwarn[0]) {
+		log_warn("%s", memwarn);
+		if (o->out && o->out != stderr)
+			fprintf(o->out, "WARNING: %s (recorded with the run)\n", memwarn);
+	}
 	struct store_run sr = {
 		.kind = "eval",
 		.workload = "eval",
@@ -986,6 +1139,35 @@ out:
 	free(fp);
 	runner_finish(&R);
 	return rc;
+}
+
+/* Names the fields of two canonical protocols that differ, "key: old -> new"
+ * for numbers (concurrency, repeats, ...), the key alone otherwise. */
+static void config_diff(const char *given, const char *stored, char *out, size_t cap)
+{
+	cJSON *g = given ? cJSON_Parse(given) : NULL, *s = stored ? cJSON_Parse(stored) : NULL;
+	size_t n = 0;
+	out[0] = 0;
+	const cJSON *it;
+	cJSON_ArrayForEach(it, s)
+	{
+		const cJSON *o = cJSON_GetObjectItemCaseSensitive(g, it->string);
+		if (o && cJSON_Compare(it, o, true))
+			continue;
+		int w;
+		if (cJSON_IsNumber(it) && cJSON_IsNumber(o))
+			w = snprintf(out + n, cap - n, "%s%s: %g -> %g", n ? ", " : "", it->string, it->valuedouble,
+				     o->valuedouble);
+		else
+			w = snprintf(out + n, cap - n, "%s%s", n ? ", " : "", it->string);
+		if (w < 0 || (size_t)w >= cap - n)
+			break;
+		n += (size_t)w;
+	}
+	if (!n)
+		snprintf(out, cap, "the configurations differ");
+	cJSON_Delete(g);
+	cJSON_Delete(s);
 }
 
 int eval_run_resume(int64_t run_id, const char *protocol_path, const struct eval_run_opts *o, char *err,
@@ -1036,13 +1218,16 @@ int eval_run_resume(int64_t run_id, const char *protocol_path, const struct eval
 		char *a = ci >= 0 ? eval_protocol_canonical(given, ci) : NULL;
 		char *b = eval_protocol_canonical(p, 0);
 		bool same = a && b && strcmp(a, b) == 0;
+		char what[512] = "";
+		if (!same)
+			config_diff(a, b, what, sizeof what);
 		free(a);
 		free(b);
 		if (!same) {
 			rc = eval_errorf(err, errlen,
-				  "%s differs from the configuration run %lld was started with; a run's configuration is "
-				  "frozen: resume without --protocol, or start a new run",
-				  protocol_path, (long long)run_id);
+				  "%s differs from the configuration run %lld was started with (%s); a run's "
+				  "configuration is frozen: resume without --protocol, or start a new run",
+				  protocol_path, (long long)run_id, ci < 0 ? "its condition is missing" : what);
 			goto out;
 		}
 	}

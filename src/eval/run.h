@@ -32,7 +32,24 @@ struct eval_run_opts {
 	const char *harness_dir;  /* NULL: the grader's default */
 	bool json;                /* the final summary as JSON on json_out (out then gets the rest) */
 	FILE *json_out;
+	double detect_gap;        /* > 0: the pass-rate difference (0..1) the run is meant to detect; a
+				     plan too small for 80 % power is refused (power plan, stored with the run) */
+	double gap_baseline;      /* the pass rate the gap is measured from (0: 0.5, the worst case) */
+	bool allow_underpowered;  /* warn instead of refusing */
 };
+
+/* The power plan of a run: attempts needed per condition to detect gap around
+ * baseline with 80 % power at the protocol's alpha (and sidedness), against the
+ * planned tasks x repeats. Returns 0 and fills the fields, or -EINVAL with a
+ * message when the gap or baseline is out of range. */
+struct eval_power_plan {
+	double gap, baseline, alpha, power;
+	bool two_sided;
+	int64_t needed, planned;
+	bool underpowered;
+};
+int eval_power_plan(const struct eval_protocol *p, size_t n_tasks, double gap, double baseline,
+		    struct eval_power_plan *out, char *err, size_t errlen);
 
 /* Runs condition cond (index) of p as a new run; *run_id is set as soon as the run
  * is stored. 0, or -errno with a message in err. */

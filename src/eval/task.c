@@ -322,6 +322,8 @@ static char *read_all(const char *path, size_t *n, char *err, size_t errlen)
 	return buf_steal(&b);
 }
 
+static struct eval_dataset *dataset_parse(struct eval_dataset *d, char *data, size_t n, char *err, size_t errlen);
+
 struct eval_dataset *eval_dataset_load(const char *path, char *err, size_t errlen)
 {
 	struct eval_dataset *d = calloc(1, sizeof *d);
@@ -340,6 +342,28 @@ struct eval_dataset *eval_dataset_load(const char *path, char *err, size_t errle
 		free(d);
 		return NULL;
 	}
+	return dataset_parse(d, data, n, err, errlen);
+}
+
+struct eval_dataset *eval_dataset_parse(const char *bytes, size_t n, const char *name, char *err, size_t errlen)
+{
+	struct eval_dataset *d = calloc(1, sizeof *d);
+	char *data = d ? malloc(n + 1) : NULL;
+	if (!data) {
+		free(d);
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	if (n)
+		memcpy(data, bytes, n);
+	data[n] = 0;
+	snprintf(d->path, sizeof d->path, "%s", name);
+	return dataset_parse(d, data, n, err, errlen);
+}
+
+/* Parses data[0..n) (owned, freed here) into d (freed on error). */
+static struct eval_dataset *dataset_parse(struct eval_dataset *d, char *data, size_t n, char *err, size_t errlen)
+{
 	sha256_hex(data, n, d->sha);
 	struct problems pr = {.file = d->path};
 	buf_init(&pr.msg);

@@ -53,6 +53,8 @@ struct eval_dataset;
 /* path: a .jsonl file, or a directory holding tasks.jsonl. NULL on error, with
  * every problem (one per line of err) in err. */
 struct eval_dataset *eval_dataset_load(const char *path, char *err, size_t errlen);
+/* The same from bytes[0..n) in memory; name stands for the file in messages. */
+struct eval_dataset *eval_dataset_parse(const char *bytes, size_t n, const char *name, char *err, size_t errlen);
 void eval_dataset_destroy(struct eval_dataset *d);
 size_t eval_dataset_count(const struct eval_dataset *d);
 const struct eval_task *eval_dataset_task(const struct eval_dataset *d, size_t i);

@@ -229,6 +229,9 @@ static int bench_run(sqlite3 *db, struct report_doc *d, const struct report_run 
 		 run->workload[0] ? run->workload : "bench", run->model[0] ? run->model : "model not recorded",
 		 complete ? "" : " (INCOMPLETE: status '", complete ? "" : run->status,
 		 complete ? "" : "': the run stopped before its end; its rows are what was measured until then)");
+	if (run->memory_warning[0])
+		report_doc_para(d, "Warning (run %lld): when it started, %s. Its numbers may be lower than the "
+				   "server can reach.", (long long)run->id, run->memory_warning);
 	report_doc_table(d, q, title, 13, h);
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {

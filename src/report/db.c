@@ -1,6 +1,7 @@
 /* db — see db.h. */
 #include "report/db.h"
 #include "store/store.h"
+#include "core/json.h"
 #include <errno.h>
 #include <math.h>
 #include <sqlite3.h>
@@ -51,7 +52,7 @@ int report_db_run(struct store *s, int64_t id, const char *kind, struct report_r
 	memset(out, 0, sizeof *out);
 	if (sqlite3_prepare_v2(db,
 			       "SELECT kind, coalesce(workload,''), coalesce(model,''), status, started, protocol_json,"
-			       " config_hash FROM runs WHERE id = ?",
+			       " config_hash, host_facts FROM runs WHERE id = ?",
 			       -1, &st, NULL) != SQLITE_OK) {
 		snprintf(err, errlen, "reading runs failed: %s", sqlite3_errmsg(db));
 		return -EIO;
@@ -68,6 +69,11 @@ int report_db_run(struct store *s, int64_t id, const char *kind, struct report_r
 		const unsigned char *p = sqlite3_column_text(st, 5);
 		out->protocol_json = strdup(p ? (const char *)p : "{}");
 		copy_col(out->config_hash, sizeof out->config_hash, st, 6);
+		const unsigned char *hf = sqlite3_column_text(st, 7);
+		cJSON *facts = hf ? cJSON_Parse((const char *)hf) : NULL;
+		const char *mw = json_get_str(cJSON_GetObjectItemCaseSensitive(facts, "memory"), "warning");
+		snprintf(out->memory_warning, sizeof out->memory_warning, "%s", mw ? mw : "");
+		cJSON_Delete(facts);
 		if (!out->protocol_json)
 			rc = -ENOMEM;
 		else if (strcmp(out->kind, kind) != 0) {

@@ -21,6 +21,8 @@ struct report_run {
 	char started[40];
 	char *protocol_json; /* owned: free() */
 	char config_hash[65];
+	char memory_warning[1024]; /* host_facts.memory.warning when the run started: other servers
+				      holding memory, little memory available; "" when none */
 };
 /* Looks up run id of the given kind ("eval" or "bench"); -ENOENT / -EINVAL with a
  * message naming the runs that do exist. */

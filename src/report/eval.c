@@ -237,7 +237,7 @@ static int load_side(sqlite3 *db, struct side *s, char *err, size_t errlen)
 static int config_diff(const char *ja, const char *jb, char *out, size_t n)
 {
 	static const char *const ignore[] = { "description", "condition", "conditions", "model", "endpoint",
-					      "fingerprint" };
+					      "fingerprint", "power_plan" };
 	cJSON *a = cJSON_Parse(ja), *b = cJSON_Parse(jb);
 	int diffs = 0;
 	out[0] = 0;
@@ -550,6 +550,89 @@ static void descriptive(struct report_doc *d, struct cmp *c)
 
 /* ---- the report ---- */
 
+/* The smallest difference (pass-rate points, centred on pbar) that n attempts
+ * per side detect with 80 % power: the gap where the two-proportion sample
+ * size falls to n. NAN when even the widest gap needs more. */
+static double min_detectable(double pbar, int64_t n, double alpha, bool two_sided)
+{
+	double half = pbar < 1 - pbar ? pbar : 1 - pbar; /* room on the tighter side */
+	double lo = 1e-4, hi = 2 * half - 1e-6;
+	struct stats_power pw;
+	if (hi <= lo || stats_power_two_prop(pbar - hi / 2, pbar + hi / 2, alpha, 0.8, two_sided, &pw) != 0 ||
+	    pw.n_per_group > (double)n)
+		return NAN;
+	for (int i = 0; i < 60; i++) {
+		double mid = (lo + hi) / 2;
+		if (stats_power_two_prop(pbar - mid / 2, pbar + mid / 2, alpha, 0.8, two_sided, &pw) == 0 &&
+		    pw.n_per_group <= (double)n)
+			hi = mid;
+		else
+			lo = mid;
+	}
+	return hi;
+}
+
+/* The minimum detectable difference for the attempts compared, and a flag on a
+ * "no difference found" reading that the comparison could not have made: when
+ * that difference is larger than the gap the run planned to detect (its
+ * power_plan), or than 10 points without a plan. */
+static void power_section(struct report_doc *d, struct cmp *c, const char *proto_a, const char *proto_b)
+{
+	int64_t n = c->n_a < c->n_b ? c->n_a : c->n_b;
+	if (n < 2)
+		return;
+	cJSON *pa = cJSON_Parse(proto_a), *pb = cJSON_Parse(proto_b);
+	double alpha = 0.05, gap = 0;
+	(void)json_get_double(pa, "protocol.analysis.alpha", &alpha);
+	const char *alt = json_get_str(pa, "protocol.analysis.alternative");
+	bool two_sided = !alt || strcmp(alt, "two-sided") == 0;
+	bool planned = json_get_double(pa, "power_plan.detect_gap", &gap) || json_get_double(pb, "power_plan.detect_gap", &gap);
+	cJSON_Delete(pa);
+	cJSON_Delete(pb);
+	if (!(alpha > 0 && alpha < 1))
+		alpha = 0.05;
+	if (!(gap > 0 && gap < 1)) {
+		gap = 0.10;
+		planned = false;
+	}
+	int64_t total = c->n_a + c->n_b;
+	double pbar = (double)(c->pass_a + c->pass_b) / (double)total;
+	/* all passed or all failed: centre on the nearest rate one attempt away from it */
+	if (pbar < 0.5 / (double)total)
+		pbar = 0.5 / (double)total;
+	if (pbar > 1 - 0.5 / (double)total)
+		pbar = 1 - 0.5 / (double)total;
+	double mdd = min_detectable(pbar, n, alpha, two_sided);
+	struct stats_fisher f = { NAN, NAN, NAN, NAN };
+	if (stats_fisher_exact(c->pass_a, c->n_a - c->pass_a, c->pass_b, c->n_b - c->pass_b, &f) != 0)
+		f.p_two_sided = NAN;
+	report_doc_heading(d, "Power");
+	char mdds[64];
+	if (isnan(mdd))
+		snprintf(mdds, sizeof mdds, "larger than any difference around that rate");
+	else
+		snprintf(mdds, sizeof mdds, "%.1f percentage points", mdd * 100);
+	report_doc_para(d, "With %lld and %lld scored attempts, the smallest difference these runs could detect with 80 %% "
+			   "power at alpha %g (%s, around the pooled pass rate of %.1f %%) is %s. Attempts of one task "
+			   "are not independent, so the real figure is larger still.",
+			(long long)c->n_a, (long long)c->n_b, alpha, two_sided ? "two-sided" : "one-sided", pbar * 100, mdds);
+	if (!isnan(f.p_two_sided) && f.p_two_sided >= alpha) {
+		bool under = isnan(mdd) || mdd > gap;
+		if (under)
+			report_doc_para(d, "UNDERPOWERED: no difference found (Fisher p = %.3g), but these runs could not "
+					   "have detected a difference of %.1f points (%s): \"no difference\" here is not "
+					   "evidence that the two are the same. Plan the runs with `sixi-eval run "
+					   "--detect-gap`.",
+					f.p_two_sided, gap * 100,
+					planned ? "the gap the run was planned to detect" : "no gap was planned; 10 points assumed");
+		else
+			report_doc_para(d, "No difference found (Fisher p = %.3g); the runs had 80 %% power for differences of "
+					   "%.1f points or more, which covers the %.1f points %s.",
+					f.p_two_sided, mdd * 100, gap * 100,
+					planned ? "the run was planned to detect" : "assumed without a plan");
+	}
+}
+
 static int merge(struct cmp *c, char *err, size_t errlen)
 {
 	struct side *A = c->A, *B = c->B;
@@ -645,6 +728,12 @@ int report_compare_build(const struct report_compare_opts *o, struct report_doc 
 	if (config_diff(A.run.protocol_json, B.run.protocol_json, diff, sizeof diff))
 		report_doc_para(d, "Warning: the runs' frozen configurations differ in %s (compared because "
 				   "--allow-config-diff was given).", diff);
+	for (int k = 0; k < 2; k++) {
+		const struct report_run *r = k ? &B.run : &A.run;
+		if (r->memory_warning[0])
+			report_doc_para(d, "Warning (run %lld): when it started, %s.", (long long)r->id,
+					r->memory_warning);
+	}
 	if (merged == 1)
 		report_doc_para(d, "Only the tasks both runs share are compared (--intersect).");
 	static const char *const hr[] = { "run", "status", "tasks", "tasks compared", "attempts (rows)",
@@ -714,6 +803,7 @@ int report_compare_build(const struct report_compare_opts *o, struct report_doc 
 		if (!done[t])
 			(void)tests[t].fn(d, &c);
 	descriptive(d, &c);
+	power_section(d, &c, A.run.protocol_json, B.run.protocol_json);
 	rc = report_doc_error(d);
 	if (rc)
 		snprintf(err, errlen, "building the report: out of memory");

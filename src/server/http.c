@@ -17,6 +17,7 @@
  * streaming connections and up to a few thousand idle ones; timeouts are
  * checked by a scan every 50 ms, which is cheap at that size. */
 #include "server/http.h"
+#include "server/http_parse.h"
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -273,90 +274,6 @@ static void fail(struct http_conn *c, int status, const char *msg)
 	http_respond(c, status, "application/json", body, (size_t)n);
 }
 
-/* Parses the header block in c->in[0..hdr_bytes). Returns 0, or an HTTP status on error. */
-static int parse_head(struct http_conn *c, bool *expect_continue, const char **why)
-{
-	char *p = c->in.data;
-	char *end = p + c->hdr_bytes;
-	char *eol = memchr(p, '\n', (size_t)(end - p));
-	*why = "malformed request line";
-	if (!eol)
-		return 400;
-	char *sp1 = memchr(p, ' ', (size_t)(eol - p));
-	if (!sp1 || sp1 - p >= (long)sizeof c->method || sp1 == p)
-		return 400;
-	char *sp2 = memchr(sp1 + 1, ' ', (size_t)(eol - sp1 - 1));
-	if (!sp2 || sp2 - sp1 - 1 >= (long)sizeof c->path || sp2 == sp1 + 1)
-		return sp2 ? (*why = "request target too long", 431) : 400;
-	memcpy(c->method, p, (size_t)(sp1 - p));
-	c->method[sp1 - p] = 0;
-	memcpy(c->path, sp1 + 1, (size_t)(sp2 - sp1 - 1));
-	c->path[sp2 - sp1 - 1] = 0;
-	char *q = strchr(c->path, '?');
-	if (q)
-		*q = 0;
-	if (strncmp(sp2 + 1, "HTTP/1.", 7) != 0) {
-		*why = "not an HTTP/1.x request";
-		return 400;
-	}
-	c->keep_alive = sp2[8] == '1'; /* HTTP/1.1 keeps alive by default, 1.0 does not */
-	c->body_bytes = 0;
-	*expect_continue = false;
-	for (char *line = eol + 1; line < end;) {
-		char *le = memchr(line, '\n', (size_t)(end - line));
-		if (!le)
-			break;
-		size_t ll = (size_t)(le - line);
-		if (ll > 0 && line[ll - 1] == '\r')
-			ll--;
-		if (ll == 0)
-			break;
-		char *colon = memchr(line, ':', ll);
-		if (!colon) {
-			*why = "malformed header line";
-			return 400;
-		}
-		size_t nl = (size_t)(colon - line);
-		char *v = colon + 1;
-		while (v < line + ll && (*v == ' ' || *v == '\t'))
-			v++;
-		size_t vl = (size_t)(line + ll - v);
-		if (nl == 14 && strncasecmp(line, "Content-Length", 14) == 0) {
-			char tmp[32];
-			if (vl == 0 || vl >= sizeof tmp) {
-				*why = "bad Content-Length";
-				return 400;
-			}
-			memcpy(tmp, v, vl);
-			tmp[vl] = 0;
-			char *e;
-			errno = 0;
-			unsigned long long n = strtoull(tmp, &e, 10);
-			if (*e || errno || tmp[0] == '-') {
-				*why = "bad Content-Length";
-				return 400;
-			}
-			if (n > c->srv->cfg.max_body_bytes) {
-				*why = "request body too large";
-				return 413;
-			}
-			c->body_bytes = (size_t)n;
-		} else if (nl == 17 && strncasecmp(line, "Transfer-Encoding", 17) == 0) {
-			*why = "chunked request bodies are not supported; send Content-Length";
-			return 411;
-		} else if (nl == 10 && strncasecmp(line, "Connection", 10) == 0) {
-			if (vl >= 5 && strncasecmp(v, "close", 5) == 0)
-				c->keep_alive = false;
-			else if (vl >= 10 && strncasecmp(v, "keep-alive", 10) == 0)
-				c->keep_alive = true;
-		} else if (nl == 6 && strncasecmp(line, "Expect", 6) == 0) {
-			*expect_continue = vl >= 12 && strncasecmp(v, "100-continue", 12) == 0;
-		}
-		line = le + 1;
-	}
-	return 0;
-}
-
 static void process_input(struct http_conn *c)
 {
 	struct http_server *s = c->srv;
@@ -368,13 +285,7 @@ static void process_input(struct http_conn *c)
 			if (c->deadline_ns == 0 || s->cfg.header_timeout_ns == 0 ||
 			    c->deadline_ns > clock_now_ns() + s->cfg.header_timeout_ns)
 				c->deadline_ns = clock_now_ns() + s->cfg.header_timeout_ns; /* first byte starts the clock */
-			char *hend = memmem(c->in.data, c->in.len, "\r\n\r\n", 4);
-			size_t hl = hend ? (size_t)(hend - c->in.data) + 4 : 0;
-			if (!hend) {
-				char *lf = memmem(c->in.data, c->in.len, "\n\n", 2);
-				if (lf)
-					hl = (size_t)(lf - c->in.data) + 2;
-			}
+			size_t hl = http_head_end(c->in.data, c->in.len);
 			if (hl == 0) {
 				if (c->in.len > s->cfg.max_header_bytes)
 					fail(c, 431, "header block too large");
@@ -384,10 +295,9 @@ static void process_input(struct http_conn *c)
 				fail(c, 431, "header block too large");
 				break;
 			}
-			c->hdr_bytes = hl;
-			bool expect = false;
+			struct http_head h;
 			const char *why = NULL;
-			int st = parse_head(c, &expect, &why);
+			int st = http_head_parse(c->in.data, hl, s->cfg.max_body_bytes, &h, &why);
 			if (st) {
 				char msg[160];
 				if (st == 413)
@@ -399,9 +309,14 @@ static void process_input(struct http_conn *c)
 				fail(c, st, msg);
 				break;
 			}
+			memcpy(c->method, h.method, sizeof c->method);
+			memcpy(c->path, h.path, sizeof c->path);
+			c->hdr_bytes = h.hdr_bytes;
+			c->body_bytes = h.body_bytes;
+			c->keep_alive = h.keep_alive;
 			c->state = CS_BODY;
 			c->deadline_ns = clock_now_ns() + s->cfg.body_timeout_ns;
-			if (expect && c->in.len < c->hdr_bytes + c->body_bytes) {
+			if (h.expect_continue && c->in.len < c->hdr_bytes + c->body_bytes) {
 				static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
 				conn_put(c, cont, sizeof cont - 1);
 				conn_flush(c);

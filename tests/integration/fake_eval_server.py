@@ -7,7 +7,7 @@ that tests can check that sixi-eval records each failure as api_error (never
 wrong), cuts loops, and notices a chat endpoint that eats the answer.
 Listens on 127.0.0.1 only; Python standard library only.
 
-  fake_eval_server.py --script SCRIPT.json --port-file FILE [--event-delay-ms D]
+  fake_eval_server.py --script SCRIPT.json --port-file FILE [--event-delay-ms D] [--port P]
 
 The script: {"default": TEXT, "chat_empty_content": BOOL, "model": NAME,
              "rules": [{"match": SUBSTRING, "reply": TEXT,
@@ -20,7 +20,8 @@ halfway through the stream; "reset" closes the socket with a TCP RST halfway;
 "malformed" sends a broken SSE event halfway. "loop" streams the reply's first sentence forever
 (until the client closes). chat_empty_content puts all chat output in
 reasoning_content and leaves content empty, as a broken reasoning parser does.
-GET /stats returns how many requests each rule saw, GET /prompts the path and
+GET /health answers 200 whatever the script says (a server can look healthy
+while its generation hangs). GET /stats returns how many requests each rule saw, GET /prompts the path and
 prompt of the last 50 requests.
 """
 import argparse
@@ -88,6 +89,8 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/v1/models":
             self.send_json(200, {"object": "list", "data": [
                 {"id": SCRIPT.get("model", "fake"), "object": "model", "created": int(time.time())}]})
+        elif self.path == "/health":
+            self.send_json(200, {"status": "ok"})
         elif self.path == "/stats":
             with LOCK:
                 self.send_json(200, {str(k): v for k, v in SEEN.items()})
@@ -180,10 +183,11 @@ def main():
     ap.add_argument("--script", required=True)
     ap.add_argument("--port-file", required=True)
     ap.add_argument("--event-delay-ms", type=float, default=0)
+    ap.add_argument("--port", type=int, default=0)
     ARGS = ap.parse_args()
     with open(ARGS.script) as f:
         SCRIPT = json.load(f)
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    srv = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
     srv.daemon_threads = True
     with open(ARGS.port_file + ".tmp", "w") as f:
         f.write(str(srv.server_address[1]))

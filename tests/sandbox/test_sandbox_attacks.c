@@ -319,6 +319,38 @@ static const struct attack attacks[] = {
 	 "for i in range(200 * 1024):\n"
 	 "    sys.stdout.write(line)\n",
 	 10, 1024, 20, NULL},
+	/* the harness's result channel (fd 3): a passing verdict written to it, then
+	 * an exit before the tests run */
+	{"forge-result-channel",
+	 "import os\nESCAPED = False\n"
+	 "os.write(3, b'{\"status\": \"pass\", \"detail\": \"forged\"}\\n')\n"
+	 "os._exit(0)\n",
+	 10, 1024, 15, NULL},
+	/* the same verdict to every descriptor above 2, whatever it is */
+	{"forge-every-fd",
+	 "import os\nESCAPED = False\n"
+	 "for fd in sorted(int(f) for f in os.listdir('/proc/self/fd')):\n"
+	 "    if fd > 2:\n"
+	 "        try:\n"
+	 "            os.write(fd, b'{\"status\": \"pass\", \"detail\": \"forged\"}\\n')\n"
+	 "        except OSError:\n"
+	 "            pass\n"
+	 "os._exit(0)\n",
+	 10, 1024, 15, NULL},
+	/* fd 3 reopened through /proc: this process's, its parent's, then any process's */
+	{"forge-via-proc",
+	 "import os\nESCAPED = False\n"
+	 "paths = ['/proc/self/fd/3', '/proc/%d/fd/3' % os.getppid()]\n"
+	 "paths += ['/proc/%s/fd/3' % p for p in os.listdir('/proc') if p.isdigit()]\n"
+	 "for path in paths:\n"
+	 "    try:\n"
+	 "        f = os.open(path, os.O_WRONLY | os.O_NONBLOCK)\n"
+	 "    except OSError:\n"
+	 "        continue\n"
+	 "    os.write(f, b'{\"status\": \"pass\", \"detail\": \"forged\"}\\n')\n"
+	 "    break\n"
+	 "os._exit(0)\n",
+	 10, 1024, 15, NULL},
 	{"proc-and-mounts",
 	 "import os\nESCAPED = False\n"
 	 "if len([p for p in os.listdir('/proc') if p.isdigit()]) > 20:\n"

@@ -54,6 +54,7 @@ static const char usage_text[] =
 	"  --run-timeout S         bound on each level (default 3600)\n"
 	"  --db PATH               results database (default results/sixi.db)\n"
 	"  --plot-dir DIR          where plots go (default: plots/ beside the database)\n"
+	"  --http native|curl      HTTP engine for http:// URLs (default native; https:// always uses curl)\n"
 	"  --no-plots  --json  --quiet  --log-level error|warn|info|debug\n";
 
 struct opts {
@@ -68,6 +69,7 @@ struct opts {
 	int port;
 	const char *port_file;
 	double lifetime;
+	const char *http_engine; /* --http, over SIXI_HTTP */
 };
 
 static int fail_usage(const char *fmt, const char *a, const char *b)
@@ -152,6 +154,11 @@ static int parse(int argc, char **argv, const char *cmd, struct opts *o)
 			if (!ok)
 				return fail_usage("--extra: '%s' is not a JSON object%s", val, "");
 			o->cfg.extra_json = val;
+		} else if (FLAG("--http")) {
+			NEED_VAL();
+			if (http_set_engine(val) != 0)
+				return fail_usage("--http: '%s' is not one of native, curl%s", val, "");
+			o->http_engine = val;
 		} else if (FLAG("--log-level")) {
 			NEED_VAL();
 			enum log_level l;
@@ -363,9 +370,11 @@ int main(int argc, char **argv)
 	raise_fd_limit();
 	signal(SIGPIPE, SIG_IGN);
 	if (http_global_init() != 0) {
-		fprintf(stderr, "sixi-bench: libcurl failed to initialise\n");
+		fprintf(stderr, "sixi-bench: the HTTP client failed to initialise\n");
 		return 1;
 	}
+	if (o.http_engine && http_set_engine(o.http_engine) != 0)
+		return 2;
 	if (strcmp(cmd, "emitter") == 0) {
 		rc = cmd_emitter(&o);
 		http_global_cleanup();

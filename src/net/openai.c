@@ -150,24 +150,28 @@ static bool bad_at(struct scan *c, const char *p, const char *why)
 }
 
 /* 1 for bytes that end the fast path of a string: '"', '\\' and control characters. */
+#ifndef __SSE2__
 static const unsigned char str_stop[256] = {
 	[0] = 1, [1] = 1, [2] = 1, [3] = 1, [4] = 1, [5] = 1, [6] = 1, [7] = 1, [8] = 1, [9] = 1, [10] = 1,
 	[11] = 1, [12] = 1, [13] = 1, [14] = 1, [15] = 1, [16] = 1, [17] = 1, [18] = 1, [19] = 1, [20] = 1,
 	[21] = 1, [22] = 1, [23] = 1, [24] = 1, [25] = 1, [26] = 1, [27] = 1, [28] = 1, [29] = 1, [30] = 1,
 	[31] = 1, ['"'] = 1, ['\\'] = 1,
 };
+#endif
 
 static bool is_hex(char ch)
 {
 	return (ch >= '0' && ch <= '9') || ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'f');
 }
 
-/* Advances p to the first byte that str_stop marks, or to end. */
-static inline const char *skip_plain(const char *p, const char *end)
+/* Advances p to the first byte that str_stop marks. The text is padded with NUL
+ * bytes (a stop byte) past its end, so the loop needs no bounds test and may read
+ * up to 15 bytes beyond the byte it stops at. */
+static inline const char *skip_plain(const char *p)
 {
 #ifdef __SSE2__
 	const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'), ctl = _mm_set1_epi8(0x1f);
-	while (end - p >= 16) {
+	for (;;) {
 		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
 		/* control characters: min(v, 0x1f) == v as unsigned bytes */
 		__m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
@@ -177,10 +181,11 @@ static inline const char *skip_plain(const char *p, const char *end)
 			return p + __builtin_ctz(mask);
 		p += 16;
 	}
-#endif
-	while (p < end && !str_stop[(unsigned char)*p])
+#else
+	while (!str_stop[(unsigned char)*p])
 		p++;
 	return p;
+#endif
 }
 
 /* The slow part of a string: p is on a backslash or a control character (or at end).
@@ -217,7 +222,7 @@ static const char *string_rest(struct scan *c, const char *p, const char *end)
 			bad_at(c, p, "bad escape in a string");
 			return NULL;
 		}
-		p = skip_plain(p, end);
+		p = skip_plain(p);
 	}
 }
 
@@ -226,9 +231,9 @@ static const char *string_rest(struct scan *c, const char *p, const char *end)
 static inline const char *scan_str(struct scan *c, const char *p, const char *end, struct span *out)
 {
 	const char *s = p + 1;
-	const char *q = skip_plain(s, end);
+	const char *q = skip_plain(s);
 	bool esc = false;
-	if (UNLIKELY(q >= end || *q != '"')) {
+	if (UNLIKELY(*q != '"' || q >= end)) {
 		esc = true;
 		q = string_rest(c, q, end);
 		if (!q)
@@ -367,19 +372,22 @@ static enum loc child(enum loc parent, const char *k, size_t n)
 #undef KEY
 }
 
-static const char *skip_ws(const char *p, const char *end)
+/* The NUL padding past the end is not whitespace: no bounds test. */
+static const char *skip_ws(const char *p)
 {
-	while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+	while (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')
 		p++;
 	return p;
 }
 
 #define SCAN_MAX_DEPTH 64
+#define SCAN_SMALL 4096 /* chunks up to this size are copied to the stack */
+#define SCAN_PAD 32     /* NUL bytes after the copy */
 /* compact JSON has no whitespace: one test decides */
-#define SKIP_WS()                                                     \
-	do {                                                          \
-		if (p < end && (unsigned char)*p <= ' ')              \
-			p = skip_ws(p, end);                          \
+#define SKIP_WS()                                        \
+	do {                                             \
+		if ((unsigned char)*p <= ' ')            \
+			p = skip_ws(p);                  \
 	} while (0)
 
 /* The whole document, iteratively: an explicit stack of containers (close[d] is the
@@ -395,9 +403,9 @@ static bool scan_doc(struct scan *c)
 	struct span sp;
 value:
 	SKIP_WS();
-	if (UNLIKELY(p >= end))
-		return bad_at(c, p, "unexpected end");
 	switch (*p) {
+	case 0:
+		return bad_at(c, p, p >= end ? "unexpected end" : "unexpected character");
 	case '"':
 		p = scan_str(c, p, end, &sp);
 		if (UNLIKELY(!p))
@@ -424,7 +432,7 @@ value:
 		where[d] = at;
 		p++;
 		SKIP_WS();
-		if (p < end && *p == '}') {
+		if (*p == '}') {
 			p++;
 			d--;
 			goto after;
@@ -437,7 +445,7 @@ value:
 		where[d] = at;
 		p++;
 		SKIP_WS();
-		if (p < end && *p == ']') {
+		if (*p == ']') {
 			p++;
 			d--;
 			goto after;
@@ -447,19 +455,19 @@ value:
 		at = at == L_CHOICES ? L_CHOICE0 : L_OTHER;
 		goto value;
 	case 't':
-		if (end - p < 4 || !eqn(p, "true", 4))
+		if (!eqn(p, "true", 4)) /* the padding makes 4 bytes readable */
 			return bad_at(c, p, "unexpected character");
 		p += 4;
 		if (at == L_ERROR)
 			c->is_error = true;
 		goto after;
 	case 'f':
-		if (end - p < 5 || !eqn(p, "false", 5))
+		if (!eqn(p, "false", 5))
 			return bad_at(c, p, "unexpected character");
 		p += 5;
 		goto after;
 	case 'n':
-		if (end - p < 4 || !eqn(p, "null", 4))
+		if (!eqn(p, "null", 4))
 			return bad_at(c, p, "unexpected character");
 		p += 4;
 		goto after;
@@ -467,15 +475,15 @@ value:
 		if (at == L_OTHER) {
 			/* an integer nobody reads: digits only; anything else takes the full grammar */
 			const char *q = p + (*p == '-');
-			if (q < end && *q >= '0' && *q <= '9') {
+			if (*q >= '0' && *q <= '9') {
 				if (*q == '0') {
 					q++;
 				} else {
 					do
 						q++;
-					while (q < end && *q >= '0' && *q <= '9');
+					while (*q >= '0' && *q <= '9');
 				}
-				if (q >= end || (*q != '.' && *q != 'e' && *q != 'E')) {
+				if (*q != '.' && *q != 'e' && *q != 'E') {
 					p = q;
 					goto after;
 				}
@@ -501,13 +509,13 @@ value:
 	}
 key:
 	SKIP_WS();
-	if (UNLIKELY(p >= end || *p != '"'))
+	if (UNLIKELY(*p != '"'))
 		return bad_at(c, p, "expected a string");
 	p = scan_str(c, p, end, &sp);
 	if (UNLIKELY(!p))
 		return false;
 	SKIP_WS();
-	if (UNLIKELY(p >= end || *p != ':'))
+	if (UNLIKELY(*p != ':'))
 		return bad_at(c, p, "expected ':'");
 	p++;
 	at = where[d] == L_OTHER ? L_OTHER : child(where[d], sp.p, sp.n);
@@ -518,19 +526,17 @@ after:
 		return true;
 	}
 	SKIP_WS();
-	if (LIKELY(p < end)) {
-		if (*p == ',') {
-			p++;
-			if (close[d] == '}')
-				goto key;
-			at = L_OTHER; /* only element 0 of choices is read */
-			goto value;
-		}
-		if (*p == close[d]) {
-			p++;
-			d--;
-			goto after;
-		}
+	if (*p == ',') {
+		p++;
+		if (close[d] == '}')
+			goto key;
+		at = L_OTHER; /* only element 0 of choices is read */
+		goto value;
+	}
+	if (*p == close[d]) {
+		p++;
+		d--;
+		goto after;
 	}
 	return bad_at(c, p, close[d] == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
 }
@@ -617,18 +623,39 @@ int openai_chunk_parse(struct openai_chunk *c, const char *json, size_t n)
 	c->content = c->reasoning = NULL;
 	c->content_len = c->reasoning_len = 0;
 	c->unescaped_ = NULL;
-	struct scan sc = { .s = json, .end = json + n, .ct = -1, .pt = -1, .cached = -1 };
-	sc.s = skip_ws(sc.s, sc.end);
-	bool ok = sc.s < sc.end && *sc.s == '{' && scan_doc(&sc);
+	/* the scanner reads a copy followed by NUL padding, which ends every loop
+	 * without a bounds test (see skip_plain); spans are mapped back to json below */
+	char small[SCAN_SMALL + SCAN_PAD];
+	char *copy = n <= SCAN_SMALL ? small : malloc(n + SCAN_PAD);
+	if (!copy) {
+		snprintf(c->error_message, sizeof c->error_message, "out of memory");
+		return -EBADMSG;
+	}
+	if (n)
+		memcpy(copy, json, n);
+	memset(copy + n, 0, SCAN_PAD);
+	struct scan sc;
+	sc.s = copy;
+	sc.end = copy + n;
+	sc.why = NULL;
+	sc.text.n = sc.content.n = sc.reasoning.n = sc.reasoning2.n = sc.finish.n = sc.errmsg.n = 0;
+	sc.text.escaped = sc.content.escaped = sc.reasoning.escaped = sc.reasoning2.escaped = sc.finish.escaped =
+		sc.errmsg.escaped = false;
+	sc.has_usage = sc.is_error = sc.tool_calls = false;
+	sc.ct = sc.pt = sc.cached = -1;
+	sc.s = skip_ws(sc.s);
+	bool ok = *sc.s == '{' && sc.s < sc.end && scan_doc(&sc);
 	if (ok) {
-		sc.s = skip_ws(sc.s, sc.end);
+		sc.s = skip_ws(sc.s);
 		if (sc.s != sc.end)
 			ok = false, sc.why = "text after the JSON object";
 	}
 	if (!ok) {
 		/* the input is not NUL-terminated: print at most its first 80 bytes */
 		snprintf(c->error_message, sizeof c->error_message, "chunk is not a JSON object (%s at byte %zu): %.*s",
-			 sc.why ? sc.why : "not an object", (size_t)(sc.s - json), (int)(n < 80 ? n : 80), json);
+			 sc.why ? sc.why : "not an object", (size_t)(sc.s - copy), (int)(n < 80 ? n : 80), json);
+		if (copy != small)
+			free(copy);
 		return -EBADMSG;
 	}
 	/* text fields: the first present, non-empty one of each kind */
@@ -641,6 +668,8 @@ int openai_chunk_parse(struct openai_chunk *c, const char *json, size_t n)
 		c->unescaped_ = malloc(need + 3);
 		if (!c->unescaped_) {
 			snprintf(c->error_message, sizeof c->error_message, "out of memory");
+			if (copy != small)
+				free(copy);
 			return -EBADMSG;
 		}
 		o = c->unescaped_;
@@ -651,7 +680,7 @@ int openai_chunk_parse(struct openai_chunk *c, const char *json, size_t n)
 			o = unescape(content, o);
 			c->content_len = (size_t)(o - c->content);
 		} else {
-			c->content = content->p;
+			c->content = json + (content->p - copy);
 			c->content_len = content->n;
 		}
 	}
@@ -661,14 +690,16 @@ int openai_chunk_parse(struct openai_chunk *c, const char *json, size_t n)
 			o = unescape(reasoning, o);
 			c->reasoning_len = (size_t)(o - c->reasoning);
 		} else {
-			c->reasoning = reasoning->p;
+			c->reasoning = json + (reasoning->p - copy);
 			c->reasoning_len = reasoning->n;
 		}
 	}
-	c->has_content = c->content != NULL;
-	c->has_reasoning = c->reasoning != NULL;
-	c->has_tool_call = sc.tool_calls;
-	c->has_token = c->has_content || c->has_reasoning || c->has_tool_call;
+	/* from locals: reading the flags back just after storing them stalls the load */
+	bool has_content = c->content != NULL, has_reasoning = c->reasoning != NULL, has_tool = sc.tool_calls;
+	c->has_content = has_content;
+	c->has_reasoning = has_reasoning;
+	c->has_tool_call = has_tool;
+	c->has_token = has_content || has_reasoning || has_tool;
 	if (sc.finish.n) {
 		size_t k = sc.finish.n < sizeof c->finish_reason - 1 ? sc.finish.n : sizeof c->finish_reason - 1;
 		memcpy(c->finish_reason, sc.finish.p, k);
@@ -692,6 +723,8 @@ int openai_chunk_parse(struct openai_chunk *c, const char *json, size_t n)
 			snprintf(c->error_message, sizeof c->error_message, "server sent an error object");
 		}
 	}
+	if (copy != small)
+		free(copy);
 	return 0;
 }
 

@@ -402,11 +402,14 @@ static bool scan_doc(struct scan *c)
 	enum loc at = L_ROOT;
 	struct span sp;
 value:
+	if (LIKELY(*p == '"'))
+		goto string;
 	SKIP_WS();
 	switch (*p) {
 	case 0:
 		return bad_at(c, p, p >= end ? "unexpected end" : "unexpected character");
 	case '"':
+	string:
 		p = scan_str(c, p, end, &sp);
 		if (UNLIKELY(!p))
 			return false;
@@ -508,15 +511,20 @@ value:
 		goto after;
 	}
 key:
-	SKIP_WS();
-	if (UNLIKELY(*p != '"'))
-		return bad_at(c, p, "expected a string");
+	/* whitespace is tested for only where the expected byte is not found */
+	if (UNLIKELY(*p != '"')) {
+		SKIP_WS();
+		if (*p != '"')
+			return bad_at(c, p, "expected a string");
+	}
 	p = scan_str(c, p, end, &sp);
 	if (UNLIKELY(!p))
 		return false;
-	SKIP_WS();
-	if (UNLIKELY(*p != ':'))
-		return bad_at(c, p, "expected ':'");
+	if (UNLIKELY(*p != ':')) {
+		SKIP_WS();
+		if (*p != ':')
+			return bad_at(c, p, "expected ':'");
+	}
 	p++;
 	at = where[d] == L_OTHER ? L_OTHER : child(where[d], sp.p, sp.n);
 	goto value;
@@ -525,8 +533,8 @@ after:
 		c->s = p;
 		return true;
 	}
-	SKIP_WS();
 	if (*p == ',') {
+	comma:
 		p++;
 		if (close[d] == '}')
 			goto key;
@@ -537,6 +545,16 @@ after:
 		p++;
 		d--;
 		goto after;
+	}
+	if ((unsigned char)*p <= ' ') {
+		p = skip_ws(p);
+		if (*p == ',')
+			goto comma;
+		if (*p == close[d]) {
+			p++;
+			d--;
+			goto after;
+		}
 	}
 	return bad_at(c, p, close[d] == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
 }

@@ -279,6 +279,11 @@ bool bench_fingerprint(struct bench *b)
 	}
 	char *s = cJSON_PrintUnformatted(fp);
 	cJSON_Delete(fp);
+	if (!s) {
+		/* out of memory: keep the fingerprint taken before (or none), never guess one */
+		log_warn("out of memory while taking the server's fingerprint");
+		return false;
+	}
 	sha256_hex(s, strlen(s), b->fp);
 	bool changed = false;
 	if (!b->first_fp[0]) {

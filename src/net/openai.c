@@ -437,8 +437,7 @@ value:
 		SKIP_WS();
 		if (*p == '}') {
 			p++;
-			d--;
-			goto after;
+			goto closed;
 		}
 		goto key;
 	case '[':
@@ -450,8 +449,7 @@ value:
 		SKIP_WS();
 		if (*p == ']') {
 			p++;
-			d--;
-			goto after;
+			goto closed;
 		}
 		if (at == L_TOOLCALLS)
 			c->tool_calls = true;
@@ -528,11 +526,12 @@ key:
 	p++;
 	at = where[d] == L_OTHER ? L_OTHER : child(where[d], sp.p, sp.n);
 	goto value;
-after:
-	if (UNLIKELY(d < 0)) {
+closed: /* container d just ended; the root's end ends the document */
+	if (UNLIKELY(--d < 0)) {
 		c->s = p;
 		return true;
 	}
+after: /* a value inside container d was read (the caller made the root an object) */
 	if (*p == ',') {
 	comma:
 		p++;
@@ -543,8 +542,7 @@ after:
 	}
 	if (*p == close[d]) {
 		p++;
-		d--;
-		goto after;
+		goto closed;
 	}
 	if ((unsigned char)*p <= ' ') {
 		p = skip_ws(p);
@@ -552,8 +550,7 @@ after:
 			goto comma;
 		if (*p == close[d]) {
 			p++;
-			d--;
-			goto after;
+			goto closed;
 		}
 	}
 	return bad_at(c, p, close[d] == '}' ? "expected ',' or '}'" : "expected ',' or ']'");

@@ -10,6 +10,7 @@
 #include "net/http.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -338,6 +339,12 @@ static void raise_fd_limit(void)
 int main(int argc, char **argv)
 {
 	log_set_program("sixi-bench");
+	/* One malloc arena for all threads. A load thread keeps every request's event
+	 * gaps until its level ends (hundreds of KiB per second); a thread arena grows
+	 * one page per mprotect call, the main arena in 128 KiB steps, which took about
+	 * 1,300 system calls off a 2,560-request selftest. The few allocations per
+	 * request are far too rare for the shared lock to matter. */
+	mallopt(M_ARENA_MAX, 1);
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
 		fputs(usage_text, argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;

@@ -293,15 +293,13 @@ static bool scan_number(struct scan *c, const char **pp, bool want, int64_t *out
 		if (integral && !overflow) {
 			*out = neg ? -v : v;
 		} else {
-			/* 64.0 or 6.4e1: exact integers written as floats still count */
-			char tmp[40];
-			size_t n = (size_t)(p - st);
-			double d = -1;
-			if (n < sizeof tmp) {
-				memcpy(tmp, st, n);
-				tmp[n] = 0;
-				d = strtod(tmp, NULL);
-			}
+			/* 64.0 or 6.4e1: exact integers written as floats still count. The text
+			 * is the scanner's NUL-padded copy and the number is followed by a byte
+			 * strtod stops at, so it reads exactly the validated number, however long. */
+			char *stop = NULL;
+			double d = strtod(st, &stop);
+			if (stop != p)
+				d = -1;
 			*out = d >= 0 && d < 9.0e15 && d == (double)(int64_t)d ? (int64_t)d : -1;
 		}
 	}

@@ -1,11 +1,18 @@
 /* http — see http.h.
  *
+ * Two engines behind one client: http:// URLs go to net/http_native (our own
+ * epoll HTTP/1.1 client, the default: see http_native.c for why), https:// URLs,
+ * and every URL when http_set_engine("curl") was called, go to libcurl's multi
+ * interface. A client running transfers on both waits on curl's poll with the
+ * native epoll descriptor added to it.
+ *
  * curl_multi_poll waits for socket activity; after each wake the loop checks the
  * per-transfer deadlines (first byte, stall) itself, because curl's low-speed
  * options work in whole seconds and cannot express "no byte for 1.5 s". The
  * deadline scan is O(active) per wake, which stays far below the cost of the
  * bytes themselves at the stream counts a local server can take. */
 #include "net/http.h"
+#include "net/http_native.h"
 #include "core/fault.h"
 #include "core/clock.h"
 #include <curl/curl.h>
@@ -13,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 struct xfer {
 	struct http_xfer opt;
@@ -30,10 +38,35 @@ struct xfer {
 struct http_client {
 	CURLM *multi;
 	struct xfer *head;
-	size_t active;
+	size_t active;              /* curl transfers */
+	struct http_native *native; /* created on the first http:// transfer */
 };
 
-int http_global_init(void) { return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -EIO; }
+static bool use_native = true;
+static size_t curl_run(struct http_client *c, int64_t timeout_ns);
+
+int http_set_engine(const char *name)
+{
+	if (strcmp(name, "native") == 0)
+		use_native = true;
+	else if (strcmp(name, "curl") == 0)
+		use_native = false;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+const char *http_engine(void) { return use_native ? "native" : "curl"; }
+
+int http_global_init(void)
+{
+	const char *e = getenv("SIXI_HTTP");
+	if (e && *e && http_set_engine(e) != 0) {
+		fprintf(stderr, "sixi: SIXI_HTTP='%s' is not an HTTP engine (native or curl)\n", e);
+		return -EINVAL;
+	}
+	return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -EIO;
+}
 void http_global_cleanup(void) { curl_global_cleanup(); }
 
 struct http_client *http_client_create(void)
@@ -88,6 +121,11 @@ static void free_xfer(struct xfer *x)
 
 int http_client_start(struct http_client *c, const struct http_xfer *opt)
 {
+	if (use_native && strncasecmp(opt->url, "http://", 7) == 0) {
+		if (!c->native && !(c->native = http_native_create()))
+			return -ENOMEM;
+		return http_native_start(c->native, opt);
+	}
 	struct xfer *x = calloc(1, sizeof *x);
 	if (!x)
 		return -ENOMEM;
@@ -211,6 +249,26 @@ static void scan_deadlines(struct http_client *c, int64_t now)
 
 size_t http_client_run(struct http_client *c, int64_t timeout_ns)
 {
+	size_t nat = c->native ? http_native_active(c->native) : 0;
+	if (nat && !c->active) {
+		http_native_run(c->native, timeout_ns);
+		return http_client_active(c);
+	}
+	if (nat) {
+		/* both engines busy: curl's poll also wakes for the native descriptor */
+		size_t done = http_native_run(c->native, 0);
+		if (done)
+			timeout_ns = 0;
+	}
+	size_t curl_left = curl_run(c, timeout_ns);
+	if (c->native && http_native_active(c->native))
+		http_native_run(c->native, 0);
+	(void)curl_left;
+	return http_client_active(c);
+}
+
+static size_t curl_run(struct http_client *c, int64_t timeout_ns)
+{
 	int running = 0;
 	curl_multi_perform(c->multi, &running);
 	CURLMsg *m;
@@ -232,7 +290,9 @@ size_t http_client_run(struct http_client *c, int64_t timeout_ns)
 		wait_ms = 50; /* wake often enough for the deadline scan */
 	if (wait_ms < 0)
 		wait_ms = 0;
-	curl_multi_poll(c->multi, NULL, 0, wait_ms, NULL);
+	struct curl_waitfd wfd = { .fd = c->native ? http_native_fd(c->native) : -1, .events = CURL_WAIT_POLLIN };
+	curl_multi_poll(c->multi, wfd.fd >= 0 && http_native_active(c->native) ? &wfd : NULL,
+			wfd.fd >= 0 && http_native_active(c->native) ? 1 : 0, wait_ms, NULL);
 	curl_multi_perform(c->multi, &running);
 	while ((m = curl_multi_info_read(c->multi, &left))) {
 		if (m->msg != CURLMSG_DONE)
@@ -244,7 +304,10 @@ size_t http_client_run(struct http_client *c, int64_t timeout_ns)
 	return c->active;
 }
 
-size_t http_client_active(const struct http_client *c) { return c->active; }
+size_t http_client_active(const struct http_client *c)
+{
+	return c->active + (c->native ? http_native_active(c->native) : 0);
+}
 
 void http_client_destroy(struct http_client *c)
 {
@@ -256,6 +319,7 @@ void http_client_destroy(struct http_client *c)
 		snprintf(x->forced_detail, sizeof x->forced_detail, "client shut down");
 		finish(c, x, CURLE_ABORTED_BY_CALLBACK);
 	}
+	http_native_destroy(c->native);
 	curl_multi_cleanup(c->multi);
 	free(c);
 }

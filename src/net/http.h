@@ -1,4 +1,5 @@
-/* http — an HTTP client loop over libcurl's multi interface: one struct
+/* http — an HTTP client loop (our own HTTP/1.1 engine for http://, libcurl's
+ * multi interface for https:// or on request): one struct
  * http_client per thread drives any number of concurrent transfers (wrk's model:
  * one loop per core, nothing shared on the hot path).
  *
@@ -55,7 +56,14 @@ size_t http_client_active(const struct http_client *c);
 __attribute__((warn_unused_result)) int http_fetch(const char *url, const char *post_body, int64_t timeout_ms,
 						   struct buf *out, int *status, char *err, size_t errlen);
 
-/* Global curl init/cleanup, once per process from main. */
+/* Which engine serves http:// URLs from now on: "native" (the default: our own
+ * HTTP/1.1 client, net/http_native) or "curl". https:// always goes to libcurl.
+ * 0, or -EINVAL for another name. Call before starting transfers. */
+int http_set_engine(const char *name);
+const char *http_engine(void);
+
+/* Global init/cleanup, once per process from main. Init also reads SIXI_HTTP
+ * (native or curl) as the engine's default; -EINVAL when it names neither. */
 int http_global_init(void);
 void http_global_cleanup(void);
 #endif

@@ -1,9 +1,33 @@
 /* sse — see sse.h. Line-oriented: bytes accumulate until CR, LF or CRLF; a blank
- * line dispatches the event. Work per byte is O(1) (memchr finds line ends), so
- * the parser is never the bottleneck of a load generator. */
+ * line dispatches the event. Work per byte is O(1): one SSE2 pass (16 bytes per
+ * step, the x86-64 baseline; a byte loop elsewhere) finds the first CR or LF,
+ * "data:" lines are recognised before any generic field parsing, and the event
+ * name is only rewritten when an event field changed it, so the common event
+ * (one data line, no name) costs the scan of its bytes and a few branches. */
 #include "net/sse.h"
 #include <errno.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <string.h>
+
+/* The first CR or LF in [p, end), or end. */
+static inline const char *find_eol(const char *p, const char *end)
+{
+#ifdef __SSE2__
+	const __m128i cr = _mm_set1_epi8('\r'), lf = _mm_set1_epi8('\n');
+	while (end - p >= 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+		unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, cr), _mm_cmpeq_epi8(v, lf)));
+		if (m)
+			return p + __builtin_ctz(m);
+		p += 16;
+	}
+#endif
+	while (p < end && *p != '\r' && *p != '\n')
+		p++;
+	return p;
+}
 
 void sse_parser_init(struct sse_parser *p, size_t max_event_bytes, sse_event_fn fn, void *ud)
 {
@@ -34,6 +58,7 @@ void sse_parser_reset(struct sse_parser *p)
 	p->has_data = 0;
 	p->last_cr = 0;
 	p->failed = 0;
+	p->event_set = 0;
 }
 
 /* Moves a borrowed data line into the parser's own buffer (before more lines are
@@ -62,9 +87,14 @@ static int dispatch(struct sse_parser *p)
 	p->borrowed_len = 0;
 	buf_reset(&p->data);
 	p->has_data = 0;
-	strcpy(p->event, "message");
+	if (p->event_set) {
+		strcpy(p->event, "message");
+		p->event_set = 0;
+	}
 	return rc;
 }
+
+static int data_line(struct sse_parser *p, const char *val, size_t val_len, int borrowable);
 
 /* s may point into the caller's bytes (borrowable) or into p->line (not). */
 static int process_line(struct sse_parser *p, const char *s, size_t n, int borrowable)
@@ -75,36 +105,55 @@ static int process_line(struct sse_parser *p, const char *s, size_t n, int borro
 		p->comments++;
 		return 0;
 	}
+	const char *val;
+	size_t val_len;
+	if (n >= 5 && s[0] == 'd' && s[1] == 'a' && s[2] == 't' && s[3] == 'a' && s[4] == ':') {
+		val = s + 5;
+		val_len = n - 5;
+		if (val_len && *val == ' ') {
+			val++;
+			val_len--;
+		}
+		return data_line(p, val, val_len, borrowable);
+	}
 	const char *colon = memchr(s, ':', n);
 	size_t name_len = colon ? (size_t)(colon - s) : n;
-	const char *val = colon ? colon + 1 : s + n;
-	size_t val_len = colon ? n - name_len - 1 : 0;
+	val = colon ? colon + 1 : s + n;
+	val_len = colon ? n - name_len - 1 : 0;
 	if (val_len && *val == ' ') {
 		val++;
 		val_len--;
 	}
 	if (name_len == 4 && memcmp(s, "data", 4) == 0) {
-		if (p->data.len + p->borrowed_len + val_len + 1 > p->max_event_bytes)
-			return -EMSGSIZE;
-		if (!p->has_data && borrowable) {
-			/* the common case: one data line, dispatched before this feed returns */
-			p->borrowed = val;
-			p->borrowed_len = val_len;
-			p->has_data = 1;
-			return 0;
-		}
-		if (own_data(p))
-			return -ENOMEM;
-		if (p->has_data && buf_append(&p->data, "\n", 1))
-			return -ENOMEM;
-		if (buf_append(&p->data, val, val_len))
-			return -ENOMEM;
-		p->has_data = 1;
+		return data_line(p, val, val_len, borrowable);
 	} else if (name_len == 5 && memcmp(s, "event", 5) == 0) {
 		size_t k = val_len < sizeof p->event - 1 ? val_len : sizeof p->event - 1;
 		memcpy(p->event, val, k);
 		p->event[k] = 0;
+		p->event_set = 1;
 	}
+	return 0;
+}
+
+/* One data field's value. */
+static int data_line(struct sse_parser *p, const char *val, size_t val_len, int borrowable)
+{
+	if (p->data.len + p->borrowed_len + val_len + 1 > p->max_event_bytes)
+		return -EMSGSIZE;
+	if (!p->has_data && borrowable) {
+		/* the common case: one data line, dispatched before this feed returns */
+		p->borrowed = val;
+		p->borrowed_len = val_len;
+		p->has_data = 1;
+		return 0;
+	}
+	if (own_data(p))
+		return -ENOMEM;
+	if (p->has_data && buf_append(&p->data, "\n", 1))
+		return -ENOMEM;
+	if (buf_append(&p->data, val, val_len))
+		return -ENOMEM;
+	p->has_data = 1;
 	return 0;
 }
 
@@ -122,11 +171,8 @@ int sse_parser_feed(struct sse_parser *p, const char *bytes, size_t n)
 	while (i < n) {
 		const char *start = bytes + i;
 		size_t left = n - i;
-		/* find the first CR or LF */
-		const char *lf = memchr(start, '\n', left);
-		const char *cr = memchr(start, '\r', lf ? (size_t)(lf - start) : left);
-		const char *end = cr ? cr : lf;
-		if (!end) {
+		const char *end = find_eol(start, start + left);
+		if (end == start + left) {
 			if (p->line.len + left > p->max_event_bytes + 64) {
 				rc = -EMSGSIZE;
 				goto out;
@@ -151,7 +197,7 @@ int sse_parser_feed(struct sse_parser *p, const char *bytes, size_t n)
 		if (rc)
 			goto out;
 		i += seg + 1;
-		if (end == cr) {
+		if (*end == '\r') {
 			if (i < n) {
 				if (bytes[i] == '\n')
 					i++;

@@ -23,6 +23,7 @@ struct sse_parser {
 	const char *borrowed;   /* the event's only data line, still in the caller's bytes (no copy) */
 	size_t borrowed_len;
 	char event[64];         /* event field of the current event */
+	int event_set;          /* event differs from "message" */
 	int has_data;           /* a data field was seen (even empty) */
 	int last_cr;            /* previous chunk ended in '\r': skip a leading '\n' */
 	int failed;             /* sticky error */

@@ -76,7 +76,7 @@ static int on_event(void *ud, const char *event, const char *data, size_t n)
 {
 	struct oai_stream *s = ud;
 	s->sse_events++;
-	if (strcmp(event, "error") == 0) {
+	if (event[0] == 'e' && strcmp(event, "error") == 0) {
 		fail(s, "server", "error event: %.200s", data);
 		return -1;
 	}

@@ -11,7 +11,11 @@ two figures are printed:
     work, where wall time is stretched by whatever else runs on CPU 1.
 The median ratio of each is printed at the end.
 
-  tests/perf/perf_client.py [--build build] [--pairs 5] [--streams 64] [--rounds 40]
+It also prints what the figures depend on: sixi-bench's HTTP engine (--http:
+native, the default, or curl), the build type, the CPUs and the load average
+before and after, so a run can be judged (and repeated) from its output alone.
+
+  tests/perf/perf_client.py [--build build] [--pairs 5] [--streams 64] [--rounds 40] [--http native|curl]
 """
 import argparse
 import json
@@ -36,6 +40,24 @@ def run_measured(argv):
     return p.stdout, cpu
 
 
+def loadavg():
+    try:
+        return " ".join(open("/proc/loadavg").read().split()[:3])
+    except OSError:
+        return "unknown"
+
+
+def build_type(build):
+    try:
+        with open(os.path.join(build, "meson-info", "intro-buildoptions.json")) as f:
+            for opt in json.load(f):
+                if opt.get("name") == "buildtype":
+                    return opt.get("value")
+    except (OSError, ValueError):
+        pass
+    return "unknown"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
@@ -43,6 +65,7 @@ def main():
     ap.add_argument("--streams", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=40)
     ap.add_argument("--events", type=int, default=256)
+    ap.add_argument("--http", default="native", choices=["native", "curl"])
     a = ap.parse_args()
     bench = os.path.join(a.build, "src", "sixi-bench")
     tmp = tempfile.mkdtemp(prefix="perf-client-")
@@ -57,12 +80,15 @@ def main():
         url = "http://127.0.0.1:" + open(port_file).read().strip()
         print("emitter %s on CPU 0; each client on CPU 1 with one thread; %d streams x %d requests x %d events"
               % (url, a.streams, a.rounds, a.events))
+        print("sixi-bench --http %s (%s build); %d CPUs; load average before: %s"
+              % (a.http, build_type(a.build), os.cpu_count(), loadavg()))
         print("pair | sixi ev/s wall | aiohttp ev/s wall | ratio | sixi ev/cpu-s | aiohttp ev/cpu-s | ratio")
         wall_r, cpu_r = [], []
         for i in range(1, a.pairs + 1):
             out, cpu_a = run_measured(["taskset", "-c", "1", bench, "selftest", "--url", url, "--streams",
                                        str(a.streams), "--rounds", str(a.rounds), "--threads", "1",
-                                       "--events", str(a.events), "--db", os.path.join(tmp, "perf.db"), "--json"])
+                                       "--events", str(a.events), "--db", os.path.join(tmp, "perf.db"), "--json",
+                                       "--http", a.http])
             ja = json.loads(out)
             lv = ja["levels"][0]
             ev_a, wall_a = lv["events_per_s"] * lv["wall_s"], lv["events_per_s"]
@@ -77,6 +103,8 @@ def main():
                   % (i, wall_a, wall_b, wall_a / wall_b, ca, cb, ca / cb))
         print("median ratio sixi / aiohttp: %.1fx events per wall second, %.1fx events per CPU second (%d pairs)"
               % (statistics.median(wall_r), statistics.median(cpu_r), a.pairs))
+        print("min .. max per wall second: %.1fx .. %.1fx; per CPU second: %.1fx .. %.1fx; load average after: %s"
+              % (min(wall_r), max(wall_r), min(cpu_r), max(cpu_r), loadavg()))
     finally:
         em.terminate()
         em.wait()

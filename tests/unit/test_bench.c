@@ -25,6 +25,12 @@ static void test_prompts(void)
 	free(a2);
 }
 
+static int cmp_d(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+	return (a > b) - (a < b);
+}
+
 static void test_percentile(void)
 {
 	double v[] = { 5, 1, 4, 2, 3 };
@@ -33,6 +39,25 @@ static void test_percentile(void)
 	CHECK_NEAR(bench_percentile(v, 5, 0), 1, 1e-12);
 	CHECK_NEAR(bench_percentile(v, 5, 100), 5, 1e-12);
 	CHECK(isnan(bench_percentile(v, 0, 50)));
+	/* large arrays take the radix sort: same order as qsort, negatives and zeros included */
+	size_t n = 5000;
+	double *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+	CHECK(a && b);
+	uint64_t s = 12345;
+	for (size_t i = 0; i < n; i++) {
+		s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+		double x = (double)(s >> 11) / 9007199254740992.0; /* [0, 1) */
+		a[i] = b[i] = (i % 3 == 0 ? -x * 1e3 : i % 3 == 1 ? x * 1e-6 : x * 1e12) * (i % 7 == 0 ? 0 : 1);
+	}
+	bench_percentile(a, n, 50);
+	qsort(b, n, sizeof *b, cmp_d);
+	size_t diff = 0;
+	for (size_t i = 0; i < n; i++)
+		diff += a[i] != b[i];
+	CHECK(diff == 0);
+	CHECK(a[0] < 0 && a[n - 1] > 1e9);
+	free(a);
+	free(b);
 }
 
 static struct bench_sample mk(int64_t level, int64_t ct, int64_t events, int64_t cached, int64_t t0, int64_t t_first,

@@ -76,6 +76,10 @@ int main(void)
 	CHECK(c.has_usage && c.completion_tokens == 64 && c.prompt_tokens == 12 && c.cached_tokens == 4);
 	CHECK(!c.has_token);
 	openai_chunk_finish(&c);
+	/* an exact integer written as a long float still counts (no length limit) */
+	c = parse("{\"choices\":[],\"usage\":{\"completion_tokens\":625555555.000000000000000000000000000000000000000000}}");
+	CHECK(c.has_usage && c.completion_tokens == 625555555);
+	openai_chunk_finish(&c);
 	c = parse("{\"choices\":[{\"text\":\"\",\"finish_reason\":\"length\"}]}");
 	CHECK_EQ_STR(c.finish_reason, "length");
 	openai_chunk_finish(&c);

@@ -47,6 +47,9 @@ static int have_avx2(void)
 
 #define QK8_0 32
 #define ROWS_PER_TILE 4
+#ifndef KBLOCK_MAX
+#define KBLOCK_MAX 768
+#endif
 
 /* ---- scalar conversions ---- */
 
@@ -259,47 +262,85 @@ __attribute__((target("avx2,fma,f16c"))) static void row_to_f32_avx2(uint32_t ty
 
 __attribute__((target("avx2,fma,f16c"))) static void tile_avx2(const float *w, int n_w, int n_in, const float *x,
 							       int x_stride, int n_rows, float *y, int y_stride,
-							       int o0)
+							       int o0, const char *pf, const char *pf_end, float *acc)
 {
 	const int n8 = n_in & ~7;
 	const float *w0 = w, *w1 = w + n_in, *w2 = w + 2 * (size_t)n_in, *w3 = w + 3 * (size_t)n_in;
 	int r = 0;
 	/* 4 weight rows x 3 x rows: 12 accumulators, 7 loads per 12 FMAs. */
 	if (n_w == ROWS_PER_TILE && n8 == n_in) {
-		for (; r + 3 <= n_rows; r += 3) {
-			const float *xa = x + (size_t)r * x_stride, *xb = xa + x_stride, *xc = xb + x_stride;
-			__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0,
-			       c0 = a0, c1 = a0, c2 = a0, c3 = a0;
-			/* 12 accumulators + 3 x + 1 weight = 16 ymm registers: load x once, stream the
-			 * weight rows one at a time (loading all four would spill). */
-			for (int i = 0; i < n8; i += 8) {
-				__m256 xa8 = _mm256_loadu_ps(xa + i), xb8 = _mm256_loadu_ps(xb + i), xc8 = _mm256_loadu_ps(xc + i);
-				__m256 v = _mm256_loadu_ps(w0 + i);
-				a0 = _mm256_fmadd_ps(v, xa8, a0);
-				b0 = _mm256_fmadd_ps(v, xb8, b0);
-				c0 = _mm256_fmadd_ps(v, xc8, c0);
-				v = _mm256_loadu_ps(w1 + i);
-				a1 = _mm256_fmadd_ps(v, xa8, a1);
-				b1 = _mm256_fmadd_ps(v, xb8, b1);
-				c1 = _mm256_fmadd_ps(v, xc8, c1);
-				v = _mm256_loadu_ps(w2 + i);
-				a2 = _mm256_fmadd_ps(v, xa8, a2);
-				b2 = _mm256_fmadd_ps(v, xb8, b2);
-				c2 = _mm256_fmadd_ps(v, xc8, c2);
-				v = _mm256_loadu_ps(w3 + i);
-				a3 = _mm256_fmadd_ps(v, xa8, a3);
-				b3 = _mm256_fmadd_ps(v, xb8, b3);
-				c3 = _mm256_fmadd_ps(v, xc8, c3);
+		/* Long rows are cut into K blocks so that the tile's 4 weight rows and a group's 3 x
+		 * rows stay in L1 together; the 8-lane partial sums wait in acc (12 vectors a group)
+		 * between blocks, so the result is bit for bit that of one unbroken loop. */
+		int kb = n8, n_blk = 1;
+		if (n8 > KBLOCK_MAX) {
+			n_blk = (n8 + KBLOCK_MAX - 1) / KBLOCK_MAX;
+			kb = (n8 / n_blk + 7) & ~7;
+			n_blk = (n8 + kb - 1) / kb;
+		}
+		int pf_per_group = (int)((pf_end - pf) / 64 / ((n_rows / 3) * n_blk + 1)) + 1;
+		for (int k0 = 0; k0 < n8; k0 += kb) {
+			int k1 = k0 + kb < n8 ? k0 + kb : n8;
+			for (r = 0; r + 3 <= n_rows; r += 3) {
+				const float *xa = x + (size_t)r * x_stride, *xb = xa + x_stride, *xc = xb + x_stride;
+				float *ac = acc + (size_t)r / 3 * 96;
+				__m256 a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3;
+				if (k0 == 0) {
+					a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+					c0 = a0, c1 = a0, c2 = a0, c3 = a0;
+				} else {
+					a0 = _mm256_loadu_ps(ac), a1 = _mm256_loadu_ps(ac + 8);
+					a2 = _mm256_loadu_ps(ac + 16), a3 = _mm256_loadu_ps(ac + 24);
+					b0 = _mm256_loadu_ps(ac + 32), b1 = _mm256_loadu_ps(ac + 40);
+					b2 = _mm256_loadu_ps(ac + 48), b3 = _mm256_loadu_ps(ac + 56);
+					c0 = _mm256_loadu_ps(ac + 64), c1 = _mm256_loadu_ps(ac + 72);
+					c2 = _mm256_loadu_ps(ac + 80), c3 = _mm256_loadu_ps(ac + 88);
+				}
+				for (int q = 0; q < pf_per_group && pf < pf_end; q++, pf += 64)
+					_mm_prefetch(pf, _MM_HINT_T1);
+				/* 12 accumulators + 3 x + 1 weight = 16 ymm registers: load x once,
+				 * stream the weight rows one at a time (loading all four would spill). */
+				for (int i = k0; i < k1; i += 8) {
+					__m256 xa8 = _mm256_loadu_ps(xa + i), xb8 = _mm256_loadu_ps(xb + i),
+					       xc8 = _mm256_loadu_ps(xc + i);
+					__m256 v = _mm256_loadu_ps(w0 + i);
+					a0 = _mm256_fmadd_ps(v, xa8, a0);
+					b0 = _mm256_fmadd_ps(v, xb8, b0);
+					c0 = _mm256_fmadd_ps(v, xc8, c0);
+					v = _mm256_loadu_ps(w1 + i);
+					a1 = _mm256_fmadd_ps(v, xa8, a1);
+					b1 = _mm256_fmadd_ps(v, xb8, b1);
+					c1 = _mm256_fmadd_ps(v, xc8, c1);
+					v = _mm256_loadu_ps(w2 + i);
+					a2 = _mm256_fmadd_ps(v, xa8, a2);
+					b2 = _mm256_fmadd_ps(v, xb8, b2);
+					c2 = _mm256_fmadd_ps(v, xc8, c2);
+					v = _mm256_loadu_ps(w3 + i);
+					a3 = _mm256_fmadd_ps(v, xa8, a3);
+					b3 = _mm256_fmadd_ps(v, xb8, b3);
+					c3 = _mm256_fmadd_ps(v, xc8, c3);
+				}
+				if (k1 < n8) {
+					_mm256_storeu_ps(ac, a0), _mm256_storeu_ps(ac + 8, a1);
+					_mm256_storeu_ps(ac + 16, a2), _mm256_storeu_ps(ac + 24, a3);
+					_mm256_storeu_ps(ac + 32, b0), _mm256_storeu_ps(ac + 40, b1);
+					_mm256_storeu_ps(ac + 48, b2), _mm256_storeu_ps(ac + 56, b3);
+					_mm256_storeu_ps(ac + 64, c0), _mm256_storeu_ps(ac + 72, c1);
+					_mm256_storeu_ps(ac + 80, c2), _mm256_storeu_ps(ac + 88, c3);
+					continue;
+				}
+				float *ya = y + (size_t)r * y_stride + o0, *yb = ya + y_stride, *yc = yb + y_stride;
+				ya[0] = hsum256(a0), ya[1] = hsum256(a1), ya[2] = hsum256(a2), ya[3] = hsum256(a3);
+				yb[0] = hsum256(b0), yb[1] = hsum256(b1), yb[2] = hsum256(b2), yb[3] = hsum256(b3);
+				yc[0] = hsum256(c0), yc[1] = hsum256(c1), yc[2] = hsum256(c2), yc[3] = hsum256(c3);
 			}
-			float *ya = y + (size_t)r * y_stride + o0, *yb = ya + y_stride, *yc = yb + y_stride;
-			ya[0] = hsum256(a0), ya[1] = hsum256(a1), ya[2] = hsum256(a2), ya[3] = hsum256(a3);
-			yb[0] = hsum256(b0), yb[1] = hsum256(b1), yb[2] = hsum256(b2), yb[3] = hsum256(b3);
-			yc[0] = hsum256(c0), yc[1] = hsum256(c1), yc[2] = hsum256(c2), yc[3] = hsum256(c3);
 		}
 		for (; r + 2 <= n_rows; r += 2) {
 			const float *xa = x + (size_t)r * x_stride, *xb = xa + x_stride;
 			__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
 			for (int i = 0; i < n8; i += 8) {
+				_mm_prefetch(pf, _MM_HINT_T1);
+				pf += pf + 64 < pf_end ? 64 : 0;
 				__m256 v0 = _mm256_loadu_ps(w0 + i), v1 = _mm256_loadu_ps(w1 + i), v2 = _mm256_loadu_ps(w2 + i),
 				       v3 = _mm256_loadu_ps(w3 + i);
 				__m256 xv = _mm256_loadu_ps(xa + i);
@@ -324,6 +365,9 @@ __attribute__((target("avx2,fma,f16c"))) static void tile_avx2(const float *w, i
 		if (n_w == ROWS_PER_TILE) {
 			__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
 			for (int i = 0; i < n8; i += 8) {
+				_mm_prefetch(pf, _MM_HINT_T1);
+				_mm_prefetch(pf + 64, _MM_HINT_T1);
+				pf += pf + 192 < pf_end ? 128 : 0;
 				__m256 xv = _mm256_loadu_ps(xr + i);
 				a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w0 + i), xv, a0);
 				a1 = _mm256_fmadd_ps(_mm256_loadu_ps(w1 + i), xv, a1);
@@ -360,16 +404,20 @@ __attribute__((target("avx2,fma,f16c"))) static void tile_avx2(const float *w, i
  * accumulators + 4 x + 1 weight register of the 32 there are. */
 __attribute__((target("avx512f,avx2,fma,f16c"))) static void tile_avx512(const float *w, int n_w, int n_in,
 									const float *x, int x_stride, int n_rows,
-									float *y, int y_stride, int o0)
+									float *y, int y_stride, int o0,
+									const char *pf, const char *pf_end)
 {
 	const float *w0 = w, *w1 = w + n_in, *w2 = w + 2 * (size_t)n_in, *w3 = w + 3 * (size_t)n_in;
 	int r = 0;
 	if (n_w == ROWS_PER_TILE) {
+		int pf_per_group = (int)((pf_end - pf) / 64 / (n_rows / 4 + 1)) + 1;
 		for (; r + 4 <= n_rows; r += 4) {
 			const float *xa = x + (size_t)r * x_stride, *xb = xa + x_stride, *xc = xb + x_stride,
 				    *xd = xc + x_stride;
 			__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0,
 			       c0 = a0, c1 = a0, c2 = a0, c3 = a0, d0 = a0, d1 = a0, d2 = a0, d3 = a0;
+			for (int q = 0; q < pf_per_group && pf < pf_end; q++, pf += 64)
+				_mm_prefetch(pf, _MM_HINT_T1);
 			for (int i = 0; i < n_in; i += 16) {
 				__m512 xa16 = _mm512_loadu_ps(xa + i), xb16 = _mm512_loadu_ps(xb + i),
 				       xc16 = _mm512_loadu_ps(xc + i), xd16 = _mm512_loadu_ps(xd + i);
@@ -409,6 +457,11 @@ __attribute__((target("avx512f,avx2,fma,f16c"))) static void tile_avx512(const f
 			const float *xr = x + (size_t)r * x_stride;
 			__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
 			for (int i = 0; i < n_in; i += 16) {
+				_mm_prefetch(pf, _MM_HINT_T1);
+				_mm_prefetch(pf + 64, _MM_HINT_T1);
+				_mm_prefetch(pf + 128, _MM_HINT_T1);
+				_mm_prefetch(pf + 192, _MM_HINT_T1);
+				pf += pf + 320 < pf_end ? 256 : 0;
 				__m512 xv = _mm512_loadu_ps(xr + i);
 				a0 = _mm512_fmadd_ps(_mm512_loadu_ps(w0 + i), xv, a0);
 				a1 = _mm512_fmadd_ps(_mm512_loadu_ps(w1 + i), xv, a1);
@@ -457,6 +510,8 @@ struct kern_pool {
 	void *ctx;
 	float **scratch; /* per thread: ROWS_PER_TILE * scratch_n floats, decoded weight rows */
 	size_t scratch_n;
+	float **acc;     /* per thread: acc_rows / 3 * 96 floats, partial sums between K blocks */
+	int acc_rows;
 };
 
 struct worker_arg {
@@ -541,8 +596,9 @@ struct kern_pool *kern_pool_create(int n_threads, const char *isa)
 	atomic_init(&p->n_pending, 0);
 	atomic_init(&p->stop, 0);
 	p->scratch = calloc((size_t)n_threads, sizeof(*p->scratch));
+	p->acc = calloc((size_t)n_threads, sizeof(*p->acc));
 	p->threads = calloc((size_t)n_threads, sizeof(*p->threads));
-	if (!p->scratch || !p->threads) {
+	if (!p->scratch || !p->acc || !p->threads) {
 		kern_pool_destroy(p);
 		errno = ENOMEM;
 		return NULL;
@@ -581,6 +637,10 @@ void kern_pool_destroy(struct kern_pool *p)
 		for (int i = 0; i < p->n_threads; i++)
 			free(p->scratch[i]);
 	free(p->scratch);
+	if (p->acc)
+		for (int i = 0; i < p->n_threads; i++)
+			free(p->acc[i]);
+	free(p->acc);
 	free(p->threads);
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->cv_start);
@@ -662,10 +722,20 @@ static void matmul_part(void *arg, int ith, int nth)
 			wf = buf;
 		}
 #if KERN_X86
+		/* The next tile's raw rows, prefetched while this one is computed. */
+		const char *pf = (const char *)w->data + (size_t)(o0 + ROWS_PER_TILE) * w->row_bytes, *pf_end = pf;
+		if (t + 1 < t1) {
+			int left = w->n_out - o0 - ROWS_PER_TILE;
+			int n_next = left < ROWS_PER_TILE ? left : ROWS_PER_TILE;
+			pf_end = pf + (size_t)n_next * w->row_bytes;
+		} else {
+			pf = pf_end = (const char *)wf;
+		}
 		if (j->p->use_avx512 && w->n_in % 16 == 0)
-			tile_avx512(wf, n_w, w->n_in, j->x, j->x_stride, j->n_rows, j->y, j->y_stride, o0);
+			tile_avx512(wf, n_w, w->n_in, j->x, j->x_stride, j->n_rows, j->y, j->y_stride, o0, pf, pf_end);
 		else if (j->p->use_avx2)
-			tile_avx2(wf, n_w, w->n_in, j->x, j->x_stride, j->n_rows, j->y, j->y_stride, o0);
+			tile_avx2(wf, n_w, w->n_in, j->x, j->x_stride, j->n_rows, j->y, j->y_stride, o0, pf, pf_end,
+				  j->p->acc[ith]);
 		else
 #endif
 			tile_portable(wf, n_w, w->n_in, j->x, j->x_stride, j->n_rows, j->y, j->y_stride, o0);
@@ -685,6 +755,15 @@ void kern_matmul(struct kern_pool *p, const struct kern_mat *w, const float *x, 
 			p->scratch[i] = b;
 		}
 		p->scratch_n = (size_t)w->n_in;
+	}
+	if (p->acc_rows < n_rows) {
+		for (int i = 0; i < p->n_threads; i++) {
+			float *b = realloc(p->acc[i], sizeof(float) * 96 * (size_t)(n_rows / 3 + 1));
+			if (!b)
+				abort(); /* 128 bytes a row a thread, as above */
+			p->acc[i] = b;
+		}
+		p->acc_rows = n_rows;
 	}
 	struct matmul_job j = { p, w, x, x_stride, n_rows, y, y_stride };
 	/* Small products are not worth waking threads for. */

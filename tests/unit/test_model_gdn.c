@@ -245,6 +245,47 @@ static void test_matmul_paths(void)
 	free(ref);
 }
 
+/* Long rows (cut into K blocks) and every grouping of rows: a row's outputs are the same
+ * floats whether it is computed alone or among others, for every kernel path and thread
+ * count, and close to a double-precision reference. */
+static void test_matmul_rows_alone(void)
+{
+	int n_in = 1608, n_out = 23, n_rows = 11;
+	float *w = malloc(sizeof(float) * n_in * n_out), *x = malloc(sizeof(float) * n_in * n_rows);
+	float *all = malloc(sizeof(float) * n_out * n_rows), *one = malloc(sizeof(float) * n_out);
+	for (int i = 0; i < n_in * n_out; i++)
+		w[i] = frand();
+	for (int i = 0; i < n_in * n_rows; i++)
+		x[i] = frand();
+	struct kern_mat m = { w, GGUF_TENSOR_F32, n_in, n_out, (size_t)n_in * 4 };
+	const char *isas[] = { "portable", "avx2", "auto" };
+	for (int k = 0; k < 3; k++)
+		for (int nt = 1; nt <= 3; nt += 2) {
+			struct kern_pool *p = kern_pool_create(nt, isas[k]);
+			kern_matmul(p, &m, x, n_in, n_rows, all, n_out);
+			int same = 1;
+			double e = 0;
+			for (int r = 0; r < n_rows; r++) {
+				kern_matmul(p, &m, x + (size_t)r * n_in, n_in, 1, one, n_out);
+				same &= memcmp(one, all + (size_t)r * n_out, sizeof(float) * n_out) == 0;
+				for (int o = 0; o < n_out; o++) {
+					double ref = 0;
+					for (int i = 0; i < n_in; i++)
+						ref += (double)w[(size_t)o * n_in + i] * x[(size_t)r * n_in + i];
+					e = fmax(e, fabs(one[o] - ref) / fmax(fabs(ref), 1e-3));
+				}
+			}
+			if (!CHECK(same && e < 1e-4))
+				fprintf(stderr, "isa %s (%s), %d threads: alone == batched %d, rel err %g\n", isas[k],
+					kern_pool_isa(p), nt, same, e);
+			kern_pool_destroy(p);
+		}
+	free(w);
+	free(x);
+	free(all);
+	free(one);
+}
+
 /* The vector exp/SiLU against libm over a wide range, including values that clamp. */
 static void test_activations(void)
 {
@@ -293,5 +334,6 @@ int main(void)
 	test_split_runs();
 	test_conv();
 	test_matmul_paths();
+	test_matmul_rows_alone();
 	return test_done();
 }

@@ -59,7 +59,7 @@ bool model_layer_is_attention(const struct model *m, int layer);
 const struct gguf *model_gguf(const struct model *m);
 /* "avx512", "avx2" or "portable": the matrix-product path in use. */
 const char *model_isa(const struct model *m);
-/* Choose the matrix-product path ("auto", "avx2", "portable"; tests and benchmarks compare
+/* Choose the matrix-product path ("auto", "avx512", "avx2", "portable"; tests and benchmarks compare
  * them). The per-sequence vector work always takes the widest path the CPU has. */
 int model_set_isa(struct model *m, const char *isa);
 

@@ -703,22 +703,35 @@ void kern_pool_run(struct kern_pool *p, void (*fn)(void *ctx, int ith, int nth),
 
 struct matmul_job {
 	struct kern_pool *p;
-	const struct kern_mat *w;
+	int n_mat;
+	const struct kern_mat *const *w;
+	float *const *y;
+	const int *y_stride;
+	int tile0[KERN_MATMUL_MAX + 1]; /* matrix i owns global tiles [tile0[i], tile0[i+1]) */
 	const float *x;
 	int x_stride, n_rows;
-	float *y;
-	int y_stride;
 };
 
+static int tiles_of(const struct kern_mat *w)
+{
+	return (w->n_out + ROWS_PER_TILE - 1) / ROWS_PER_TILE;
+}
+
+/* Thread ith of nth takes an even share of all the matrices' tiles, in order. */
 static void matmul_part(void *arg, int ith, int nth)
 {
 	struct matmul_job *j = arg;
-	const struct kern_mat *w = j->w;
-	int n_tiles = (w->n_out + ROWS_PER_TILE - 1) / ROWS_PER_TILE;
+	int n_tiles = j->tile0[j->n_mat];
 	int t0 = (int)((long)n_tiles * ith / nth), t1 = (int)((long)n_tiles * (ith + 1) / nth);
 	float *buf = j->p->scratch[ith];
+	int mi = 0;
 	for (int t = t0; t < t1; t++) {
-		int o0 = t * ROWS_PER_TILE;
+		while (t >= j->tile0[mi + 1])
+			mi++;
+		const struct kern_mat *w = j->w[mi];
+		float *y = j->y[mi];
+		int y_stride = j->y_stride[mi];
+		int o0 = (t - j->tile0[mi]) * ROWS_PER_TILE;
 		int n_w = w->n_out - o0 < ROWS_PER_TILE ? w->n_out - o0 : ROWS_PER_TILE;
 		const float *wf;
 		if (w->type == GGUF_TENSOR_F32 && w->row_bytes == (size_t)w->n_in * 4) {
@@ -736,39 +749,47 @@ static void matmul_part(void *arg, int ith, int nth)
 			wf = buf;
 		}
 #if KERN_X86
-		/* The next tile's raw rows, prefetched while this one is computed. */
-		const char *pf = (const char *)w->data + (size_t)(o0 + ROWS_PER_TILE) * w->row_bytes, *pf_end = pf;
+		/* The next tile's raw rows (this matrix's or the next one's first), prefetched
+		 * while this one is computed. */
+		const char *pf = (const char *)wf, *pf_end = pf;
 		if (t + 1 < t1) {
-			int left = w->n_out - o0 - ROWS_PER_TILE;
-			int n_next = left < ROWS_PER_TILE ? left : ROWS_PER_TILE;
-			pf_end = pf + (size_t)n_next * w->row_bytes;
-		} else {
-			pf = pf_end = (const char *)wf;
+			const struct kern_mat *wn = t + 1 < j->tile0[mi + 1] ? w : j->w[mi + 1];
+			int on = wn == w ? o0 + ROWS_PER_TILE : 0;
+			int n_next = wn->n_out - on < ROWS_PER_TILE ? wn->n_out - on : ROWS_PER_TILE;
+			pf = (const char *)wn->data + (size_t)on * wn->row_bytes;
+			pf_end = pf + (size_t)n_next * wn->row_bytes;
 		}
 		if (j->p->use_avx512 && w->n_in % 16 == 0)
-			tile_avx512(wf, n_w, w->n_in, j->x, j->x_stride, j->n_rows, j->y, j->y_stride, o0, pf, pf_end);
+			tile_avx512(wf, n_w, w->n_in, j->x, j->x_stride, j->n_rows, y, y_stride, o0, pf, pf_end);
 		else if (j->p->use_avx2)
-			tile_avx2(wf, n_w, w->n_in, j->x, j->x_stride, j->n_rows, j->y, j->y_stride, o0, pf, pf_end,
+			tile_avx2(wf, n_w, w->n_in, j->x, j->x_stride, j->n_rows, y, y_stride, o0, pf, pf_end,
 				  j->p->acc[ith]);
 		else
 #endif
-			tile_portable(wf, n_w, w->n_in, j->x, j->x_stride, j->n_rows, j->y, j->y_stride, o0);
+			tile_portable(wf, n_w, w->n_in, j->x, j->x_stride, j->n_rows, y, y_stride, o0);
 	}
 }
 
-void kern_matmul(struct kern_pool *p, const struct kern_mat *w, const float *x, int x_stride, int n_rows,
-		 float *y, int y_stride)
+void kern_matmul_n(struct kern_pool *p, int n_mat, const struct kern_mat *const *w, const float *x, int x_stride,
+		   int n_rows, float *const *y, const int *y_stride)
 {
-	if (n_rows <= 0 || w->n_out <= 0)
+	if (n_rows <= 0 || n_mat <= 0)
 		return;
-	if (p->scratch_n < (size_t)w->n_in) {
+	if (n_mat > KERN_MATMUL_MAX) {
+		kern_matmul_n(p, KERN_MATMUL_MAX, w, x, x_stride, n_rows, y, y_stride);
+		kern_matmul_n(p, n_mat - KERN_MATMUL_MAX, w + KERN_MATMUL_MAX, x, x_stride, n_rows, y + KERN_MATMUL_MAX,
+			      y_stride + KERN_MATMUL_MAX);
+		return;
+	}
+	int n_in = w[0]->n_in;
+	if (p->scratch_n < (size_t)n_in) {
 		for (int i = 0; i < p->n_threads; i++) {
-			float *b = realloc(p->scratch[i], sizeof(float) * ROWS_PER_TILE * (size_t)w->n_in);
+			float *b = realloc(p->scratch[i], sizeof(float) * ROWS_PER_TILE * (size_t)n_in);
 			if (!b)
 				abort(); /* a few KiB per thread; out of memory here has no way to recover */
 			p->scratch[i] = b;
 		}
-		p->scratch_n = (size_t)w->n_in;
+		p->scratch_n = (size_t)n_in;
 	}
 	if (p->acc_rows < n_rows) {
 		for (int i = 0; i < p->n_threads; i++) {
@@ -779,16 +800,29 @@ void kern_matmul(struct kern_pool *p, const struct kern_mat *w, const float *x, 
 		}
 		p->acc_rows = n_rows;
 	}
-	struct matmul_job j = { p, w, x, x_stride, n_rows, y, y_stride };
+	struct matmul_job j = { .p = p, .n_mat = n_mat, .w = w, .y = y, .y_stride = y_stride, .x = x,
+				.x_stride = x_stride, .n_rows = n_rows };
+	double work = 0;
+	for (int i = 0; i < n_mat; i++) {
+		j.tile0[i + 1] = j.tile0[i] + (w[i]->n_out > 0 ? tiles_of(w[i]) : 0);
+		work += (double)w[i]->n_in * (w[i]->n_out > 0 ? w[i]->n_out : 0) * n_rows;
+	}
+	int n_tiles = j.tile0[n_mat];
+	if (n_tiles == 0)
+		return;
 	/* Small products are not worth waking threads for. */
-	double work = (double)w->n_in * w->n_out * n_rows;
 	int nth = p->n_threads;
 	if (work < 65536.0 * nth)
 		nth = work < 65536.0 ? 1 : (int)(work / 65536.0);
-	int n_tiles = (w->n_out + ROWS_PER_TILE - 1) / ROWS_PER_TILE;
 	if (nth > n_tiles)
 		nth = n_tiles;
 	kern_pool_run(p, matmul_part, &j, nth);
+}
+
+void kern_matmul(struct kern_pool *p, const struct kern_mat *w, const float *x, int x_stride, int n_rows,
+		 float *y, int y_stride)
+{
+	kern_matmul_n(p, 1, &w, x, x_stride, n_rows, &y, &y_stride);
 }
 
 /* ---- vector primitives ---- */

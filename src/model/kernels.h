@@ -42,6 +42,14 @@ void kern_pool_run(struct kern_pool *p, void (*fn)(void *ctx, int ith, int nth),
 void kern_matmul(struct kern_pool *p, const struct kern_mat *w, const float *x, int x_stride, int n_rows,
 		 float *y, int y_stride);
 
+/* Up to KERN_MATMUL_MAX products of the same x in one split over the pool (the projections
+ * that read the same activations): y[i] = W[i] x as kern_matmul computes it, bit for bit,
+ * with the tiles of all the matrices shared evenly among the threads. Every w[i]->n_in is
+ * the same. More than KERN_MATMUL_MAX matrices are done in several splits. */
+#define KERN_MATMUL_MAX 8
+void kern_matmul_n(struct kern_pool *p, int n_mat, const struct kern_mat *const *w, const float *x, int x_stride,
+		   int n_rows, float *const *y, const int *y_stride);
+
 /* Decode one weight row (n elements of `type`) into fp32. */
 void kern_row_to_f32(uint32_t type, const void *row, float *out, int n);
 /* True for the weight types the kernels decode. */

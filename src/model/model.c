@@ -1115,10 +1115,12 @@ static void layer_gdn(struct pass *p)
 	const struct model_config *c = &p->m->cfg;
 	const struct layer *l = p->l;
 	int N = p->N, Hv = c->ssm_n_v_heads, d = c->ssm_head_dim, cd = p->m->conv_dim;
-	matmul(p, &l->qkv, p->h, c->n_embd, p->a1, p->w1);        /* pre-conv q|k|v */
-	matmul(p, &l->z, p->h, c->n_embd, p->a3, p->w3);          /* z */
-	matmul(p, &l->beta, p->h, c->n_embd, p->ab, 2 * Hv);       /* b */
-	matmul(p, &l->alpha, p->h, c->n_embd, p->ab + Hv, 2 * Hv); /* a */
+	{ /* pre-conv q|k|v, z, b, a: one split over the threads */
+		const struct kern_mat *w[4] = { &l->qkv, &l->z, &l->beta, &l->alpha };
+		float *y[4] = { p->a1, p->a3, p->ab, p->ab + Hv };
+		int ys[4] = { p->w1, p->w3, 2 * Hv, 2 * Hv };
+		kern_matmul_n(p->m->pool, 4, w, p->h, c->n_embd, N, y, ys);
+	}
 	int nth = kern_pool_threads(p->m->pool);
 	double conv_work = 30.0 * N * cd; /* an expf a channel a row */
 	int nconv = conv_work < 65536.0 * nth ? (conv_work < 65536.0 ? 1 : (int)(conv_work / 65536.0)) : nth;
@@ -1197,9 +1199,12 @@ static void layer_attn(struct pass *p)
 	const struct model_config *c = &p->m->cfg;
 	const struct layer *l = p->l;
 	int nh = c->n_head, nkv = c->n_head_kv, hd = c->head_dim, kvd = p->s->kv_dim;
-	matmul(p, &l->wq, p->h, c->n_embd, p->a1, p->w1); /* per head [q | gate] */
-	matmul(p, &l->wk, p->h, c->n_embd, p->a2, p->w2);
-	matmul(p, &l->wv, p->h, c->n_embd, p->a3, p->w3);
+	{ /* per head [q | gate], k, v: one split over the threads */
+		const struct kern_mat *w[3] = { &l->wq, &l->wk, &l->wv };
+		float *y[3] = { p->a1, p->a2, p->a3 };
+		int ys[3] = { p->w1, p->w2, p->w3 };
+		kern_matmul_n(p->m->pool, 3, w, p->h, c->n_embd, p->N, y, ys);
+	}
 	for (int si = 0; si < p->n_seg; si++) {
 		const struct segment *sg = &p->seg[si];
 		float *K = slot_k(p->s, sg->slot, l->index), *V = slot_v(p->s, sg->slot, l->index);
@@ -1238,8 +1243,10 @@ static void layer_mlp(struct pass *p)
 {
 	const struct model_config *c = &p->m->cfg;
 	const struct layer *l = p->l;
-	matmul(p, &l->ffn_gate, p->h, c->n_embd, p->a1, p->w1);
-	matmul(p, &l->ffn_up, p->h, c->n_embd, p->a2, p->w2);
+	const struct kern_mat *w[2] = { &l->ffn_gate, &l->ffn_up };
+	float *y[2] = { p->a1, p->a2 };
+	int ys[2] = { p->w1, p->w2 };
+	kern_matmul_n(p->m->pool, 2, w, p->h, c->n_embd, p->N, y, ys);
 	for_rows(p, mlp_act_row, 30.0 * c->n_ff);
 	matmul(p, &l->ffn_down, p->a1, p->w1, p->y, c->n_embd);
 }

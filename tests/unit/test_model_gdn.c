@@ -246,8 +246,9 @@ static void test_matmul_paths(void)
 }
 
 /* Long rows (cut into K blocks) and every grouping of rows: a row's outputs are the same
- * floats whether it is computed alone or among others, for every kernel path and thread
- * count, and close to a double-precision reference. */
+ * floats whether it is computed alone or among others, or with its matrix cut in three and
+ * done by kern_matmul_n, for every kernel path and thread count, and close to a
+ * double-precision reference. */
 static void test_matmul_rows_alone(void)
 {
 	int n_in = 1600, n_out = 23, n_rows = 11;
@@ -275,6 +276,17 @@ static void test_matmul_rows_alone(void)
 					e = fmax(e, fabs(one[o] - ref) / fmax(fabs(ref), 1e-3));
 				}
 			}
+			/* The same rows as three matrices in one split: the same floats. */
+			struct kern_mat m3[3] = { { w, GGUF_TENSOR_F32, n_in, 5, (size_t)n_in * 4 },
+						  { w + (size_t)5 * n_in, GGUF_TENSOR_F32, n_in, 1, (size_t)n_in * 4 },
+						  { w + (size_t)6 * n_in, GGUF_TENSOR_F32, n_in, n_out - 6, (size_t)n_in * 4 } };
+			const struct kern_mat *mp[3] = { &m3[0], &m3[1], &m3[2] };
+			float *split = malloc(sizeof(float) * n_out * n_rows);
+			float *ys[3] = { split, split + 5, split + 6 };
+			int yst[3] = { n_out, n_out, n_out };
+			kern_matmul_n(p, 3, mp, x, n_in, n_rows, ys, yst);
+			same &= memcmp(split, all, sizeof(float) * n_out * n_rows) == 0;
+			free(split);
 			if (!CHECK(same && e < 1e-4))
 				fprintf(stderr, "isa %s (%s), %d threads: alone == batched %d, rel err %g\n", isas[k],
 					kern_pool_isa(p), nt, same, e);

@@ -850,11 +850,20 @@ struct pass {
 
 static void rms_norm(float *out, const float *x, const float *w, int n, float eps)
 {
-	double ss = 0;
-	for (int i = 0; i < n; i++)
-		ss += (double)x[i] * x[i];
+	/* four partial sums: a quarter of the dependent-add chain of one */
+	double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+	int i = 0;
+	for (; i + 4 <= n; i += 4) {
+		s0 += (double)x[i] * x[i];
+		s1 += (double)x[i + 1] * x[i + 1];
+		s2 += (double)x[i + 2] * x[i + 2];
+		s3 += (double)x[i + 3] * x[i + 3];
+	}
+	for (; i < n; i++)
+		s0 += (double)x[i] * x[i];
+	double ss = (s0 + s1) + (s2 + s3);
 	float r = 1.0f / sqrtf((float)(ss / n) + eps);
-	for (int i = 0; i < n; i++)
+	for (i = 0; i < n; i++)
 		out[i] = x[i] * r * w[i];
 }
 
@@ -1326,6 +1335,42 @@ static int rb_fold(struct model *m, struct model_state *s, int slot)
 	return 0;
 }
 
+/* Residual adds and the norms around the mixers, a row at a time (split over the pool). */
+static void attn_norm_row(struct pass *p, int r)
+{
+	int E = p->m->cfg.n_embd;
+	rms_norm(p->h + (size_t)r * E, p->x + (size_t)r * E, p->l->attn_norm, E, p->m->cfg.norm_eps);
+}
+
+static void add_attn_norm_row(struct pass *p, int r)
+{
+	int E = p->m->cfg.n_embd;
+	float *x = p->x + (size_t)r * E;
+	const float *y = p->y + (size_t)r * E;
+	for (int i = 0; i < E; i++)
+		x[i] += y[i];
+	rms_norm(p->h + (size_t)r * E, x, p->l->attn_norm, E, p->m->cfg.norm_eps);
+}
+
+static void add_post_norm_row(struct pass *p, int r)
+{
+	int E = p->m->cfg.n_embd;
+	float *x = p->x + (size_t)r * E;
+	const float *y = p->y + (size_t)r * E;
+	for (int i = 0; i < E; i++)
+		x[i] += y[i];
+	rms_norm(p->h + (size_t)r * E, x, p->l->post_norm, E, p->m->cfg.norm_eps);
+}
+
+static void add_row(struct pass *p, int r)
+{
+	int E = p->m->cfg.n_embd;
+	float *x = p->x + (size_t)r * E;
+	const float *y = p->y + (size_t)r * E;
+	for (int i = 0; i < E; i++)
+		x[i] += y[i];
+}
+
 static int forward_impl(struct model *m, struct model_state *s, const struct model_batch *b, float *logits_out,
 			int spec, const uint8_t *keep)
 {
@@ -1421,22 +1466,19 @@ static int forward_impl(struct model *m, struct model_state *s, const struct mod
 		kern_row_to_f32(m->tok_embd.type,
 				(const uint8_t *)m->tok_embd.data + m->tok_embd.row_bytes * (size_t)b->tokens[r],
 				p.x + r * E, c->n_embd);
+	double norm_cost = 8.0 * E; /* rough flops a row: a double sum of squares, scale, add */
 	for (int il = 0; il < c->n_layer; il++) {
 		p.l = &m->layers[il];
-		for (int r = 0; r < N; r++)
-			rms_norm(p.h + r * E, p.x + r * E, p.l->attn_norm, c->n_embd, c->norm_eps);
+		/* the previous layer's MLP output is added here, with this layer's first norm */
+		for_rows(&p, il ? add_attn_norm_row : attn_norm_row, norm_cost);
 		if (p.l->attn)
 			layer_attn(&p);
 		else
 			layer_gdn(&p);
-		for (size_t i = 0; i < N * E; i++)
-			p.x[i] += p.y[i];
-		for (int r = 0; r < N; r++)
-			rms_norm(p.h + r * E, p.x + r * E, p.l->post_norm, c->n_embd, c->norm_eps);
+		for_rows(&p, add_post_norm_row, norm_cost);
 		layer_mlp(&p);
-		for (size_t i = 0; i < N * E; i++)
-			p.x[i] += p.y[i];
 	}
+	for_rows(&p, add_row, norm_cost);
 	for (int si = 0; si < n_seg; si++) {
 		s->pos[seg[si].slot] += seg[si].n;
 		if (seg[si].spec)

@@ -1,7 +1,15 @@
 /* kernels — see kernels.h. The AVX2/FMA functions are compiled with a target attribute so
  * that the rest of the library stays portable; kern_pool_create picks them when
  * __builtin_cpu_supports says the CPU has AVX2, FMA and F16C. Workers spin briefly between
- * jobs and then sleep (see SPIN_NS). */
+ * jobs and then sleep (see SPIN_NS).
+ *
+ * Matrix products: each thread takes an even share of the tiles (4 weight rows each) and
+ * applies a tile to every activation row, 3 rows at a time with 12 8-lane accumulators;
+ * each output is the horizontal sum of its accumulator, so a row's result does not depend
+ * on how many rows share the pass. While a tile is computed, the next tile's weight rows
+ * are prefetched into L2 (a pass streams weights far larger than the caches); rows longer
+ * than KBLOCK_MAX floats are cut into K blocks so that a tile and a group of activation
+ * rows stay in L1, the partial accumulators waiting in a per-thread buffer in between. */
 #include "model/kernels.h"
 
 #include <errno.h>

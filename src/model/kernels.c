@@ -424,53 +424,57 @@ __attribute__((target("avx2,fma,f16c"))) static void tile_avx2(const float *w, i
 __attribute__((target("avx512f,avx2,fma,f16c"))) static void tile_avx512(const float *w, int n_w, int n_in,
 									const float *x, int x_stride, int n_rows,
 									float *y, int y_stride, int o0,
-									const char *pf, const char *pf_end)
+									const char *pf, const char *pf_end,
+									float *acc_buf)
 {
 	const float *w0 = w, *w1 = w + n_in, *w2 = w + 2 * (size_t)n_in, *w3 = w + 3 * (size_t)n_in;
 	int r = 0;
 	if (n_w == ROWS_PER_TILE) {
-		int pf_per_group = (int)((pf_end - pf) / 64 / (n_rows / 4 + 1)) + 1;
-		for (; r + 4 <= n_rows; r += 4) {
-			const float *xa = x + (size_t)r * x_stride, *xb = xa + x_stride, *xc = xb + x_stride,
-				    *xd = xc + x_stride;
-			__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0,
-			       c0 = a0, c1 = a0, c2 = a0, c3 = a0, d0 = a0, d1 = a0, d2 = a0, d3 = a0;
-			for (int q = 0; q < pf_per_group && pf < pf_end; q++, pf += 64)
-				_mm_prefetch(pf, _MM_HINT_T1);
-			for (int i = 0; i < n_in; i += 16) {
-				__m512 xa16 = _mm512_loadu_ps(xa + i), xb16 = _mm512_loadu_ps(xb + i),
-				       xc16 = _mm512_loadu_ps(xc + i), xd16 = _mm512_loadu_ps(xd + i);
-				__m512 v = _mm512_loadu_ps(w0 + i);
-				a0 = _mm512_fmadd_ps(v, xa16, a0);
-				b0 = _mm512_fmadd_ps(v, xb16, b0);
-				c0 = _mm512_fmadd_ps(v, xc16, c0);
-				d0 = _mm512_fmadd_ps(v, xd16, d0);
-				v = _mm512_loadu_ps(w1 + i);
-				a1 = _mm512_fmadd_ps(v, xa16, a1);
-				b1 = _mm512_fmadd_ps(v, xb16, b1);
-				c1 = _mm512_fmadd_ps(v, xc16, c1);
-				d1 = _mm512_fmadd_ps(v, xd16, d1);
-				v = _mm512_loadu_ps(w2 + i);
-				a2 = _mm512_fmadd_ps(v, xa16, a2);
-				b2 = _mm512_fmadd_ps(v, xb16, b2);
-				c2 = _mm512_fmadd_ps(v, xc16, c2);
-				d2 = _mm512_fmadd_ps(v, xd16, d2);
-				v = _mm512_loadu_ps(w3 + i);
-				a3 = _mm512_fmadd_ps(v, xa16, a3);
-				b3 = _mm512_fmadd_ps(v, xb16, b3);
-				c3 = _mm512_fmadd_ps(v, xc16, c3);
-				d3 = _mm512_fmadd_ps(v, xd16, d3);
+		/* K blocks as in tile_avx2 (16 partial-sum vectors a group wait in acc_buf). */
+		int kb = n_in, n_blk = 1;
+		if (n_in > KBLOCK_MAX) {
+			n_blk = (n_in + KBLOCK_MAX - 1) / KBLOCK_MAX;
+			kb = (n_in / n_blk + 15) & ~15;
+			n_blk = (n_in + kb - 1) / kb;
+		}
+		int pf_per_group = (int)((pf_end - pf) / 64 / ((n_rows / 4) * n_blk + 1)) + 1;
+		for (int k0 = 0; k0 < n_in; k0 += kb) {
+			int k1 = k0 + kb < n_in ? k0 + kb : n_in;
+			for (r = 0; r + 4 <= n_rows; r += 4) {
+				const float *xa = x + (size_t)r * x_stride, *xb = xa + x_stride, *xc = xb + x_stride,
+					    *xd = xc + x_stride;
+				float *ac = acc_buf + (size_t)r / 4 * 256;
+				__m512 acc[16]; /* [x row][weight row] */
+#pragma GCC unroll 16
+				for (int q = 0; q < 16; q++)
+					acc[q] = k0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(ac + 16 * q);
+				for (int q = 0; q < pf_per_group && pf < pf_end; q++, pf += 64)
+					_mm_prefetch(pf, _MM_HINT_T1);
+				for (int i = k0; i < k1; i += 16) {
+					__m512 xv[4] = { _mm512_loadu_ps(xa + i), _mm512_loadu_ps(xb + i),
+							 _mm512_loadu_ps(xc + i), _mm512_loadu_ps(xd + i) };
+#pragma GCC unroll 4
+					for (int k = 0; k < 4; k++) {
+						__m512 v = _mm512_loadu_ps(w + (size_t)k * n_in + i);
+#pragma GCC unroll 4
+						for (int q = 0; q < 4; q++)
+							acc[4 * q + k] = _mm512_fmadd_ps(v, xv[q], acc[4 * q + k]);
+					}
+				}
+				if (k1 < n_in) {
+#pragma GCC unroll 16
+					for (int q = 0; q < 16; q++)
+						_mm512_storeu_ps(ac + 16 * q, acc[q]);
+					continue;
+				}
+#pragma GCC unroll 4
+				for (int q = 0; q < 4; q++) {
+					float *yq = y + (size_t)(r + q) * y_stride + o0;
+#pragma GCC unroll 4
+					for (int k = 0; k < 4; k++)
+						yq[k] = _mm512_reduce_add_ps(acc[4 * q + k]);
+				}
 			}
-			float *ya = y + (size_t)r * y_stride + o0, *yb = ya + y_stride, *yc = yb + y_stride,
-			      *yd = yc + y_stride;
-			ya[0] = _mm512_reduce_add_ps(a0), ya[1] = _mm512_reduce_add_ps(a1);
-			ya[2] = _mm512_reduce_add_ps(a2), ya[3] = _mm512_reduce_add_ps(a3);
-			yb[0] = _mm512_reduce_add_ps(b0), yb[1] = _mm512_reduce_add_ps(b1);
-			yb[2] = _mm512_reduce_add_ps(b2), yb[3] = _mm512_reduce_add_ps(b3);
-			yc[0] = _mm512_reduce_add_ps(c0), yc[1] = _mm512_reduce_add_ps(c1);
-			yc[2] = _mm512_reduce_add_ps(c2), yc[3] = _mm512_reduce_add_ps(c3);
-			yd[0] = _mm512_reduce_add_ps(d0), yd[1] = _mm512_reduce_add_ps(d1);
-			yd[2] = _mm512_reduce_add_ps(d2), yd[3] = _mm512_reduce_add_ps(d3);
 		}
 		for (; r < n_rows; r++) {
 			const float *xr = x + (size_t)r * x_stride;
@@ -529,7 +533,7 @@ struct kern_pool {
 	void *ctx;
 	float **scratch; /* per thread: ROWS_PER_TILE * scratch_n floats, decoded weight rows */
 	size_t scratch_n;
-	float **acc;     /* per thread: acc_rows / 3 * 96 floats, partial sums between K blocks */
+	float **acc;     /* per thread: 64 * (acc_rows + 4) floats, partial sums between K blocks */
 	int acc_rows;
 };
 
@@ -768,7 +772,8 @@ static void matmul_part(void *arg, int ith, int nth)
 			pf_end = pf + (size_t)n_next * wn->row_bytes;
 		}
 		if (j->p->use_avx512 && w->n_in % 16 == 0)
-			tile_avx512(wf, n_w, w->n_in, j->x, j->x_stride, j->n_rows, y, y_stride, o0, pf, pf_end);
+			tile_avx512(wf, n_w, w->n_in, j->x, j->x_stride, j->n_rows, y, y_stride, o0, pf, pf_end,
+				    j->p->acc[ith]);
 		else if (j->p->use_avx2)
 			tile_avx2(wf, n_w, w->n_in, j->x, j->x_stride, j->n_rows, y, y_stride, o0, pf, pf_end,
 				  j->p->acc[ith]);
@@ -801,9 +806,9 @@ void kern_matmul_n(struct kern_pool *p, int n_mat, const struct kern_mat *const 
 	}
 	if (p->acc_rows < n_rows) {
 		for (int i = 0; i < p->n_threads; i++) {
-			float *b = realloc(p->acc[i], sizeof(float) * 96 * (size_t)(n_rows / 3 + 1));
+			float *b = realloc(p->acc[i], sizeof(float) * 64 * (size_t)(n_rows + 4));
 			if (!b)
-				abort(); /* 128 bytes a row a thread, as above */
+				abort(); /* 256 bytes a row a thread, as above */
 			p->acc[i] = b;
 		}
 		p->acc_rows = n_rows;

@@ -1151,16 +1151,65 @@ static void layer_gdn(struct pass *p)
 
 /* ---- attention ---- */
 
-static void rope(float *v, int n_rot, int pos, float theta)
+/* The angle's cosine and sine of pair i at position pos. */
+static void rope_angle(int i, int n_rot, int pos, float theta, float *cs, float *sn)
+{
+	float inv = (float)(1.0 / pow((double)theta, (double)(2 * i) / n_rot));
+	float a = (float)pos * inv;
+	*cs = cosf(a);
+	*sn = sinf(a);
+}
+
+/* Rotate v's pairs (i, i + n_rot/2); cs/sn: the angles' cosines and sines, or NULL to
+ * compute them here. */
+static void rope(float *v, int n_rot, int pos, float theta, const float *cs, const float *sn)
 {
 	int half = n_rot / 2;
 	for (int i = 0; i < half; i++) {
-		float inv = (float)(1.0 / pow((double)theta, (double)(2 * i) / n_rot));
-		float a = (float)pos * inv, cs = cosf(a), sn = sinf(a);
+		float c, s;
+		if (cs)
+			c = cs[i], s = sn[i];
+		else
+			rope_angle(i, n_rot, pos, theta, &c, &s);
 		float x0 = v[i], x1 = v[i + half];
-		v[i] = x0 * cs - x1 * sn;
-		v[i + half] = x0 * sn + x1 * cs;
+		v[i] = x0 * c - x1 * s;
+		v[i + half] = x0 * s + x1 * c;
 	}
+}
+
+/* One row before attention: per-head RMSNorm and RoPE of q and k (the angles computed once
+ * for all heads when they fit the stack table), and k, v into the slot's cache. */
+static void attn_qk_row(struct pass *p, int r)
+{
+	enum { ROPE_TABLE = 128 };
+	const struct model_config *c = &p->m->cfg;
+	const struct layer *l = p->l;
+	int nh = c->n_head, nkv = c->n_head_kv, hd = c->head_dim, kvd = p->s->kv_dim;
+	int si = 0;
+	while (p->seg[si].r0 + p->seg[si].n <= r)
+		si++;
+	const struct segment *sg = &p->seg[si];
+	int pos = sg->pos0 + (r - sg->r0);
+	float cs[ROPE_TABLE], sn[ROPE_TABLE];
+	const float *pc = NULL, *ps = NULL;
+	if (c->n_rot / 2 <= ROPE_TABLE) {
+		for (int i = 0; i < c->n_rot / 2; i++)
+			rope_angle(i, c->n_rot, pos, c->rope_theta, &cs[i], &sn[i]);
+		pc = cs, ps = sn;
+	}
+	float *q = p->a1 + (size_t)r * p->w1, *k = p->a2 + (size_t)r * p->w2;
+	for (int h = 0; h < nh; h++) {
+		float *qh = q + (size_t)h * 2 * hd;
+		rms_norm(qh, qh, l->q_norm, hd, c->norm_eps);
+		rope(qh, c->n_rot, pos, c->rope_theta, pc, ps);
+	}
+	for (int h = 0; h < nkv; h++) {
+		rms_norm(k + h * hd, k + h * hd, l->k_norm, hd, c->norm_eps);
+		rope(k + h * hd, c->n_rot, pos, c->rope_theta, pc, ps);
+	}
+	float *K = slot_k(p->s, sg->slot, l->index), *V = slot_v(p->s, sg->slot, l->index);
+	memcpy(K + (size_t)pos * kvd, k, sizeof(float) * kvd);
+	memcpy(V + (size_t)pos * kvd, p->a3 + (size_t)r * p->w3, sizeof(float) * kvd);
 }
 
 /* Work item i covers (row i / n_head, head i % n_head). */
@@ -1207,32 +1256,14 @@ static void layer_attn(struct pass *p)
 {
 	const struct model_config *c = &p->m->cfg;
 	const struct layer *l = p->l;
-	int nh = c->n_head, nkv = c->n_head_kv, hd = c->head_dim, kvd = p->s->kv_dim;
+	int nh = c->n_head, nkv = c->n_head_kv, hd = c->head_dim;
 	{ /* per head [q | gate], k, v: one split over the threads */
 		const struct kern_mat *w[3] = { &l->wq, &l->wk, &l->wv };
 		float *y[3] = { p->a1, p->a2, p->a3 };
 		int ys[3] = { p->w1, p->w2, p->w3 };
 		kern_matmul_n(p->m->pool, 3, w, p->h, c->n_embd, p->N, y, ys);
 	}
-	for (int si = 0; si < p->n_seg; si++) {
-		const struct segment *sg = &p->seg[si];
-		float *K = slot_k(p->s, sg->slot, l->index), *V = slot_v(p->s, sg->slot, l->index);
-		for (int j = 0; j < sg->n; j++) {
-			int r = sg->r0 + j, pos = sg->pos0 + j;
-			float *q = p->a1 + (size_t)r * p->w1, *k = p->a2 + (size_t)r * p->w2;
-			for (int h = 0; h < nh; h++) {
-				float *qh = q + (size_t)h * 2 * hd;
-				rms_norm(qh, qh, l->q_norm, hd, c->norm_eps);
-				rope(qh, c->n_rot, pos, c->rope_theta);
-			}
-			for (int h = 0; h < nkv; h++) {
-				rms_norm(k + h * hd, k + h * hd, l->k_norm, hd, c->norm_eps);
-				rope(k + h * hd, c->n_rot, pos, c->rope_theta);
-			}
-			memcpy(K + (size_t)pos * kvd, k, sizeof(float) * kvd);
-			memcpy(V + (size_t)pos * kvd, p->a3 + (size_t)r * p->w3, sizeof(float) * kvd);
-		}
-	}
+	for_rows(p, attn_qk_row, 20.0 * (nh + nkv) * hd);
 	int nth = kern_pool_threads(p->m->pool);
 	double work = 4.0 * nh * hd * (double)(p->seg[p->n_seg - 1].pos0 + 1) * p->N;
 	if (work < 262144.0)

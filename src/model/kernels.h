@@ -2,8 +2,8 @@
  * dot products and the batched matrix-vector product, each with a portable path and an
  * AVX2/FMA path chosen at run time, plus a small pthread pool that splits work by rows.
  *
- * Does not: own weights (they are borrowed, usually mmapped), allocate per call, or know
- * about layers. Precision: weights are widened to fp32 and every sum is fp32.
+ * Does not: own weights (they are borrowed: the model's huge-page copy or a file mapping),
+ * allocate per call (per-thread buffers grow to the largest call seen), or know about layers. Precision: weights are widened to fp32 and every sum is fp32.
  * Workload: one matmul per projection per pass; a pass holds 1..a few hundred rows, so the
  * kernel reads each weight row once and applies it to every row of the pass.
  * Ownership: arguments are borrowed; kern_pool_create's result is the caller's to destroy. */

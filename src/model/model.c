@@ -1,4 +1,5 @@
-/* model — see model.h. Sections: config from/to GGUF, weights, state pool, forward pass.
+/* model — see model.h. Sections: config from/to GGUF, weights (and their copy into huge
+ * pages), state pool, forward pass.
  *
  * The forward pass works on all rows of a batch at once for every projection (one read of
  * each weight matrix per pass, whatever the number of sequences), and per sequence segment

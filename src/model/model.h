@@ -4,8 +4,11 @@
  *
  * Layers: every full_attention_interval-th layer is gated full attention with a KV cache,
  * the others are Gated DeltaNet layers with a fixed-size recurrent state per sequence.
- * Weights are F32, F16, BF16 or Q8_0 and are read in place from the mmapped file; all
- * activations, states and caches are fp32.
+ * Weights are F32, F16, BF16 or Q8_0. The matrices are copied once, unchanged, into memory
+ * backed by transparent huge pages when the kernel offers them and they take at most a
+ * quarter of the RAM (a pass streams them all; 4 KiB pages cost a TLB miss every 4 KiB);
+ * otherwise they are read in place from the mmapped file. All activations, states and
+ * caches are fp32.
  * Conventions are the GGUF file's (llama.cpp's converter): norm weights already hold 1+w,
  * ssm_a holds −exp(A_log), V-heads are in tiled order (V-head j uses K-head j mod H_k).
  *

@@ -1,7 +1,15 @@
 /* kernels — see kernels.h. The AVX2/FMA functions are compiled with a target attribute so
  * that the rest of the library stays portable; kern_pool_create picks them when
  * __builtin_cpu_supports says the CPU has AVX2, FMA and F16C. Workers spin briefly between
- * jobs and then sleep (see SPIN_NS). */
+ * jobs and then sleep (see SPIN_NS).
+ *
+ * Matrix products: each thread takes an even share of the tiles (4 weight rows each) and
+ * applies a tile to every activation row, 3 rows at a time with 12 8-lane accumulators;
+ * each output is the horizontal sum of its accumulator, so a row's result does not depend
+ * on how many rows share the pass. While a tile is computed, the next tile's weight rows
+ * are prefetched into L2 (a pass streams weights far larger than the caches); rows longer
+ * than KBLOCK_MAX floats are cut into K blocks so that a tile and a group of activation
+ * rows stay in L1, the partial accumulators waiting in a per-thread buffer in between. */
 #include "model/kernels.h"
 
 #include <errno.h>
@@ -30,12 +38,23 @@
  * answer never changes afterwards. */
 static pthread_once_t avx2_once = PTHREAD_ONCE_INIT;
 static int avx2_ok;
+static int avx512_full; /* 512-bit FMAs at twice the 256-bit rate (see avx2_probe) */
 
 static void avx2_probe(void)
 {
-	unsigned a, b, c, d;
+	unsigned a = 0, b = 0, c = 0, d = 0;
 	int f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
 	avx2_ok = f16c && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+	/* AMD's family 0x19 (Zen 4) runs each 512-bit operation as two 256-bit halves: there
+	 * the AVX-512 tile does the AVX2 tile's work with no more FMAs a cycle, and measured
+	 * slower, so "auto" keeps the AVX2 tile on AMD before family 0x1a (Zen 5). */
+	unsigned family = (a >> 8) & 0xf, vendor_b = 0;
+	if (family == 0xf)
+		family += (a >> 20) & 0xff;
+	b = c = d = 0;
+	__get_cpuid(0, &vendor_b, &b, &c, &d);
+	int amd = b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u; /* "AuthenticAMD" */
+	avx512_full = avx2_ok && __builtin_cpu_supports("avx512f") && !(amd && family < 0x1a);
 }
 
 static int have_avx2(void)
@@ -47,6 +66,9 @@ static int have_avx2(void)
 
 #define QK8_0 32
 #define ROWS_PER_TILE 4
+#ifndef KBLOCK_MAX
+#define KBLOCK_MAX 768
+#endif
 
 /* ---- scalar conversions ---- */
 
@@ -259,47 +281,85 @@ __attribute__((target("avx2,fma,f16c"))) static void row_to_f32_avx2(uint32_t ty
 
 __attribute__((target("avx2,fma,f16c"))) static void tile_avx2(const float *w, int n_w, int n_in, const float *x,
 							       int x_stride, int n_rows, float *y, int y_stride,
-							       int o0)
+							       int o0, const char *pf, const char *pf_end, float *acc)
 {
 	const int n8 = n_in & ~7;
 	const float *w0 = w, *w1 = w + n_in, *w2 = w + 2 * (size_t)n_in, *w3 = w + 3 * (size_t)n_in;
 	int r = 0;
 	/* 4 weight rows x 3 x rows: 12 accumulators, 7 loads per 12 FMAs. */
 	if (n_w == ROWS_PER_TILE && n8 == n_in) {
-		for (; r + 3 <= n_rows; r += 3) {
-			const float *xa = x + (size_t)r * x_stride, *xb = xa + x_stride, *xc = xb + x_stride;
-			__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0,
-			       c0 = a0, c1 = a0, c2 = a0, c3 = a0;
-			/* 12 accumulators + 3 x + 1 weight = 16 ymm registers: load x once, stream the
-			 * weight rows one at a time (loading all four would spill). */
-			for (int i = 0; i < n8; i += 8) {
-				__m256 xa8 = _mm256_loadu_ps(xa + i), xb8 = _mm256_loadu_ps(xb + i), xc8 = _mm256_loadu_ps(xc + i);
-				__m256 v = _mm256_loadu_ps(w0 + i);
-				a0 = _mm256_fmadd_ps(v, xa8, a0);
-				b0 = _mm256_fmadd_ps(v, xb8, b0);
-				c0 = _mm256_fmadd_ps(v, xc8, c0);
-				v = _mm256_loadu_ps(w1 + i);
-				a1 = _mm256_fmadd_ps(v, xa8, a1);
-				b1 = _mm256_fmadd_ps(v, xb8, b1);
-				c1 = _mm256_fmadd_ps(v, xc8, c1);
-				v = _mm256_loadu_ps(w2 + i);
-				a2 = _mm256_fmadd_ps(v, xa8, a2);
-				b2 = _mm256_fmadd_ps(v, xb8, b2);
-				c2 = _mm256_fmadd_ps(v, xc8, c2);
-				v = _mm256_loadu_ps(w3 + i);
-				a3 = _mm256_fmadd_ps(v, xa8, a3);
-				b3 = _mm256_fmadd_ps(v, xb8, b3);
-				c3 = _mm256_fmadd_ps(v, xc8, c3);
+		/* Long rows are cut into K blocks so that the tile's 4 weight rows and a group's 3 x
+		 * rows stay in L1 together; the 8-lane partial sums wait in acc (12 vectors a group)
+		 * between blocks, so the result is bit for bit that of one unbroken loop. */
+		int kb = n8, n_blk = 1;
+		if (n8 > KBLOCK_MAX) {
+			n_blk = (n8 + KBLOCK_MAX - 1) / KBLOCK_MAX;
+			kb = (n8 / n_blk + 7) & ~7;
+			n_blk = (n8 + kb - 1) / kb;
+		}
+		int pf_per_group = (int)((pf_end - pf) / 64 / ((n_rows / 3) * n_blk + 1)) + 1;
+		for (int k0 = 0; k0 < n8; k0 += kb) {
+			int k1 = k0 + kb < n8 ? k0 + kb : n8;
+			for (r = 0; r + 3 <= n_rows; r += 3) {
+				const float *xa = x + (size_t)r * x_stride, *xb = xa + x_stride, *xc = xb + x_stride;
+				float *ac = acc + (size_t)r / 3 * 96;
+				__m256 a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3;
+				if (k0 == 0) {
+					a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+					c0 = a0, c1 = a0, c2 = a0, c3 = a0;
+				} else {
+					a0 = _mm256_loadu_ps(ac), a1 = _mm256_loadu_ps(ac + 8);
+					a2 = _mm256_loadu_ps(ac + 16), a3 = _mm256_loadu_ps(ac + 24);
+					b0 = _mm256_loadu_ps(ac + 32), b1 = _mm256_loadu_ps(ac + 40);
+					b2 = _mm256_loadu_ps(ac + 48), b3 = _mm256_loadu_ps(ac + 56);
+					c0 = _mm256_loadu_ps(ac + 64), c1 = _mm256_loadu_ps(ac + 72);
+					c2 = _mm256_loadu_ps(ac + 80), c3 = _mm256_loadu_ps(ac + 88);
+				}
+				for (int q = 0; q < pf_per_group && pf < pf_end; q++, pf += 64)
+					_mm_prefetch(pf, _MM_HINT_T1);
+				/* 12 accumulators + 3 x + 1 weight = 16 ymm registers: load x once,
+				 * stream the weight rows one at a time (loading all four would spill). */
+				for (int i = k0; i < k1; i += 8) {
+					__m256 xa8 = _mm256_loadu_ps(xa + i), xb8 = _mm256_loadu_ps(xb + i),
+					       xc8 = _mm256_loadu_ps(xc + i);
+					__m256 v = _mm256_loadu_ps(w0 + i);
+					a0 = _mm256_fmadd_ps(v, xa8, a0);
+					b0 = _mm256_fmadd_ps(v, xb8, b0);
+					c0 = _mm256_fmadd_ps(v, xc8, c0);
+					v = _mm256_loadu_ps(w1 + i);
+					a1 = _mm256_fmadd_ps(v, xa8, a1);
+					b1 = _mm256_fmadd_ps(v, xb8, b1);
+					c1 = _mm256_fmadd_ps(v, xc8, c1);
+					v = _mm256_loadu_ps(w2 + i);
+					a2 = _mm256_fmadd_ps(v, xa8, a2);
+					b2 = _mm256_fmadd_ps(v, xb8, b2);
+					c2 = _mm256_fmadd_ps(v, xc8, c2);
+					v = _mm256_loadu_ps(w3 + i);
+					a3 = _mm256_fmadd_ps(v, xa8, a3);
+					b3 = _mm256_fmadd_ps(v, xb8, b3);
+					c3 = _mm256_fmadd_ps(v, xc8, c3);
+				}
+				if (k1 < n8) {
+					_mm256_storeu_ps(ac, a0), _mm256_storeu_ps(ac + 8, a1);
+					_mm256_storeu_ps(ac + 16, a2), _mm256_storeu_ps(ac + 24, a3);
+					_mm256_storeu_ps(ac + 32, b0), _mm256_storeu_ps(ac + 40, b1);
+					_mm256_storeu_ps(ac + 48, b2), _mm256_storeu_ps(ac + 56, b3);
+					_mm256_storeu_ps(ac + 64, c0), _mm256_storeu_ps(ac + 72, c1);
+					_mm256_storeu_ps(ac + 80, c2), _mm256_storeu_ps(ac + 88, c3);
+					continue;
+				}
+				float *ya = y + (size_t)r * y_stride + o0, *yb = ya + y_stride, *yc = yb + y_stride;
+				ya[0] = hsum256(a0), ya[1] = hsum256(a1), ya[2] = hsum256(a2), ya[3] = hsum256(a3);
+				yb[0] = hsum256(b0), yb[1] = hsum256(b1), yb[2] = hsum256(b2), yb[3] = hsum256(b3);
+				yc[0] = hsum256(c0), yc[1] = hsum256(c1), yc[2] = hsum256(c2), yc[3] = hsum256(c3);
 			}
-			float *ya = y + (size_t)r * y_stride + o0, *yb = ya + y_stride, *yc = yb + y_stride;
-			ya[0] = hsum256(a0), ya[1] = hsum256(a1), ya[2] = hsum256(a2), ya[3] = hsum256(a3);
-			yb[0] = hsum256(b0), yb[1] = hsum256(b1), yb[2] = hsum256(b2), yb[3] = hsum256(b3);
-			yc[0] = hsum256(c0), yc[1] = hsum256(c1), yc[2] = hsum256(c2), yc[3] = hsum256(c3);
 		}
 		for (; r + 2 <= n_rows; r += 2) {
 			const float *xa = x + (size_t)r * x_stride, *xb = xa + x_stride;
 			__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
 			for (int i = 0; i < n8; i += 8) {
+				_mm_prefetch(pf, _MM_HINT_T1);
+				pf += pf + 64 < pf_end ? 64 : 0;
 				__m256 v0 = _mm256_loadu_ps(w0 + i), v1 = _mm256_loadu_ps(w1 + i), v2 = _mm256_loadu_ps(w2 + i),
 				       v3 = _mm256_loadu_ps(w3 + i);
 				__m256 xv = _mm256_loadu_ps(xa + i);
@@ -324,6 +384,9 @@ __attribute__((target("avx2,fma,f16c"))) static void tile_avx2(const float *w, i
 		if (n_w == ROWS_PER_TILE) {
 			__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
 			for (int i = 0; i < n8; i += 8) {
+				_mm_prefetch(pf, _MM_HINT_T1);
+				_mm_prefetch(pf + 64, _MM_HINT_T1);
+				pf += pf + 192 < pf_end ? 128 : 0;
 				__m256 xv = _mm256_loadu_ps(xr + i);
 				a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w0 + i), xv, a0);
 				a1 = _mm256_fmadd_ps(_mm256_loadu_ps(w1 + i), xv, a1);
@@ -360,55 +423,68 @@ __attribute__((target("avx2,fma,f16c"))) static void tile_avx2(const float *w, i
  * accumulators + 4 x + 1 weight register of the 32 there are. */
 __attribute__((target("avx512f,avx2,fma,f16c"))) static void tile_avx512(const float *w, int n_w, int n_in,
 									const float *x, int x_stride, int n_rows,
-									float *y, int y_stride, int o0)
+									float *y, int y_stride, int o0,
+									const char *pf, const char *pf_end,
+									float *acc_buf)
 {
 	const float *w0 = w, *w1 = w + n_in, *w2 = w + 2 * (size_t)n_in, *w3 = w + 3 * (size_t)n_in;
 	int r = 0;
 	if (n_w == ROWS_PER_TILE) {
-		for (; r + 4 <= n_rows; r += 4) {
-			const float *xa = x + (size_t)r * x_stride, *xb = xa + x_stride, *xc = xb + x_stride,
-				    *xd = xc + x_stride;
-			__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0,
-			       c0 = a0, c1 = a0, c2 = a0, c3 = a0, d0 = a0, d1 = a0, d2 = a0, d3 = a0;
-			for (int i = 0; i < n_in; i += 16) {
-				__m512 xa16 = _mm512_loadu_ps(xa + i), xb16 = _mm512_loadu_ps(xb + i),
-				       xc16 = _mm512_loadu_ps(xc + i), xd16 = _mm512_loadu_ps(xd + i);
-				__m512 v = _mm512_loadu_ps(w0 + i);
-				a0 = _mm512_fmadd_ps(v, xa16, a0);
-				b0 = _mm512_fmadd_ps(v, xb16, b0);
-				c0 = _mm512_fmadd_ps(v, xc16, c0);
-				d0 = _mm512_fmadd_ps(v, xd16, d0);
-				v = _mm512_loadu_ps(w1 + i);
-				a1 = _mm512_fmadd_ps(v, xa16, a1);
-				b1 = _mm512_fmadd_ps(v, xb16, b1);
-				c1 = _mm512_fmadd_ps(v, xc16, c1);
-				d1 = _mm512_fmadd_ps(v, xd16, d1);
-				v = _mm512_loadu_ps(w2 + i);
-				a2 = _mm512_fmadd_ps(v, xa16, a2);
-				b2 = _mm512_fmadd_ps(v, xb16, b2);
-				c2 = _mm512_fmadd_ps(v, xc16, c2);
-				d2 = _mm512_fmadd_ps(v, xd16, d2);
-				v = _mm512_loadu_ps(w3 + i);
-				a3 = _mm512_fmadd_ps(v, xa16, a3);
-				b3 = _mm512_fmadd_ps(v, xb16, b3);
-				c3 = _mm512_fmadd_ps(v, xc16, c3);
-				d3 = _mm512_fmadd_ps(v, xd16, d3);
+		/* K blocks as in tile_avx2 (16 partial-sum vectors a group wait in acc_buf). */
+		int kb = n_in, n_blk = 1;
+		if (n_in > KBLOCK_MAX) {
+			n_blk = (n_in + KBLOCK_MAX - 1) / KBLOCK_MAX;
+			kb = (n_in / n_blk + 15) & ~15;
+			n_blk = (n_in + kb - 1) / kb;
+		}
+		int pf_per_group = (int)((pf_end - pf) / 64 / ((n_rows / 4) * n_blk + 1)) + 1;
+		for (int k0 = 0; k0 < n_in; k0 += kb) {
+			int k1 = k0 + kb < n_in ? k0 + kb : n_in;
+			for (r = 0; r + 4 <= n_rows; r += 4) {
+				const float *xa = x + (size_t)r * x_stride, *xb = xa + x_stride, *xc = xb + x_stride,
+					    *xd = xc + x_stride;
+				float *ac = acc_buf + (size_t)r / 4 * 256;
+				__m512 acc[16]; /* [x row][weight row] */
+#pragma GCC unroll 16
+				for (int q = 0; q < 16; q++)
+					acc[q] = k0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(ac + 16 * q);
+				for (int q = 0; q < pf_per_group && pf < pf_end; q++, pf += 64)
+					_mm_prefetch(pf, _MM_HINT_T1);
+				for (int i = k0; i < k1; i += 16) {
+					__m512 xv[4] = { _mm512_loadu_ps(xa + i), _mm512_loadu_ps(xb + i),
+							 _mm512_loadu_ps(xc + i), _mm512_loadu_ps(xd + i) };
+#pragma GCC unroll 4
+					for (int k = 0; k < 4; k++) {
+						__m512 v = _mm512_loadu_ps(w + (size_t)k * n_in + i);
+#pragma GCC unroll 4
+						for (int q = 0; q < 4; q++)
+							acc[4 * q + k] = _mm512_fmadd_ps(v, xv[q], acc[4 * q + k]);
+					}
+				}
+				if (k1 < n_in) {
+#pragma GCC unroll 16
+					for (int q = 0; q < 16; q++)
+						_mm512_storeu_ps(ac + 16 * q, acc[q]);
+					continue;
+				}
+#pragma GCC unroll 4
+				for (int q = 0; q < 4; q++) {
+					float *yq = y + (size_t)(r + q) * y_stride + o0;
+#pragma GCC unroll 4
+					for (int k = 0; k < 4; k++)
+						yq[k] = _mm512_reduce_add_ps(acc[4 * q + k]);
+				}
 			}
-			float *ya = y + (size_t)r * y_stride + o0, *yb = ya + y_stride, *yc = yb + y_stride,
-			      *yd = yc + y_stride;
-			ya[0] = _mm512_reduce_add_ps(a0), ya[1] = _mm512_reduce_add_ps(a1);
-			ya[2] = _mm512_reduce_add_ps(a2), ya[3] = _mm512_reduce_add_ps(a3);
-			yb[0] = _mm512_reduce_add_ps(b0), yb[1] = _mm512_reduce_add_ps(b1);
-			yb[2] = _mm512_reduce_add_ps(b2), yb[3] = _mm512_reduce_add_ps(b3);
-			yc[0] = _mm512_reduce_add_ps(c0), yc[1] = _mm512_reduce_add_ps(c1);
-			yc[2] = _mm512_reduce_add_ps(c2), yc[3] = _mm512_reduce_add_ps(c3);
-			yd[0] = _mm512_reduce_add_ps(d0), yd[1] = _mm512_reduce_add_ps(d1);
-			yd[2] = _mm512_reduce_add_ps(d2), yd[3] = _mm512_reduce_add_ps(d3);
 		}
 		for (; r < n_rows; r++) {
 			const float *xr = x + (size_t)r * x_stride;
 			__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
 			for (int i = 0; i < n_in; i += 16) {
+				_mm_prefetch(pf, _MM_HINT_T1);
+				_mm_prefetch(pf + 64, _MM_HINT_T1);
+				_mm_prefetch(pf + 128, _MM_HINT_T1);
+				_mm_prefetch(pf + 192, _MM_HINT_T1);
+				pf += pf + 320 < pf_end ? 256 : 0;
 				__m512 xv = _mm512_loadu_ps(xr + i);
 				a0 = _mm512_fmadd_ps(_mm512_loadu_ps(w0 + i), xv, a0);
 				a1 = _mm512_fmadd_ps(_mm512_loadu_ps(w1 + i), xv, a1);
@@ -457,6 +533,8 @@ struct kern_pool {
 	void *ctx;
 	float **scratch; /* per thread: ROWS_PER_TILE * scratch_n floats, decoded weight rows */
 	size_t scratch_n;
+	float **acc;     /* per thread: 64 * (acc_rows + 4) floats, partial sums between K blocks */
+	int acc_rows;
 };
 
 struct worker_arg {
@@ -533,7 +611,10 @@ struct kern_pool *kern_pool_create(int n_threads, const char *isa)
 	p->n_threads = n_threads;
 #if KERN_X86
 	p->use_avx2 = (!isa || strcmp(isa, "portable") != 0) && have_avx2();
-	p->use_avx512 = p->use_avx2 && (!isa || strcmp(isa, "avx2") != 0) && __builtin_cpu_supports("avx512f");
+	if (p->use_avx2 && isa && strcmp(isa, "avx512") == 0)
+		p->use_avx512 = __builtin_cpu_supports("avx512f");
+	else if (p->use_avx2 && (!isa || strcmp(isa, "auto") == 0))
+		p->use_avx512 = avx512_full;
 #endif
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv_start, NULL);
@@ -541,8 +622,9 @@ struct kern_pool *kern_pool_create(int n_threads, const char *isa)
 	atomic_init(&p->n_pending, 0);
 	atomic_init(&p->stop, 0);
 	p->scratch = calloc((size_t)n_threads, sizeof(*p->scratch));
+	p->acc = calloc((size_t)n_threads, sizeof(*p->acc));
 	p->threads = calloc((size_t)n_threads, sizeof(*p->threads));
-	if (!p->scratch || !p->threads) {
+	if (!p->scratch || !p->acc || !p->threads) {
 		kern_pool_destroy(p);
 		errno = ENOMEM;
 		return NULL;
@@ -581,6 +663,10 @@ void kern_pool_destroy(struct kern_pool *p)
 		for (int i = 0; i < p->n_threads; i++)
 			free(p->scratch[i]);
 	free(p->scratch);
+	if (p->acc)
+		for (int i = 0; i < p->n_threads; i++)
+			free(p->acc[i]);
+	free(p->acc);
 	free(p->threads);
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->cv_start);
@@ -629,22 +715,35 @@ void kern_pool_run(struct kern_pool *p, void (*fn)(void *ctx, int ith, int nth),
 
 struct matmul_job {
 	struct kern_pool *p;
-	const struct kern_mat *w;
+	int n_mat;
+	const struct kern_mat *const *w;
+	float *const *y;
+	const int *y_stride;
+	int tile0[KERN_MATMUL_MAX + 1]; /* matrix i owns global tiles [tile0[i], tile0[i+1]) */
 	const float *x;
 	int x_stride, n_rows;
-	float *y;
-	int y_stride;
 };
 
+static int tiles_of(const struct kern_mat *w)
+{
+	return (w->n_out + ROWS_PER_TILE - 1) / ROWS_PER_TILE;
+}
+
+/* Thread ith of nth takes an even share of all the matrices' tiles, in order. */
 static void matmul_part(void *arg, int ith, int nth)
 {
 	struct matmul_job *j = arg;
-	const struct kern_mat *w = j->w;
-	int n_tiles = (w->n_out + ROWS_PER_TILE - 1) / ROWS_PER_TILE;
+	int n_tiles = j->tile0[j->n_mat];
 	int t0 = (int)((long)n_tiles * ith / nth), t1 = (int)((long)n_tiles * (ith + 1) / nth);
 	float *buf = j->p->scratch[ith];
+	int mi = 0;
 	for (int t = t0; t < t1; t++) {
-		int o0 = t * ROWS_PER_TILE;
+		while (t >= j->tile0[mi + 1])
+			mi++;
+		const struct kern_mat *w = j->w[mi];
+		float *y = j->y[mi];
+		int y_stride = j->y_stride[mi];
+		int o0 = (t - j->tile0[mi]) * ROWS_PER_TILE;
 		int n_w = w->n_out - o0 < ROWS_PER_TILE ? w->n_out - o0 : ROWS_PER_TILE;
 		const float *wf;
 		if (w->type == GGUF_TENSOR_F32 && w->row_bytes == (size_t)w->n_in * 4) {
@@ -662,40 +761,81 @@ static void matmul_part(void *arg, int ith, int nth)
 			wf = buf;
 		}
 #if KERN_X86
+		/* The next tile's raw rows (this matrix's or the next one's first), prefetched
+		 * while this one is computed. */
+		const char *pf = (const char *)wf, *pf_end = pf;
+		if (t + 1 < t1) {
+			const struct kern_mat *wn = t + 1 < j->tile0[mi + 1] ? w : j->w[mi + 1];
+			int on = wn == w ? o0 + ROWS_PER_TILE : 0;
+			int n_next = wn->n_out - on < ROWS_PER_TILE ? wn->n_out - on : ROWS_PER_TILE;
+			pf = (const char *)wn->data + (size_t)on * wn->row_bytes;
+			pf_end = pf + (size_t)n_next * wn->row_bytes;
+		}
 		if (j->p->use_avx512 && w->n_in % 16 == 0)
-			tile_avx512(wf, n_w, w->n_in, j->x, j->x_stride, j->n_rows, j->y, j->y_stride, o0);
+			tile_avx512(wf, n_w, w->n_in, j->x, j->x_stride, j->n_rows, y, y_stride, o0, pf, pf_end,
+				    j->p->acc[ith]);
 		else if (j->p->use_avx2)
-			tile_avx2(wf, n_w, w->n_in, j->x, j->x_stride, j->n_rows, j->y, j->y_stride, o0);
+			tile_avx2(wf, n_w, w->n_in, j->x, j->x_stride, j->n_rows, y, y_stride, o0, pf, pf_end,
+				  j->p->acc[ith]);
 		else
 #endif
-			tile_portable(wf, n_w, w->n_in, j->x, j->x_stride, j->n_rows, j->y, j->y_stride, o0);
+			tile_portable(wf, n_w, w->n_in, j->x, j->x_stride, j->n_rows, y, y_stride, o0);
 	}
+}
+
+void kern_matmul_n(struct kern_pool *p, int n_mat, const struct kern_mat *const *w, const float *x, int x_stride,
+		   int n_rows, float *const *y, const int *y_stride)
+{
+	if (n_rows <= 0 || n_mat <= 0)
+		return;
+	if (n_mat > KERN_MATMUL_MAX) {
+		kern_matmul_n(p, KERN_MATMUL_MAX, w, x, x_stride, n_rows, y, y_stride);
+		kern_matmul_n(p, n_mat - KERN_MATMUL_MAX, w + KERN_MATMUL_MAX, x, x_stride, n_rows, y + KERN_MATMUL_MAX,
+			      y_stride + KERN_MATMUL_MAX);
+		return;
+	}
+	int n_in = w[0]->n_in;
+	if (p->scratch_n < (size_t)n_in) {
+		for (int i = 0; i < p->n_threads; i++) {
+			float *b = realloc(p->scratch[i], sizeof(float) * ROWS_PER_TILE * (size_t)n_in);
+			if (!b)
+				abort(); /* a few KiB per thread; out of memory here has no way to recover */
+			p->scratch[i] = b;
+		}
+		p->scratch_n = (size_t)n_in;
+	}
+	if (p->acc_rows < n_rows) {
+		for (int i = 0; i < p->n_threads; i++) {
+			float *b = realloc(p->acc[i], sizeof(float) * 64 * (size_t)(n_rows + 4));
+			if (!b)
+				abort(); /* 256 bytes a row a thread, as above */
+			p->acc[i] = b;
+		}
+		p->acc_rows = n_rows;
+	}
+	struct matmul_job j = { .p = p, .n_mat = n_mat, .w = w, .y = y, .y_stride = y_stride, .x = x,
+				.x_stride = x_stride, .n_rows = n_rows };
+	double work = 0;
+	for (int i = 0; i < n_mat; i++) {
+		j.tile0[i + 1] = j.tile0[i] + (w[i]->n_out > 0 ? tiles_of(w[i]) : 0);
+		work += (double)w[i]->n_in * (w[i]->n_out > 0 ? w[i]->n_out : 0) * n_rows;
+	}
+	int n_tiles = j.tile0[n_mat];
+	if (n_tiles == 0)
+		return;
+	/* Small products are not worth waking threads for. */
+	int nth = p->n_threads;
+	if (work < 65536.0 * nth)
+		nth = work < 65536.0 ? 1 : (int)(work / 65536.0);
+	if (nth > n_tiles)
+		nth = n_tiles;
+	kern_pool_run(p, matmul_part, &j, nth);
 }
 
 void kern_matmul(struct kern_pool *p, const struct kern_mat *w, const float *x, int x_stride, int n_rows,
 		 float *y, int y_stride)
 {
-	if (n_rows <= 0 || w->n_out <= 0)
-		return;
-	if (p->scratch_n < (size_t)w->n_in) {
-		for (int i = 0; i < p->n_threads; i++) {
-			float *b = realloc(p->scratch[i], sizeof(float) * ROWS_PER_TILE * (size_t)w->n_in);
-			if (!b)
-				abort(); /* a few KiB per thread; out of memory here has no way to recover */
-			p->scratch[i] = b;
-		}
-		p->scratch_n = (size_t)w->n_in;
-	}
-	struct matmul_job j = { p, w, x, x_stride, n_rows, y, y_stride };
-	/* Small products are not worth waking threads for. */
-	double work = (double)w->n_in * w->n_out * n_rows;
-	int nth = p->n_threads;
-	if (work < 65536.0 * nth)
-		nth = work < 65536.0 ? 1 : (int)(work / 65536.0);
-	int n_tiles = (w->n_out + ROWS_PER_TILE - 1) / ROWS_PER_TILE;
-	if (nth > n_tiles)
-		nth = n_tiles;
-	kern_pool_run(p, matmul_part, &j, nth);
+	kern_matmul_n(p, 1, &w, x, x_stride, n_rows, &y, &y_stride);
 }
 
 /* ---- vector primitives ---- */

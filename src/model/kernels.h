@@ -2,8 +2,8 @@
  * dot products and the batched matrix-vector product, each with a portable path and an
  * AVX2/FMA path chosen at run time, plus a small pthread pool that splits work by rows.
  *
- * Does not: own weights (they are borrowed, usually mmapped), allocate per call, or know
- * about layers. Precision: weights are widened to fp32 and every sum is fp32.
+ * Does not: own weights (they are borrowed: the model's huge-page copy or a file mapping),
+ * allocate per call (per-thread buffers grow to the largest call seen), or know about layers. Precision: weights are widened to fp32 and every sum is fp32.
  * Workload: one matmul per projection per pass; a pass holds 1..a few hundred rows, so the
  * kernel reads each weight row once and applies it to every row of the pass.
  * Ownership: arguments are borrowed; kern_pool_create's result is the caller's to destroy. */
@@ -24,9 +24,10 @@ struct kern_mat {
 
 struct kern_pool;
 
-/* n_threads <= 0: one thread per online CPU. isa: NULL or "auto" picks the widest the CPU has
- * (AVX-512 matrix tiles, else AVX2/FMA), "avx2" stops at AVX2, "portable" forces the plain C
- * path (tests compare them). NULL and errno on failure. */
+/* n_threads <= 0: one thread per online CPU. isa: NULL or "auto" picks the fastest the CPU
+ * has (AVX-512 matrix tiles where 512-bit FMAs run at full width, else AVX2/FMA), "avx512"
+ * asks for the AVX-512 tiles wherever the CPU has them, "avx2" stops at AVX2, "portable"
+ * forces the plain C path (tests compare them). NULL and errno on failure. */
 struct kern_pool *kern_pool_create(int n_threads, const char *isa);
 void kern_pool_destroy(struct kern_pool *p);
 int kern_pool_threads(const struct kern_pool *p);
@@ -40,6 +41,14 @@ void kern_pool_run(struct kern_pool *p, void (*fn)(void *ctx, int ith, int nth),
  * y rows y_stride floats apart. Splits the output rows over the pool. */
 void kern_matmul(struct kern_pool *p, const struct kern_mat *w, const float *x, int x_stride, int n_rows,
 		 float *y, int y_stride);
+
+/* Up to KERN_MATMUL_MAX products of the same x in one split over the pool (the projections
+ * that read the same activations): y[i] = W[i] x as kern_matmul computes it, bit for bit,
+ * with the tiles of all the matrices shared evenly among the threads. Every w[i]->n_in is
+ * the same. More than KERN_MATMUL_MAX matrices are done in several splits. */
+#define KERN_MATMUL_MAX 8
+void kern_matmul_n(struct kern_pool *p, int n_mat, const struct kern_mat *const *w, const float *x, int x_stride,
+		   int n_rows, float *const *y, const int *y_stride);
 
 /* Decode one weight row (n elements of `type`) into fp32. */
 void kern_row_to_f32(uint32_t type, const void *row, float *out, int n);

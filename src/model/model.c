@@ -1,4 +1,5 @@
-/* model — see model.h. Sections: config from/to GGUF, weights, state pool, forward pass.
+/* model — see model.h. Sections: config from/to GGUF, weights (and their copy into huge
+ * pages), state pool, forward pass.
  *
  * The forward pass works on all rows of a batch at once for every projection (one read of
  * each weight matrix per pass, whatever the number of sequences), and per sequence segment
@@ -16,6 +17,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "model/gdn.h"
 #include "model/gdn_log.h"
@@ -267,6 +270,8 @@ struct model {
 	float *work;
 	size_t work_floats;
 	int n_threads;
+	void *wmap;                      /* weight matrices copied into huge pages (or NULL) */
+	size_t wmap_len;                 /* bytes mapped at wmap */
 };
 
 static uint64_t row_bytes(uint32_t type, uint64_t n)
@@ -400,7 +405,82 @@ void model_free(struct model *m)
 	free(m->tensors);
 	if (m->gguf)
 		gguf_close(m->gguf);
+	if (m->wmap)
+		munmap(m->wmap, m->wmap_len);
 	free(m);
+}
+
+/* ---- weight matrices in 2 MiB pages ---- */
+
+/* Every pass streams all the matrices once. From a file mapping (4 KiB pages) that is a TLB
+ * miss every 4 KiB, and under a hypervisor each miss walks two page tables: measured here
+ * at 15-40 % of the matrix time. So the matrices are copied once into anonymous memory
+ * advised for transparent huge pages, when the kernel offers them (THP "always" or
+ * "madvise") and the copy takes at most a quarter of the physical memory; otherwise (and if
+ * anything fails) the matrices stay where they are. Values are unchanged. */
+static int thp_available(void)
+{
+	char buf[128] = { 0 };
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	return strstr(buf, "[always]") || strstr(buf, "[madvise]");
+}
+
+static void weights_to_huge_pages(struct model *m)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+	enum { MAX_MATS_PER_LAYER = 12, HUGE = 2 << 20 };
+	size_t cap = (size_t)m->cfg.n_layer * MAX_MATS_PER_LAYER + 2, n = 0;
+	struct kern_mat **mats = malloc(sizeof(*mats) * cap);
+	if (!mats)
+		return;
+	for (int il = 0; il < m->cfg.n_layer; il++) {
+		struct layer *l = &m->layers[il];
+		struct kern_mat *all[] = { &l->qkv, &l->z, &l->beta, &l->alpha, &l->ssm_out, &l->wq, &l->wk,
+					   &l->wv, &l->wo, &l->ffn_gate, &l->ffn_up, &l->ffn_down };
+		for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+			if (all[i]->data)
+				mats[n++] = all[i];
+	}
+	int tied = m->output.data == m->tok_embd.data;
+	mats[n++] = &m->tok_embd;
+	if (!tied)
+		mats[n++] = &m->output;
+	size_t total = 0;
+	for (size_t i = 0; i < n; i++)
+		total += ((size_t)mats[i]->n_out * mats[i]->row_bytes + 63) & ~(size_t)63;
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	if (total == 0 || pages <= 0 || psz <= 0 || total > (size_t)pages * (size_t)psz / 4 || !thp_available()) {
+		free(mats);
+		return;
+	}
+	size_t len = total + HUGE;
+	void *base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (base == MAP_FAILED) {
+		free(mats);
+		return;
+	}
+	char *a = (char *)(((uintptr_t)base + HUGE - 1) & ~(uintptr_t)(HUGE - 1)), *at = a;
+	madvise(a, total, MADV_HUGEPAGE); /* advice only: without it the copy still works */
+	for (size_t i = 0; i < n; i++) {
+		size_t bytes = (size_t)mats[i]->n_out * mats[i]->row_bytes;
+		memcpy(at, mats[i]->data, bytes);
+		mats[i]->data = at;
+		at += (bytes + 63) & ~(size_t)63;
+	}
+	if (tied)
+		m->output = m->tok_embd;
+	mprotect(a, total, PROT_READ);
+	m->wmap = base;
+	m->wmap_len = len;
+	free(mats);
+#else
+	(void)m;
+#endif
 }
 
 static int load_layer(struct model *m, struct loader *ld, int il)
@@ -488,6 +568,7 @@ struct model *model_create(const struct model_config *cfg, model_tensor_find_fn 
 		err_set(err, errlen, "%s: cannot start %d threads", source, n_threads);
 		goto fail;
 	}
+	weights_to_huge_pages(m);
 	return m;
 fail:
 	model_free(m);
@@ -770,11 +851,20 @@ struct pass {
 
 static void rms_norm(float *out, const float *x, const float *w, int n, float eps)
 {
-	double ss = 0;
-	for (int i = 0; i < n; i++)
-		ss += (double)x[i] * x[i];
+	/* four partial sums: a quarter of the dependent-add chain of one */
+	double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+	int i = 0;
+	for (; i + 4 <= n; i += 4) {
+		s0 += (double)x[i] * x[i];
+		s1 += (double)x[i + 1] * x[i + 1];
+		s2 += (double)x[i + 2] * x[i + 2];
+		s3 += (double)x[i + 3] * x[i + 3];
+	}
+	for (; i < n; i++)
+		s0 += (double)x[i] * x[i];
+	double ss = (s0 + s1) + (s2 + s3);
 	float r = 1.0f / sqrtf((float)(ss / n) + eps);
-	for (int i = 0; i < n; i++)
+	for (i = 0; i < n; i++)
 		out[i] = x[i] * r * w[i];
 }
 
@@ -1035,10 +1125,12 @@ static void layer_gdn(struct pass *p)
 	const struct model_config *c = &p->m->cfg;
 	const struct layer *l = p->l;
 	int N = p->N, Hv = c->ssm_n_v_heads, d = c->ssm_head_dim, cd = p->m->conv_dim;
-	matmul(p, &l->qkv, p->h, c->n_embd, p->a1, p->w1);        /* pre-conv q|k|v */
-	matmul(p, &l->z, p->h, c->n_embd, p->a3, p->w3);          /* z */
-	matmul(p, &l->beta, p->h, c->n_embd, p->ab, 2 * Hv);       /* b */
-	matmul(p, &l->alpha, p->h, c->n_embd, p->ab + Hv, 2 * Hv); /* a */
+	{ /* pre-conv q|k|v, z, b, a: one split over the threads */
+		const struct kern_mat *w[4] = { &l->qkv, &l->z, &l->beta, &l->alpha };
+		float *y[4] = { p->a1, p->a3, p->ab, p->ab + Hv };
+		int ys[4] = { p->w1, p->w3, 2 * Hv, 2 * Hv };
+		kern_matmul_n(p->m->pool, 4, w, p->h, c->n_embd, N, y, ys);
+	}
 	int nth = kern_pool_threads(p->m->pool);
 	double conv_work = 30.0 * N * cd; /* an expf a channel a row */
 	int nconv = conv_work < 65536.0 * nth ? (conv_work < 65536.0 ? 1 : (int)(conv_work / 65536.0)) : nth;
@@ -1060,16 +1152,65 @@ static void layer_gdn(struct pass *p)
 
 /* ---- attention ---- */
 
-static void rope(float *v, int n_rot, int pos, float theta)
+/* The angle's cosine and sine of pair i at position pos. */
+static void rope_angle(int i, int n_rot, int pos, float theta, float *cs, float *sn)
+{
+	float inv = (float)(1.0 / pow((double)theta, (double)(2 * i) / n_rot));
+	float a = (float)pos * inv;
+	*cs = cosf(a);
+	*sn = sinf(a);
+}
+
+/* Rotate v's pairs (i, i + n_rot/2); cs/sn: the angles' cosines and sines, or NULL to
+ * compute them here. */
+static void rope(float *v, int n_rot, int pos, float theta, const float *cs, const float *sn)
 {
 	int half = n_rot / 2;
 	for (int i = 0; i < half; i++) {
-		float inv = (float)(1.0 / pow((double)theta, (double)(2 * i) / n_rot));
-		float a = (float)pos * inv, cs = cosf(a), sn = sinf(a);
+		float c, s;
+		if (cs)
+			c = cs[i], s = sn[i];
+		else
+			rope_angle(i, n_rot, pos, theta, &c, &s);
 		float x0 = v[i], x1 = v[i + half];
-		v[i] = x0 * cs - x1 * sn;
-		v[i + half] = x0 * sn + x1 * cs;
+		v[i] = x0 * c - x1 * s;
+		v[i + half] = x0 * s + x1 * c;
 	}
+}
+
+/* One row before attention: per-head RMSNorm and RoPE of q and k (the angles computed once
+ * for all heads when they fit the stack table), and k, v into the slot's cache. */
+static void attn_qk_row(struct pass *p, int r)
+{
+	enum { ROPE_TABLE = 128 };
+	const struct model_config *c = &p->m->cfg;
+	const struct layer *l = p->l;
+	int nh = c->n_head, nkv = c->n_head_kv, hd = c->head_dim, kvd = p->s->kv_dim;
+	int si = 0;
+	while (p->seg[si].r0 + p->seg[si].n <= r)
+		si++;
+	const struct segment *sg = &p->seg[si];
+	int pos = sg->pos0 + (r - sg->r0);
+	float cs[ROPE_TABLE], sn[ROPE_TABLE];
+	const float *pc = NULL, *ps = NULL;
+	if (c->n_rot / 2 <= ROPE_TABLE) {
+		for (int i = 0; i < c->n_rot / 2; i++)
+			rope_angle(i, c->n_rot, pos, c->rope_theta, &cs[i], &sn[i]);
+		pc = cs, ps = sn;
+	}
+	float *q = p->a1 + (size_t)r * p->w1, *k = p->a2 + (size_t)r * p->w2;
+	for (int h = 0; h < nh; h++) {
+		float *qh = q + (size_t)h * 2 * hd;
+		rms_norm(qh, qh, l->q_norm, hd, c->norm_eps);
+		rope(qh, c->n_rot, pos, c->rope_theta, pc, ps);
+	}
+	for (int h = 0; h < nkv; h++) {
+		rms_norm(k + h * hd, k + h * hd, l->k_norm, hd, c->norm_eps);
+		rope(k + h * hd, c->n_rot, pos, c->rope_theta, pc, ps);
+	}
+	float *K = slot_k(p->s, sg->slot, l->index), *V = slot_v(p->s, sg->slot, l->index);
+	memcpy(K + (size_t)pos * kvd, k, sizeof(float) * kvd);
+	memcpy(V + (size_t)pos * kvd, p->a3 + (size_t)r * p->w3, sizeof(float) * kvd);
 }
 
 /* Work item i covers (row i / n_head, head i % n_head). */
@@ -1116,29 +1257,14 @@ static void layer_attn(struct pass *p)
 {
 	const struct model_config *c = &p->m->cfg;
 	const struct layer *l = p->l;
-	int nh = c->n_head, nkv = c->n_head_kv, hd = c->head_dim, kvd = p->s->kv_dim;
-	matmul(p, &l->wq, p->h, c->n_embd, p->a1, p->w1); /* per head [q | gate] */
-	matmul(p, &l->wk, p->h, c->n_embd, p->a2, p->w2);
-	matmul(p, &l->wv, p->h, c->n_embd, p->a3, p->w3);
-	for (int si = 0; si < p->n_seg; si++) {
-		const struct segment *sg = &p->seg[si];
-		float *K = slot_k(p->s, sg->slot, l->index), *V = slot_v(p->s, sg->slot, l->index);
-		for (int j = 0; j < sg->n; j++) {
-			int r = sg->r0 + j, pos = sg->pos0 + j;
-			float *q = p->a1 + (size_t)r * p->w1, *k = p->a2 + (size_t)r * p->w2;
-			for (int h = 0; h < nh; h++) {
-				float *qh = q + (size_t)h * 2 * hd;
-				rms_norm(qh, qh, l->q_norm, hd, c->norm_eps);
-				rope(qh, c->n_rot, pos, c->rope_theta);
-			}
-			for (int h = 0; h < nkv; h++) {
-				rms_norm(k + h * hd, k + h * hd, l->k_norm, hd, c->norm_eps);
-				rope(k + h * hd, c->n_rot, pos, c->rope_theta);
-			}
-			memcpy(K + (size_t)pos * kvd, k, sizeof(float) * kvd);
-			memcpy(V + (size_t)pos * kvd, p->a3 + (size_t)r * p->w3, sizeof(float) * kvd);
-		}
+	int nh = c->n_head, nkv = c->n_head_kv, hd = c->head_dim;
+	{ /* per head [q | gate], k, v: one split over the threads */
+		const struct kern_mat *w[3] = { &l->wq, &l->wk, &l->wv };
+		float *y[3] = { p->a1, p->a2, p->a3 };
+		int ys[3] = { p->w1, p->w2, p->w3 };
+		kern_matmul_n(p->m->pool, 3, w, p->h, c->n_embd, p->N, y, ys);
 	}
+	for_rows(p, attn_qk_row, 20.0 * (nh + nkv) * hd);
 	int nth = kern_pool_threads(p->m->pool);
 	double work = 4.0 * nh * hd * (double)(p->seg[p->n_seg - 1].pos0 + 1) * p->N;
 	if (work < 262144.0)
@@ -1158,8 +1284,10 @@ static void layer_mlp(struct pass *p)
 {
 	const struct model_config *c = &p->m->cfg;
 	const struct layer *l = p->l;
-	matmul(p, &l->ffn_gate, p->h, c->n_embd, p->a1, p->w1);
-	matmul(p, &l->ffn_up, p->h, c->n_embd, p->a2, p->w2);
+	const struct kern_mat *w[2] = { &l->ffn_gate, &l->ffn_up };
+	float *y[2] = { p->a1, p->a2 };
+	int ys[2] = { p->w1, p->w2 };
+	kern_matmul_n(p->m->pool, 2, w, p->h, c->n_embd, p->N, y, ys);
 	for_rows(p, mlp_act_row, 30.0 * c->n_ff);
 	matmul(p, &l->ffn_down, p->a1, p->w1, p->y, c->n_embd);
 }
@@ -1237,6 +1365,42 @@ static int rb_fold(struct model *m, struct model_state *s, int slot)
 	}
 	s->rb_n[slot] = 0;
 	return 0;
+}
+
+/* Residual adds and the norms around the mixers, a row at a time (split over the pool). */
+static void attn_norm_row(struct pass *p, int r)
+{
+	int E = p->m->cfg.n_embd;
+	rms_norm(p->h + (size_t)r * E, p->x + (size_t)r * E, p->l->attn_norm, E, p->m->cfg.norm_eps);
+}
+
+static void add_attn_norm_row(struct pass *p, int r)
+{
+	int E = p->m->cfg.n_embd;
+	float *x = p->x + (size_t)r * E;
+	const float *y = p->y + (size_t)r * E;
+	for (int i = 0; i < E; i++)
+		x[i] += y[i];
+	rms_norm(p->h + (size_t)r * E, x, p->l->attn_norm, E, p->m->cfg.norm_eps);
+}
+
+static void add_post_norm_row(struct pass *p, int r)
+{
+	int E = p->m->cfg.n_embd;
+	float *x = p->x + (size_t)r * E;
+	const float *y = p->y + (size_t)r * E;
+	for (int i = 0; i < E; i++)
+		x[i] += y[i];
+	rms_norm(p->h + (size_t)r * E, x, p->l->post_norm, E, p->m->cfg.norm_eps);
+}
+
+static void add_row(struct pass *p, int r)
+{
+	int E = p->m->cfg.n_embd;
+	float *x = p->x + (size_t)r * E;
+	const float *y = p->y + (size_t)r * E;
+	for (int i = 0; i < E; i++)
+		x[i] += y[i];
 }
 
 static int forward_impl(struct model *m, struct model_state *s, const struct model_batch *b, float *logits_out,
@@ -1334,22 +1498,19 @@ static int forward_impl(struct model *m, struct model_state *s, const struct mod
 		kern_row_to_f32(m->tok_embd.type,
 				(const uint8_t *)m->tok_embd.data + m->tok_embd.row_bytes * (size_t)b->tokens[r],
 				p.x + r * E, c->n_embd);
+	double norm_cost = 8.0 * E; /* rough flops a row: a double sum of squares, scale, add */
 	for (int il = 0; il < c->n_layer; il++) {
 		p.l = &m->layers[il];
-		for (int r = 0; r < N; r++)
-			rms_norm(p.h + r * E, p.x + r * E, p.l->attn_norm, c->n_embd, c->norm_eps);
+		/* the previous layer's MLP output is added here, with this layer's first norm */
+		for_rows(&p, il ? add_attn_norm_row : attn_norm_row, norm_cost);
 		if (p.l->attn)
 			layer_attn(&p);
 		else
 			layer_gdn(&p);
-		for (size_t i = 0; i < N * E; i++)
-			p.x[i] += p.y[i];
-		for (int r = 0; r < N; r++)
-			rms_norm(p.h + r * E, p.x + r * E, p.l->post_norm, c->n_embd, c->norm_eps);
+		for_rows(&p, add_post_norm_row, norm_cost);
 		layer_mlp(&p);
-		for (size_t i = 0; i < N * E; i++)
-			p.x[i] += p.y[i];
 	}
+	for_rows(&p, add_row, norm_cost);
 	for (int si = 0; si < n_seg; si++) {
 		s->pos[seg[si].slot] += seg[si].n;
 		if (seg[si].spec)

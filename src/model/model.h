@@ -4,8 +4,11 @@
  *
  * Layers: every full_attention_interval-th layer is gated full attention with a KV cache,
  * the others are Gated DeltaNet layers with a fixed-size recurrent state per sequence.
- * Weights are F32, F16, BF16 or Q8_0 and are read in place from the mmapped file; all
- * activations, states and caches are fp32.
+ * Weights are F32, F16, BF16 or Q8_0. The matrices are copied once, unchanged, into memory
+ * backed by transparent huge pages when the kernel offers them and they take at most a
+ * quarter of the RAM (a pass streams them all; 4 KiB pages cost a TLB miss every 4 KiB);
+ * otherwise they are read in place from the mmapped file. All activations, states and
+ * caches are fp32.
  * Conventions are the GGUF file's (llama.cpp's converter): norm weights already hold 1+w,
  * ssm_a holds −exp(A_log), V-heads are in tiled order (V-head j uses K-head j mod H_k).
  *
@@ -59,7 +62,7 @@ bool model_layer_is_attention(const struct model *m, int layer);
 const struct gguf *model_gguf(const struct model *m);
 /* "avx512", "avx2" or "portable": the matrix-product path in use. */
 const char *model_isa(const struct model *m);
-/* Choose the matrix-product path ("auto", "avx2", "portable"; tests and benchmarks compare
+/* Choose the matrix-product path ("auto", "avx512", "avx2", "portable"; tests and benchmarks compare
  * them). The per-sequence vector work always takes the widest path the CPU has. */
 int model_set_isa(struct model *m, const char *isa);
 

@@ -1,6 +1,6 @@
 /* perf_model — decode throughput of the CPU forward pass.
  *
- *   perf_model [--threads N] [--steps N] [--isa auto|avx2|portable] [--model FILE.gguf]... [--json]
+ *   perf_model [--threads N] [--steps N] [--isa auto|avx512|avx2|portable] [--model FILE.gguf]... [--json]
  *   perf_model --write-tiny PATH | --write-100m PATH
  *   perf_model --model FILE.gguf --greedy TEXT [--steps N]
  *   perf_model --import-hf DIR OUT.gguf [--type f32|f16|bf16|q8_0]
@@ -207,7 +207,7 @@ int main(int argc, char **argv)
 							   : GGUF_TENSOR_F32;
 		}
 		else {
-			fprintf(stderr, "usage: perf_model [--threads N] [--steps N] [--isa auto|avx2|portable] [--model FILE.gguf]... [--json]\n"
+			fprintf(stderr, "usage: perf_model [--threads N] [--steps N] [--isa auto|avx512|avx2|portable] [--model FILE.gguf]... [--json]\n"
 					"       perf_model --write-tiny PATH | --write-100m PATH\n"
 					"       perf_model --model FILE.gguf --greedy TEXT [--steps N]\n"
 					"       perf_model --import-hf DIR OUT.gguf [--type f32|f16|bf16|q8_0]\n");

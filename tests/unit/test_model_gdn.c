@@ -196,7 +196,7 @@ static void test_matmul_paths(void)
 	const uint32_t types[] = { GGUF_TENSOR_F32, GGUF_TENSOR_F16, GGUF_TENSOR_BF16, GGUF_TENSOR_Q8_0 };
 	const double tol[] = { 1e-5, 2e-3, 1.5e-2, 2e-2 };
 	uint8_t *buf = malloc((size_t)n_in * n_out * 4);
-	const char *isas[] = { "portable", "avx2", "auto" };
+	const char *isas[] = { "portable", "avx2", "auto", "avx512" };
 	for (int ti = 0; ti < 4; ti++) {
 		size_t rb;
 		for (int o = 0; o < n_out; o++) {
@@ -217,8 +217,8 @@ static void test_matmul_paths(void)
 		}
 		rb = (size_t)gguf_type_row_bytes(types[ti], (uint64_t)n_in);
 		struct kern_mat m = { buf, types[ti], n_in, n_out, rb };
-		float *y[3];
-		for (int k = 0; k < 3; k++) {
+		float *y[4];
+		for (int k = 0; k < 4; k++) {
 			struct kern_pool *p = kern_pool_create(2, isas[k]);
 			y[k] = calloc((size_t)n_out * n_rows, 4);
 			kern_matmul(p, &m, x, n_in, n_rows, y[k], n_out);
@@ -229,9 +229,9 @@ static void test_matmul_paths(void)
 		}
 		CHECK(max_rel(y[1], y[0], (size_t)n_out * n_rows) < 1e-5);
 		CHECK(max_rel(y[2], y[0], (size_t)n_out * n_rows) < 1e-5);
-		free(y[0]);
-		free(y[1]);
-		free(y[2]);
+		CHECK(max_rel(y[3], y[0], (size_t)n_out * n_rows) < 1e-5);
+		for (int k = 0; k < 4; k++)
+			free(y[k]);
 	}
 	/* Conversions round trip exactly where the format can hold the value. */
 	CHECK_NEAR(kern_f16_to_f32(kern_f32_to_f16(1.5f)), 1.5, 0);
@@ -243,6 +243,59 @@ static void test_matmul_paths(void)
 	free(w);
 	free(x);
 	free(ref);
+}
+
+/* Long rows (cut into K blocks) and every grouping of rows: a row's outputs are the same
+ * floats whether it is computed alone or among others, or with its matrix cut in three and
+ * done by kern_matmul_n, for every kernel path and thread count, and close to a
+ * double-precision reference. */
+static void test_matmul_rows_alone(void)
+{
+	int n_in = 1600, n_out = 23, n_rows = 11;
+	float *w = malloc(sizeof(float) * n_in * n_out), *x = malloc(sizeof(float) * n_in * n_rows);
+	float *all = malloc(sizeof(float) * n_out * n_rows), *one = malloc(sizeof(float) * n_out);
+	for (int i = 0; i < n_in * n_out; i++)
+		w[i] = frand();
+	for (int i = 0; i < n_in * n_rows; i++)
+		x[i] = frand();
+	struct kern_mat m = { w, GGUF_TENSOR_F32, n_in, n_out, (size_t)n_in * 4 };
+	const char *isas[] = { "portable", "avx2", "auto", "avx512" };
+	for (int k = 0; k < 4; k++)
+		for (int nt = 1; nt <= 3; nt += 2) {
+			struct kern_pool *p = kern_pool_create(nt, isas[k]);
+			kern_matmul(p, &m, x, n_in, n_rows, all, n_out);
+			int same = 1;
+			double e = 0;
+			for (int r = 0; r < n_rows; r++) {
+				kern_matmul(p, &m, x + (size_t)r * n_in, n_in, 1, one, n_out);
+				same &= memcmp(one, all + (size_t)r * n_out, sizeof(float) * n_out) == 0;
+				for (int o = 0; o < n_out; o++) {
+					double ref = 0;
+					for (int i = 0; i < n_in; i++)
+						ref += (double)w[(size_t)o * n_in + i] * x[(size_t)r * n_in + i];
+					e = fmax(e, fabs(one[o] - ref) / fmax(fabs(ref), 1e-3));
+				}
+			}
+			/* The same rows as three matrices in one split: the same floats. */
+			struct kern_mat m3[3] = { { w, GGUF_TENSOR_F32, n_in, 5, (size_t)n_in * 4 },
+						  { w + (size_t)5 * n_in, GGUF_TENSOR_F32, n_in, 1, (size_t)n_in * 4 },
+						  { w + (size_t)6 * n_in, GGUF_TENSOR_F32, n_in, n_out - 6, (size_t)n_in * 4 } };
+			const struct kern_mat *mp[3] = { &m3[0], &m3[1], &m3[2] };
+			float *split = malloc(sizeof(float) * n_out * n_rows);
+			float *ys[3] = { split, split + 5, split + 6 };
+			int yst[3] = { n_out, n_out, n_out };
+			kern_matmul_n(p, 3, mp, x, n_in, n_rows, ys, yst);
+			same &= memcmp(split, all, sizeof(float) * n_out * n_rows) == 0;
+			free(split);
+			if (!CHECK(same && e < 1e-4))
+				fprintf(stderr, "isa %s (%s), %d threads: alone == batched %d, rel err %g\n", isas[k],
+					kern_pool_isa(p), nt, same, e);
+			kern_pool_destroy(p);
+		}
+	free(w);
+	free(x);
+	free(all);
+	free(one);
 }
 
 /* The vector exp/SiLU against libm over a wide range, including values that clamp. */
@@ -293,5 +346,6 @@ int main(void)
 	test_split_runs();
 	test_conv();
 	test_matmul_paths();
+	test_matmul_rows_alone();
 	return test_done();
 }

@@ -1,0 +1,128 @@
+/* perf_matmul — GFLOP/s of kern_matmul on the ~100M model's matrix shapes, one thread.
+ *
+ *   perf_matmul [--isa auto|avx512|avx2|portable]... [--rows N]... [--reps N] [--small-pages]
+ *
+ * For each kernel path and row count (default: auto and avx2; 1 and 32 rows) it times
+ * kern_matmul over a set of F32 matrices of the 100M model's shapes (768->2816, 2816->768,
+ * 768->1024, 512->768), 12 copies of each (about 260 MB, far more than the caches, so the
+ * weights stream from memory as in a forward pass). The weights sit in memory advised for
+ * 2 MiB pages, as the model keeps them (--small-pages: 4 KiB pages, as a file mapping).
+ * Time is the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID), best of --reps runs,
+ * so that other processes on a shared machine disturb it less than wall time; GFLOP/s =
+ * 2 x rows x weights / time. With one thread the pool runs every tile on the caller.
+ * The peak of one core is 2 FMA pipes x 8 floats x 2 flops x clock (AVX2). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "model/gguf.h"
+#include "model/kernels.h"
+
+static double thread_cpu_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+int main(int argc, char **argv)
+{
+	const char *isas[8];
+	int rows[8], n_isa = 0, n_rows = 0, reps = 3, small = 0;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc && n_isa < 8)
+			isas[n_isa++] = argv[++i];
+		else if (strcmp(argv[i], "--rows") == 0 && i + 1 < argc && n_rows < 8)
+			rows[n_rows++] = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
+			reps = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--small-pages") == 0)
+			small = 1;
+		else {
+			fprintf(stderr, "usage: perf_matmul [--isa auto|avx512|avx2|portable]... [--rows N]... [--reps N] "
+					"[--small-pages]\n");
+			return 2;
+		}
+	}
+	if (!n_isa)
+		isas[n_isa++] = "auto", isas[n_isa++] = "avx2";
+	if (!n_rows)
+		rows[n_rows++] = 1, rows[n_rows++] = 32;
+	for (int i = 0; i < n_rows; i++)
+		if (rows[i] < 1 || rows[i] > 512) {
+			fprintf(stderr, "perf_matmul: --rows must be 1..512\n");
+			return 2;
+		}
+	if (reps < 1)
+		reps = 1;
+	enum { N_SHAPES = 4, COPIES = 12 };
+	const int shape[N_SHAPES][2] = { { 768, 2816 }, { 2816, 768 }, { 768, 1024 }, { 512, 768 } };
+	size_t per[N_SHAPES], total = 0;
+	for (int s = 0; s < N_SHAPES; s++) {
+		per[s] = (size_t)shape[s][0] * shape[s][1];
+		total += per[s] * COPIES;
+	}
+	size_t huge = 2u << 20, len = total * 4 + huge;
+	void *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (map == MAP_FAILED) {
+		perror("perf_matmul: mmap");
+		return 1;
+	}
+	float *w = (float *)(((uintptr_t)map + huge - 1) & ~(uintptr_t)(huge - 1));
+	madvise(w, total * 4, small ? MADV_NOHUGEPAGE : MADV_HUGEPAGE);
+	uint32_t seed = 1;
+	for (size_t i = 0; i < total; i++) {
+		seed = seed * 1664525u + 1013904223u;
+		w[i] = (float)(seed >> 8) / 16777216.0f - 0.5f;
+	}
+	float *x = malloc(sizeof(float) * 512 * 2816), *y = malloc(sizeof(float) * 512 * 2816);
+	if (!x || !y) {
+		fprintf(stderr, "perf_matmul: out of memory\n");
+		return 1;
+	}
+	for (int i = 0; i < 512 * 2816; i++)
+		x[i] = (float)(i % 97) / 97.0f - 0.5f;
+	printf("weights: %.0f MB in %s pages; best of %d; GFLOP/s of one core (thread CPU time)\n", total * 4 / 1e6,
+	       small ? "4 KiB" : "2 MiB", reps);
+	for (int a = 0; a < n_isa; a++) {
+		struct kern_pool *p = kern_pool_create(1, isas[a]);
+		if (!p) {
+			fprintf(stderr, "perf_matmul: cannot create a pool for '%s'\n", isas[a]);
+			return 1;
+		}
+		for (int ri = 0; ri < n_rows; ri++) {
+			int nr = rows[ri];
+			printf("%-8s %3d rows:", kern_pool_isa(p), nr);
+			double all_flops = 0, all_s = 0;
+			const float *ws = w;
+			for (int s = 0; s < N_SHAPES; s++) {
+				double best = 1e30;
+				for (int r = 0; r < reps; r++) {
+					double t0 = thread_cpu_s();
+					for (int c = 0; c < COPIES; c++) {
+						struct kern_mat m = { ws + per[s] * c, GGUF_TENSOR_F32, shape[s][0], shape[s][1],
+								      (size_t)shape[s][0] * 4 };
+						kern_matmul(p, &m, x, shape[s][0], nr, y, shape[s][1]);
+					}
+					double t = thread_cpu_s() - t0;
+					best = t < best ? t : best;
+				}
+				double flops = 2.0 * (double)per[s] * COPIES * nr;
+				all_flops += flops;
+				all_s += best;
+				printf("  %d->%d %6.1f", shape[s][0], shape[s][1], flops / best / 1e9);
+				ws += per[s] * COPIES;
+			}
+			printf("  | all %6.1f GFLOP/s (%.1f GB/s of weights)\n", all_flops / all_s / 1e9,
+			       (double)total * 4 / all_s / 1e9);
+		}
+		kern_pool_destroy(p);
+	}
+	free(x);
+	free(y);
+	munmap(map, len);
+	return 0;
+}

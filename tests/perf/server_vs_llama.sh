@@ -77,6 +77,22 @@ sweep() { # name out.json port
 		2>"$T/bench.err" || { echo "sixi-bench against $1 failed:"; cat "$T/bench.err"; exit 1; }
 }
 stop() { kill -TERM "$PID"; wait "$PID" 2>/dev/null; PID=""; }
+# Greedy text at temperature 0 (40 tokens, end of text ignored, the same logit_bias) for
+# two prompts, one line each, so that the two servers' outputs can be compared.
+greedy() { # port out
+	"$PY" - "$1" "$T/extra.json" >"$2" <<'PY' || { echo "greedy request failed"; exit 1; }
+import json, sys, urllib.request
+bias = json.load(open(sys.argv[2]))["logit_bias"]
+for prompt in ("The cat sat on the", "Once upon a time"):
+    body = {"model": "m", "prompt": prompt, "max_tokens": 40, "temperature": 0, "ignore_eos": True,
+            "logit_bias": bias}
+    req = urllib.request.Request("http://127.0.0.1:%s/v1/completions" % sys.argv[1], json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    r = json.load(urllib.request.urlopen(req, timeout=300))
+    print(json.dumps({"prompt": prompt, "text": r["choices"][0]["text"],
+                      "completion_tokens": r["usage"]["completion_tokens"]}))
+PY
+}
 
 P=$(free_port)
 SIXI_CMD="sixi-server --model MODEL --host 127.0.0.1 --port $P --parallel $SLOTS --context $CTX --threads $THREADS"
@@ -85,6 +101,7 @@ SIXI_CMD="sixi-server --model MODEL --host 127.0.0.1 --port $P --parallel $SLOTS
 PID=$!
 wait_ready "$P" || { echo "sixi-server did not become ready"; cat "$T/sixi.log"; exit 1; }
 sweep sixi "$T/sixi.json" "$P"
+greedy "$P" "$T/sixi.greedy"
 stop
 
 P=$(free_port)
@@ -94,6 +111,7 @@ LLAMA_CMD="llama-server -m MODEL --host 127.0.0.1 --port $P -np $SLOTS -c $((SLO
 PID=$!
 wait_ready "$P" || { echo "llama-server did not become ready"; tail -20 "$T/llama.log"; exit 1; }
 sweep llama "$T/llama.json" "$P"
+greedy "$P" "$T/llama.greedy"
 stop
 
 echo "model: $WHICH ($(stat -c %s "$MODEL") bytes), threads $THREADS, $SLOTS slots x $CTX context, max_tokens $MAX_TOKENS, $(nproc) CPUs"
@@ -111,4 +129,16 @@ print("|---:|---:|---:|---:|---|")
 for k in sorted(s):
     a, b = s[k]["aggregate_tok_s"], l[k]["aggregate_tok_s"]
     print(f"| {k} | {a:.1f} | {b:.1f} | {a / b:.2f}x | {s[k]['valid']}, {l[k]['valid']} |")
+PY
+echo
+"$PY" - "$T/sixi.greedy" "$T/llama.greedy" <<'PY'
+import json, sys
+a = [json.loads(x) for x in open(sys.argv[1])]
+b = [json.loads(x) for x in open(sys.argv[2])]
+for x, y in zip(a, b):
+    same = x["text"] == y["text"]
+    print("greedy, T=0, %d/%d tokens, %r: %s" % (x["completion_tokens"], y["completion_tokens"], x["prompt"],
+                                                  "identical text" if same else "DIFFERENT"))
+    if not same:
+        print("  sixi:  %r\n  llama: %r" % (x["text"], y["text"]))
 PY

@@ -19,23 +19,10 @@ import threading
 import time
 import urllib.request
 
-build = os.environ.get("SIXI_BUILD_ROOT")
-if not build:
-    print("SKIP: SIXI_BUILD_ROOT is not set (run through meson test)")
-    sys.exit(77)
-exe = os.path.join(build, "src", "sixi-server")
-if not os.path.exists(exe):
-    print("SKIP: no sixi-server in this build")
-    sys.exit(77)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from server_itest import check, finish, sixi_server_exe  # noqa: E402
 
-failures = 0
-
-
-def check(ok, what):
-    global failures
-    if not ok:
-        failures += 1
-        print("FAIL:", what)
+exe = sixi_server_exe()
 
 
 tmp = tempfile.mkdtemp(prefix="sixi-spec-")
@@ -143,5 +130,4 @@ for args, words in [(["--model", model, "--draft", os.path.join(tmp, "missing.gg
     r = subprocess.run([exe] + args + ["--port", "0"], capture_output=True, text=True, timeout=60)
     check(r.returncode != 0 and words in r.stderr, f"refusal of {args[-2:]}: rc {r.returncode}, {r.stderr!r}")
 
-print("FAILED" if failures else "ok", failures)
-sys.exit(1 if failures else 0)
+finish()

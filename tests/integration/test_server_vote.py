@@ -20,23 +20,10 @@ import time
 import urllib.error
 import urllib.request
 
-build = os.environ.get("SIXI_BUILD_ROOT")
-if not build:
-    print("SKIP: SIXI_BUILD_ROOT is not set (run through meson test)")
-    sys.exit(77)
-exe = os.path.join(build, "src", "sixi-server")
-if not os.path.exists(exe):
-    print("SKIP: no sixi-server in this build")
-    sys.exit(77)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from server_itest import check, finish, sixi_server_exe  # noqa: E402
 
-failures = 0
-
-
-def check(ok, what):
-    global failures
-    if not ok:
-        failures += 1
-        print("FAIL:", what)
+exe = sixi_server_exe()
 
 
 tmp = tempfile.mkdtemp(prefix="sixi-vote-")
@@ -215,5 +202,4 @@ for extra in ([], ["--spec", "ngram", "--draft-max", "4"]):
     finally:
         stop(p)
 
-print("FAILED" if failures else "ok", failures)
-sys.exit(1 if failures else 0)
+finish()

@@ -224,6 +224,18 @@ static void finish_ok(struct http1_parser *p)
 	p->done = true;
 }
 
+/* Passes up to p->left of the n body bytes at b to on_body (a Content-Length body or one
+ * chunk's data). Returns the bytes taken, or a negative errno once the callback stops. */
+static long body_take(struct http1_parser *p, const char *b, size_t n, http1_body_fn on_body, void *ud)
+{
+	size_t take = n < p->left ? n : (size_t)p->left;
+	p->left -= take;
+	p->body_bytes += take;
+	if (on_body && on_body(ud, b, take))
+		return fail(p, -ECANCELED, "stopped by the body callback");
+	return (long)take;
+}
+
 long http1_parser_feed(struct http1_parser *p, const char *b, size_t n, http1_body_fn on_body, void *ud)
 {
 	if (p->state == S_FAILED)
@@ -262,14 +274,10 @@ long http1_parser_feed(struct http1_parser *p, const char *b, size_t n, http1_bo
 			break;
 		}
 		case S_LEN: {
-			size_t take = n - i;
-			if (take > p->left)
-				take = (size_t)p->left;
-			p->left -= take;
-			p->body_bytes += take;
-			if (on_body && on_body(ud, b + i, take))
-				return fail(p, -ECANCELED, "stopped by the body callback");
-			i += take;
+			long take = body_take(p, b + i, n - i, on_body, ud);
+			if (take < 0)
+				return take;
+			i += (size_t)take;
 			if (p->left == 0)
 				finish_ok(p);
 			break;
@@ -325,14 +333,10 @@ long http1_parser_feed(struct http1_parser *p, const char *b, size_t n, http1_bo
 			p->state = p->left ? S_CH_DATA : S_TR_START;
 			break;
 		case S_CH_DATA: {
-			size_t take = n - i;
-			if (take > p->left)
-				take = (size_t)p->left;
-			p->left -= take;
-			p->body_bytes += take;
-			if (on_body && on_body(ud, b + i, take))
-				return fail(p, -ECANCELED, "stopped by the body callback");
-			i += take;
+			long take = body_take(p, b + i, n - i, on_body, ud);
+			if (take < 0)
+				return take;
+			i += (size_t)take;
 			if (p->left == 0)
 				p->state = S_CH_DATA_CR;
 			break;

@@ -11,13 +11,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(ok, why)                                                                                  \
-	do {                                                                                            \
-		if (!(ok)) {                                                                            \
-			fprintf(stderr, "fuzz_dataset: %s on: %.*s\n", why, (int)size, (const char *)data); \
-			abort();                                                                        \
-		}                                                                                       \
-	} while (0)
+#define FUZZ_NAME "fuzz_dataset"
+#include "fuzz_check.h"
+#define CHECK(ok, why) FUZZ_CHECK_ON(ok, why, data, size)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

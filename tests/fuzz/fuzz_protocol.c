@@ -12,13 +12,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(ok, why)                                                                                  \
-	do {                                                                                            \
-		if (!(ok)) {                                                                            \
-			fprintf(stderr, "fuzz_protocol: %s on: %.*s\n", why, (int)size, (const char *)data); \
-			abort();                                                                        \
-		}                                                                                       \
-	} while (0)
+#define FUZZ_NAME "fuzz_protocol"
+#include "fuzz_check.h"
+#define CHECK(ok, why) FUZZ_CHECK_ON(ok, why, data, size)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -24,13 +24,9 @@ static const char tmpl_src[] =
 	"{%- if m.content is string %}{{ m.content }}{% else %}{% for p in m.content %}{{ p.text }}{% endfor %}{% endif %}"
 	"<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
 
-#define CHECK(ok, why)                                                                                  \
-	do {                                                                                            \
-		if (!(ok)) {                                                                            \
-			fprintf(stderr, "fuzz_request: %s on body: %.*s\n", why, (int)size - 1, (const char *)data + 1); \
-			abort();                                                                        \
-		}                                                                                       \
-	} while (0)
+#define FUZZ_NAME "fuzz_request"
+#include "fuzz_check.h"
+#define CHECK(ok, why) FUZZ_CHECK_ON(ok, why, data + 1, size - 1)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

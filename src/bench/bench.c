@@ -300,7 +300,7 @@ bool bench_fingerprint(struct bench *b)
 		sqlite3_stmt *st;
 		if (sqlite3_prepare_v2(store_db(b->store), "UPDATE runs SET fingerprint = ? WHERE id = ?", -1, &st, NULL) ==
 		    SQLITE_OK) {
-			sqlite3_bind_text(st, 1, s, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_text(st, 1, s, -1, SQLITE_STATIC);
 			sqlite3_bind_int64(st, 2, b->run_id);
 			sqlite3_step(st);
 			sqlite3_finalize(st);
@@ -476,6 +476,7 @@ struct collect {
 	struct bench_sample *v;
 	size_t n, cap;
 	struct writer *w;
+	bool oom;   /* a sample could not be kept: the level's summary would miss it */
 };
 
 static void sink(void *ud, const struct runner_req *rq, const struct oai_stream *s)
@@ -490,8 +491,10 @@ static void sink(void *ud, const struct runner_req *rq, const struct oai_stream 
 	if (c->n == c->cap) {
 		size_t cap = c->cap ? c->cap * 2 : 256;
 		struct bench_sample *p = realloc(c->v, cap * sizeof *p);
-		if (!p)
+		if (!p) {
+			c->oom = true;
 			return;
+		}
 		c->v = p;
 		c->cap = cap;
 	}
@@ -521,6 +524,8 @@ static void sink(void *ud, const struct runner_req *rq, const struct oai_stream 
 			for (size_t i = 1; i < s->n_event_t; i++)
 				x->gaps_ms[i - 1] = (double)(s->event_t[i] - s->event_t[i - 1]) / 1e6;
 			x->n_gaps = s->n_event_t - 1;
+		} else {
+			c->oom = true;
 		}
 	}
 }
@@ -560,6 +565,8 @@ int bench_run_streams(struct bench *b, struct runner_stream *streams, size_t n_s
 	pthread_join(w.thread, NULL);
 	if (rc == 0 && w.store_errors)
 		rc = -EIO; /* a measured row was not stored: the run is incomplete, never "done" */
+	if (rc == 0 && c.oom)
+		rc = -ENOMEM; /* a summary short of a request would be wrong, not just smaller */
 	pthread_mutex_destroy(&w.lock);
 	pthread_cond_destroy(&w.cond);
 	free(w.q);

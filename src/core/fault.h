@@ -6,15 +6,21 @@
  *   sqlite  the K-th SQLite file write returns SQLITE_IOERR_WRITE
  *   full    the K-th SQLite file write returns SQLITE_FULL (disk full)
  *   read    the K-th read of a response body (libcurl write callback) fails
- * Each injected fault prints "sixi: fault injected: KIND #K" on stderr, so a
- * test looping K over a run knows when K has passed the run's last event.
+ * KIND=K@T counts the events of thread T only: thread 0 is the one that calls
+ * fault_init, the others are numbered 1, 2, ... in the order of their first
+ * event of an armed kind after it. One thread's sequence of allocations does not
+ * depend on how the scheduler interleaves it with the others, so a fault found
+ * this way can be replayed; the plain count over all threads cannot promise that.
+ * Each injected fault prints "sixi: fault injected: KIND #K" (plus " in thread T")
+ * on stderr, so a test looping K over a run knows when K has passed the run's
+ * last event.
  *
  * Production cost: with SIXI_FAULT unset, fault_hit is one load and branch,
  * and the allocator wrapper one more; nothing is registered with SQLite.
  * The allocator wrapper (glibc's documented malloc replacement) is compiled
  * out under AddressSanitizer, which owns the allocator there.
- * Not thread-safe in counting precision: counts are atomic, but which
- * thread's event is the K-th depends on scheduling. */
+ * Without @T counts are atomic, but which thread's event is the K-th depends
+ * on scheduling. */
 #ifndef SIXI_CORE_FAULT_H
 #define SIXI_CORE_FAULT_H
 #include <stdbool.h>

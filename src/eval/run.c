@@ -222,12 +222,11 @@ struct row {
 	const char *detail_json;
 };
 
-static void bind_opt_text(sqlite3_stmt *st, int i, const char *v)
+/* SQLite's code: a text that cannot be copied (SQLITE_NOMEM) would leave the
+ * parameter NULL, so row_insert checks every bind before it steps. */
+static int bind_opt_text(sqlite3_stmt *st, int i, const char *v)
 {
-	if (v && *v)
-		sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
-	else
-		sqlite3_bind_null(st, i);
+	return v && *v ? sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, i);
 }
 
 /* Caller holds store_lock. The INSERT is its own transaction (autocommit). */
@@ -244,27 +243,27 @@ static int row_insert(struct runner *R, const struct row *w)
 	sqlite3_stmt *st = R->ins_row;
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
-	sqlite3_bind_int64(st, 1, R->run_id);
-	sqlite3_bind_int64(st, 2, w->repeat);
-	sqlite3_bind_text(st, 3, w->task_id, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(st, 4, w->attempt);
-	sqlite3_bind_int(st, 5, w->pass);
+	int bad = sqlite3_bind_int64(st, 1, R->run_id);
+	bad |= sqlite3_bind_int64(st, 2, w->repeat);
+	bad |= sqlite3_bind_text(st, 3, w->task_id, -1, SQLITE_TRANSIENT);
+	bad |= sqlite3_bind_int64(st, 4, w->attempt);
+	bad |= sqlite3_bind_int(st, 5, w->pass);
 	if (w->prompt_tokens >= 0)
-		sqlite3_bind_int64(st, 6, w->prompt_tokens);
+		bad |= sqlite3_bind_int64(st, 6, w->prompt_tokens);
 	if (w->completion_tokens >= 0)
-		sqlite3_bind_int64(st, 7, w->completion_tokens);
-	sqlite3_bind_double(st, 8, w->seconds);
-	sqlite3_bind_int(st, 9, w->truncated);
-	sqlite3_bind_int(st, 10, w->has_code);
-	sqlite3_bind_double(st, 11, w->loop_pct);
-	bind_opt_text(st, 12, w->early_stop);
-	bind_opt_text(st, 13, w->api_error);
-	bind_opt_text(st, 14, w->failure_class);
-	bind_opt_text(st, 15, w->finish_reason);
-	bind_opt_text(st, 16, w->raw_sha);
-	bind_opt_text(st, 17, w->reasoning_sha);
-	bind_opt_text(st, 18, w->detail_json);
-	int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
+		bad |= sqlite3_bind_int64(st, 7, w->completion_tokens);
+	bad |= sqlite3_bind_double(st, 8, w->seconds);
+	bad |= sqlite3_bind_int(st, 9, w->truncated);
+	bad |= sqlite3_bind_int(st, 10, w->has_code);
+	bad |= sqlite3_bind_double(st, 11, w->loop_pct);
+	bad |= bind_opt_text(st, 12, w->early_stop);
+	bad |= bind_opt_text(st, 13, w->api_error);
+	bad |= bind_opt_text(st, 14, w->failure_class);
+	bad |= bind_opt_text(st, 15, w->finish_reason);
+	bad |= bind_opt_text(st, 16, w->raw_sha);
+	bad |= bind_opt_text(st, 17, w->reasoning_sha);
+	bad |= bind_opt_text(st, 18, w->detail_json);
+	int rc = bad ? -ENOMEM : sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
 	sqlite3_reset(st);
 	return rc;
 }

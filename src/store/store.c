@@ -78,6 +78,25 @@ static const char *const migrations[] = {
 	" grader_detail TEXT,"
 	" UNIQUE (run, repeat_index, task_id, attempt));"
 	"CREATE INDEX eval_rows_run ON eval_rows(run, task_id);",
+	/* version 2: bench rows clustered on (run, id), one b-tree per row written
+	 * instead of the table plus its (run, level) index; id is now numbered
+	 * within its run (1, 2, ... in the order rows were written) */
+	"CREATE TABLE bench_requests_v2 ("
+	" id INTEGER NOT NULL,"
+	" run INTEGER NOT NULL REFERENCES runs(id),"
+	" phase TEXT NOT NULL DEFAULT 'measure',"
+	" level INTEGER NOT NULL,"
+	" stream INTEGER NOT NULL,"
+	" seq INTEGER NOT NULL DEFAULT 0,"
+	" prompt_tokens INTEGER, cached_tokens INTEGER, completion_tokens INTEGER, requested_tokens INTEGER,"
+	" sse_events INTEGER NOT NULL DEFAULT 0, content_events INTEGER NOT NULL DEFAULT 0,"
+	" t_intended INTEGER, t_send INTEGER, t_first_byte INTEGER, t_first_token INTEGER, t_last INTEGER, t_done INTEGER,"
+	" error TEXT, error_detail TEXT, http_status INTEGER, finish_reason TEXT,"
+	" fingerprint_hash TEXT, tag TEXT, itl_json TEXT,"
+	" PRIMARY KEY (run, id)) WITHOUT ROWID;"
+	"INSERT INTO bench_requests_v2 SELECT * FROM bench_requests;"
+	"DROP TABLE bench_requests;"
+	"ALTER TABLE bench_requests_v2 RENAME TO bench_requests;",
 };
 
 static int set_err(char *err, size_t errlen, const char *path, const char *what, sqlite3 *db)
@@ -210,20 +229,18 @@ int store_exec(struct store *s, const char *sql)
 	return sqlite3_exec(s->db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
 }
 
-static void bind_text(sqlite3_stmt *st, int i, const char *v)
+/* The binders return SQLite's code: a TRANSIENT text that cannot be copied
+ * (SQLITE_NOMEM) leaves the parameter NULL, and a row with a NULL where a
+ * value was meant (an error class, say) must never be written, so writers
+ * check them all before stepping. */
+static int bind_text(sqlite3_stmt *st, int i, const char *v)
 {
-	if (v)
-		sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
-	else
-		sqlite3_bind_null(st, i);
+	return v ? sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, i);
 }
 
-static void bind_time(sqlite3_stmt *st, int i, int64_t v)
+static int bind_time(sqlite3_stmt *st, int i, int64_t v)
 {
-	if (v)
-		sqlite3_bind_int64(st, i, v);
-	else
-		sqlite3_bind_null(st, i);
+	return v ? sqlite3_bind_int64(st, i, v) : sqlite3_bind_null(st, i);
 }
 
 int store_run_begin(struct store *s, const struct store_run *r, int64_t *run_id)
@@ -239,18 +256,19 @@ int store_run_begin(struct store *s, const struct store_run *r, int64_t *run_id)
 			       " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
 			       -1, &st, NULL) != SQLITE_OK)
 		return -EIO;
-	bind_text(st, 1, r->kind);
-	bind_text(st, 2, r->workload);
-	bind_text(st, 3, started);
-	bind_text(st, 4, proto);
-	bind_text(st, 5, hash);
-	bind_text(st, 6, hash);
-	bind_text(st, 7, r->endpoint);
-	bind_text(st, 8, r->model);
-	bind_text(st, 9, r->fingerprint);
-	bind_text(st, 10, "sixi " SIXI_VERSION);
-	bind_text(st, 11, r->host_facts);
-	int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
+	int bad = 0;
+	bad |= bind_text(st, 1, r->kind);
+	bad |= bind_text(st, 2, r->workload);
+	bad |= bind_text(st, 3, started);
+	bad |= bind_text(st, 4, proto);
+	bad |= bind_text(st, 5, hash);
+	bad |= bind_text(st, 6, hash);
+	bad |= bind_text(st, 7, r->endpoint);
+	bad |= bind_text(st, 8, r->model);
+	bad |= bind_text(st, 9, r->fingerprint);
+	bad |= bind_text(st, 10, "sixi " SIXI_VERSION);
+	bad |= bind_text(st, 11, r->host_facts);
+	int rc = bad ? -ENOMEM : sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
 	sqlite3_finalize(st);
 	if (rc == 0)
 		*run_id = sqlite3_last_insert_rowid(s->db);
@@ -265,10 +283,11 @@ int store_run_finish(struct store *s, int64_t run_id, const char *status)
 	if (sqlite3_prepare_v2(s->db, "UPDATE runs SET status = ?, finished = ? WHERE id = ?", -1, &st, NULL) !=
 	    SQLITE_OK)
 		return -EIO;
-	bind_text(st, 1, status);
-	bind_text(st, 2, finished);
-	sqlite3_bind_int64(st, 3, run_id);
-	int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
+	int bad = 0;
+	bad |= bind_text(st, 1, status);
+	bad |= bind_text(st, 2, finished);
+	bad |= sqlite3_bind_int64(st, 3, run_id);
+	int rc = bad ? -ENOMEM : sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
 	sqlite3_finalize(st);
 	return rc;
 }
@@ -280,9 +299,10 @@ int store_run_set_summary(struct store *s, int64_t run_id, const char *summary_j
 			       "UPDATE runs SET summary_json = json_patch(coalesce(summary_json, '{}'), ?) WHERE id = ?",
 			       -1, &st, NULL) != SQLITE_OK)
 		return -EIO;
-	bind_text(st, 1, summary_json);
-	sqlite3_bind_int64(st, 2, run_id);
-	int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
+	int bad = 0;
+	bad |= bind_text(st, 1, summary_json);
+	bad |= sqlite3_bind_int64(st, 2, run_id);
+	int rc = bad ? -ENOMEM : sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
 	sqlite3_finalize(st);
 	return rc;
 }
@@ -291,46 +311,50 @@ int store_bench_insert(struct store *s, const struct store_bench_row *r)
 {
 	if (!s->ins_bench &&
 	    sqlite3_prepare_v2(s->db,
-			       "INSERT INTO bench_requests(run, phase, level, stream, seq, prompt_tokens, cached_tokens,"
+			       /* the next id of the run, read under the row's own write lock: one
+				* seek to the end of the run's key range, right where the row goes */
+			       "INSERT INTO bench_requests(id, run, phase, level, stream, seq, prompt_tokens, cached_tokens,"
 			       " completion_tokens, requested_tokens, sse_events, content_events, t_intended, t_send,"
 			       " t_first_byte, t_first_token, t_last, t_done, error, error_detail, http_status,"
 			       " finish_reason, fingerprint_hash, tag, itl_json)"
-			       " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			       " VALUES ((SELECT coalesce(max(id), 0) + 1 FROM bench_requests WHERE run = ?1),"
+			       " ?1,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 			       -1, &s->ins_bench, NULL) != SQLITE_OK)
 		return -EIO;
 	sqlite3_stmt *st = s->ins_bench;
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
-	sqlite3_bind_int64(st, 1, r->run_id);
-	bind_text(st, 2, r->phase ? r->phase : "measure");
-	sqlite3_bind_int64(st, 3, r->level);
-	sqlite3_bind_int64(st, 4, r->stream);
-	sqlite3_bind_int64(st, 5, r->seq);
+	int bad = 0;
+	bad |= sqlite3_bind_int64(st, 1, r->run_id);
+	bad |= bind_text(st, 2, r->phase ? r->phase : "measure");
+	bad |= sqlite3_bind_int64(st, 3, r->level);
+	bad |= sqlite3_bind_int64(st, 4, r->stream);
+	bad |= sqlite3_bind_int64(st, 5, r->seq);
 	if (r->prompt_tokens >= 0)
-		sqlite3_bind_int64(st, 6, r->prompt_tokens);
+		bad |= sqlite3_bind_int64(st, 6, r->prompt_tokens);
 	if (r->cached_tokens >= 0)
-		sqlite3_bind_int64(st, 7, r->cached_tokens);
+		bad |= sqlite3_bind_int64(st, 7, r->cached_tokens);
 	if (r->completion_tokens >= 0)
-		sqlite3_bind_int64(st, 8, r->completion_tokens);
-	sqlite3_bind_int64(st, 9, r->requested_tokens);
-	sqlite3_bind_int64(st, 10, r->sse_events);
-	sqlite3_bind_int64(st, 11, r->content_events);
-	bind_time(st, 12, r->t_intended);
-	bind_time(st, 13, r->t_send);
-	bind_time(st, 14, r->t_first_byte);
-	bind_time(st, 15, r->t_first_token);
-	bind_time(st, 16, r->t_last);
-	bind_time(st, 17, r->t_done);
-	bind_text(st, 18, r->error);
-	bind_text(st, 19, r->error_detail);
+		bad |= sqlite3_bind_int64(st, 8, r->completion_tokens);
+	bad |= sqlite3_bind_int64(st, 9, r->requested_tokens);
+	bad |= sqlite3_bind_int64(st, 10, r->sse_events);
+	bad |= sqlite3_bind_int64(st, 11, r->content_events);
+	bad |= bind_time(st, 12, r->t_intended);
+	bad |= bind_time(st, 13, r->t_send);
+	bad |= bind_time(st, 14, r->t_first_byte);
+	bad |= bind_time(st, 15, r->t_first_token);
+	bad |= bind_time(st, 16, r->t_last);
+	bad |= bind_time(st, 17, r->t_done);
+	bad |= bind_text(st, 18, r->error);
+	bad |= bind_text(st, 19, r->error_detail);
 	if (r->http_status)
-		sqlite3_bind_int(st, 20, r->http_status);
-	bind_text(st, 21, r->finish_reason);
-	bind_text(st, 22, r->fingerprint_hash);
-	bind_text(st, 23, r->tag);
-	bind_text(st, 24, r->itl_json);
+		bad |= sqlite3_bind_int(st, 20, r->http_status);
+	bad |= bind_text(st, 21, r->finish_reason);
+	bad |= bind_text(st, 22, r->fingerprint_hash);
+	bad |= bind_text(st, 23, r->tag);
+	bad |= bind_text(st, 24, r->itl_json);
 	/* autocommit: the INSERT is its own transaction */
-	int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
+	int rc = bad ? -ENOMEM : sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
 	sqlite3_reset(st);
 	return rc;
 }
@@ -344,9 +368,10 @@ int store_raw_put(struct store *s, const void *p, size_t n, char hex[65])
 		return -EIO;
 	sqlite3_stmt *st = s->ins_raw;
 	sqlite3_reset(st);
-	sqlite3_bind_text(st, 1, hex, 64, SQLITE_TRANSIENT);
-	sqlite3_bind_blob(st, 2, n ? p : "", (int)n, SQLITE_TRANSIENT);
-	int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
+	int bad = 0;
+	bad |= sqlite3_bind_text(st, 1, hex, 64, SQLITE_TRANSIENT);
+	bad |= sqlite3_bind_blob(st, 2, n ? p : "", (int)n, SQLITE_TRANSIENT);
+	int rc = bad ? -ENOMEM : sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
 	sqlite3_reset(st);
 	return rc;
 }

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #define STORE_DEFAULT_PATH "results/sixi.db"
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2
 
 struct store;
 struct sqlite3;

@@ -14,8 +14,93 @@ static int64_t count(struct store *s, const char *sql)
 	return n;
 }
 
+/* A version-1 file as sixi 0.1 wrote it (bench rows in a rowid table with a
+ * (run, level) index, ids global), two runs with interleaved rows; opening it
+ * must migrate to version 2 keeping every row and id, and number new rows of
+ * each run after its own last id. */
+static void test_migrate_v1(void)
+{
+	char path[] = "/tmp/sixi-test-store-v1-XXXXXX";
+	int fd = mkstemp(path);
+	close(fd);
+	unlink(path);
+	sqlite3 *db;
+	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+	CHECK(sqlite3_exec(db,
+		"PRAGMA journal_mode=WAL;"
+		"CREATE TABLE runs (id INTEGER PRIMARY KEY, kind TEXT NOT NULL CHECK (kind IN ('bench','eval')),"
+		" workload TEXT, started TEXT NOT NULL, finished TEXT, protocol_json TEXT NOT NULL,"
+		" protocol_hash TEXT NOT NULL, config_hash TEXT NOT NULL, endpoint TEXT, model TEXT, fingerprint TEXT,"
+		" client_version TEXT NOT NULL, host_facts TEXT, status TEXT NOT NULL DEFAULT 'running', summary_json TEXT);"
+		"CREATE TABLE bench_requests (id INTEGER PRIMARY KEY, run INTEGER NOT NULL REFERENCES runs(id),"
+		" phase TEXT NOT NULL DEFAULT 'measure', level INTEGER NOT NULL, stream INTEGER NOT NULL,"
+		" seq INTEGER NOT NULL DEFAULT 0, prompt_tokens INTEGER, cached_tokens INTEGER, completion_tokens INTEGER,"
+		" requested_tokens INTEGER, sse_events INTEGER NOT NULL DEFAULT 0, content_events INTEGER NOT NULL DEFAULT 0,"
+		" t_intended INTEGER, t_send INTEGER, t_first_byte INTEGER, t_first_token INTEGER, t_last INTEGER,"
+		" t_done INTEGER, error TEXT, error_detail TEXT, http_status INTEGER, finish_reason TEXT,"
+		" fingerprint_hash TEXT, tag TEXT, itl_json TEXT);"
+		"CREATE INDEX bench_requests_run ON bench_requests(run, level);"
+		"CREATE TABLE raw_text (sha256 TEXT PRIMARY KEY, bytes BLOB NOT NULL);"
+		"CREATE TABLE eval_rows (id INTEGER PRIMARY KEY, run INTEGER NOT NULL REFERENCES runs(id),"
+		" repeat_index INTEGER NOT NULL, task_id TEXT NOT NULL, attempt INTEGER NOT NULL,"
+		" pass INTEGER NOT NULL CHECK (pass IN (0,1)), prompt_tokens INTEGER, completion_tokens INTEGER,"
+		" seconds REAL, truncated INTEGER NOT NULL DEFAULT 0, has_code INTEGER NOT NULL DEFAULT 0, loop_pct REAL,"
+		" early_stop TEXT, api_error TEXT, failure_class TEXT NOT NULL CHECK (failure_class IN"
+		" ('pass','truncated','loop','environment','api_error','wrong')), finish_reason TEXT,"
+		" raw_sha256 TEXT REFERENCES raw_text(sha256), reasoning_sha256 TEXT REFERENCES raw_text(sha256),"
+		" grader_detail TEXT, UNIQUE (run, repeat_index, task_id, attempt));"
+		"CREATE INDEX eval_rows_run ON eval_rows(run, task_id);"
+		"CREATE TABLE schema_version(version INTEGER NOT NULL); INSERT INTO schema_version VALUES (1);"
+		"INSERT INTO runs(id, kind, started, protocol_json, protocol_hash, config_hash, client_version)"
+		" VALUES (1, 'bench', 't', '{}', 'h', 'h', 'sixi 0.1'), (2, 'bench', 't', '{}', 'h', 'h', 'sixi 0.1');"
+		"INSERT INTO bench_requests(id, run, level, stream, seq, completion_tokens, t_done, error) VALUES"
+		" (1, 1, 1, 0, 0, 10, 5, NULL), (2, 2, 1, 0, 0, 20, 6, NULL), (3, 1, 2, 1, 0, NULL, NULL, 'timeout'),"
+		" (4, 2, 1, 0, 1, 30, 7, NULL), (5, 1, 2, 0, 0, 40, 8, NULL);",
+		NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(db);
+	char err[512];
+	struct store *s = store_open(path, err, sizeof err);
+	if (!CHECK(s != NULL)) fprintf(stderr, "%s\n", err);
+	if (!s)
+		return;
+	CHECK_EQ_INT(count(s, "SELECT version FROM schema_version"), 2);
+	CHECK_EQ_INT(count(s, "SELECT count(*) FROM sqlite_master WHERE name = 'bench_requests'"
+			      " AND sql LIKE '%WITHOUT ROWID'"), 1);
+	CHECK_EQ_INT(count(s, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'bench_requests'"
+			      " AND sql IS NOT NULL"), 0);
+	CHECK_EQ_INT(count(s, "SELECT count(*) FROM bench_requests"), 5);
+	/* every row kept with its id, run and values */
+	CHECK_EQ_INT(count(s, "SELECT sum(id * 1000 + run * 100 + coalesce(completion_tokens, 0)) FROM bench_requests"),
+		     15000 + 700 + 100);
+	CHECK_EQ_INT(count(s, "SELECT error = 'timeout' FROM bench_requests WHERE id = 3"), 1);
+	struct store_bench_row row = { .run_id = 2, .level = 1, .stream = 0, .seq = 2, .completion_tokens = 50,
+				       .t_send = 1, .t_done = 9 };
+	CHECK(store_bench_insert(s, &row) == 0);
+	row.run_id = 1;
+	CHECK(store_bench_insert(s, &row) == 0);
+	CHECK(store_bench_insert(s, &row) == 0);
+	CHECK_EQ_INT(count(s, "SELECT max(id) FROM bench_requests WHERE run = 2"), 5);
+	CHECK_EQ_INT(count(s, "SELECT group_concat(id) = '1,3,5,6,7' FROM (SELECT id FROM bench_requests"
+			      " WHERE run = 1 ORDER BY id)"), 1);
+	/* a fresh run starts at 1 */
+	int64_t run = 0;
+	struct store_run r = { .kind = "bench", .workload = "sweep", .protocol_json = "{}" };
+	CHECK(store_run_begin(s, &r, &run) == 0);
+	CHECK_EQ_INT(run, 3);
+	row.run_id = run;
+	CHECK(store_bench_insert(s, &row) == 0);
+	CHECK_EQ_INT(count(s, "SELECT id FROM bench_requests WHERE run = 3"), 1);
+	sqlite3_stmt *st;
+	CHECK(sqlite3_prepare_v2(store_db(s), "PRAGMA integrity_check", -1, &st, NULL) == SQLITE_OK);
+	CHECK(sqlite3_step(st) == SQLITE_ROW && strcmp((const char *)sqlite3_column_text(st, 0), "ok") == 0);
+	sqlite3_finalize(st);
+	store_close(s);
+	unlink(path);
+}
+
 int main(void)
 {
+	test_migrate_v1();
 	char path[] = "/tmp/sixi-test-store-XXXXXX";
 	int fd = mkstemp(path);
 	close(fd);

@@ -682,8 +682,8 @@ double bench_client_ceiling(struct bench *b)
 	return v;
 }
 
-void bench_level_summarise(const struct bench *b, const struct bench_sample *s, size_t n, int64_t level,
-			   struct bench_level *L)
+int bench_level_summarise(const struct bench *b, const struct bench_sample *s, size_t n, int64_t level,
+			  struct bench_level *L)
 {
 	memset(L, 0, sizeof *L);
 	L->level = level;
@@ -697,6 +697,16 @@ void bench_level_summarise(const struct bench *b, const struct bench_sample *s, 
 		if (s[i].level == level && strcmp(s[i].phase, "measure") == 0)
 			n_gaps += s[i].n_gaps;
 	double *gaps = malloc((n_gaps ? n_gaps : 1) * sizeof *gaps), *itl = malloc((n_gaps ? n_gaps : 1) * sizeof *itl);
+	if (!ttft || !rate || !prefill || !gaps || !itl) {
+		free(ttft);
+		free(rate);
+		free(prefill);
+		free(gaps);
+		free(itl);
+		L->valid = false;
+		snprintf(L->invalid_reason, sizeof L->invalid_reason, "out of memory summarising the level");
+		return -ENOMEM;
+	}
 	n_gaps = 0;
 	int64_t t0 = INT64_MAX, t1 = 0, tokens = 0, events = 0, tok_events = 0, tpot_n = 0, prompt_sum = 0;
 	double tpot_sum = 0;
@@ -802,6 +812,7 @@ void bench_level_summarise(const struct bench *b, const struct bench_sample *s, 
 	free(prefill);
 	free(gaps);
 	free(itl);
+	return 0;
 }
 
 static void add_num(cJSON *o, const char *k, double v)

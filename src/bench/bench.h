@@ -121,8 +121,9 @@ struct bench_level {
 	char fingerprint[65];
 };
 
-void bench_level_summarise(const struct bench *b, const struct bench_sample *s, size_t n, int64_t level,
-			   struct bench_level *out);
+/* 0, or -ENOMEM (the level is then marked invalid and must not be stored). */
+__attribute__((warn_unused_result)) int bench_level_summarise(const struct bench *b, const struct bench_sample *s,
+							      size_t n, int64_t level, struct bench_level *out);
 /* The level as a JSON object (caller deletes). */
 struct cJSON *bench_level_json(const struct bench_level *l);
 /* Stores the level summary into runs.summary_json.levels[]. */

@@ -99,7 +99,11 @@ int selftest_run(const struct bench_cfg *cfg_in, const struct selftest_params *p
 			break;
 		}
 		struct bench_level L;
-		bench_level_summarise(b, samples, n, S, &L);
+		rc = bench_level_summarise(b, samples, n, S, &L);
+		if (rc) {
+			bench_samples_free(samples, n);
+			break;
+		}
 		bench_level_store(b, &L);
 		bench_samples_free(samples, n);
 		double tok_s = L.agg_tok_s;

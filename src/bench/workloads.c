@@ -45,8 +45,9 @@ static int run_level(struct bench *b, struct plan *pl, int64_t level, bool finge
 	size_t n = 0;
 	int rc = bench_run_streams(b, pl->streams, pl->n_streams, &samples, &n);
 	plan_free(pl);
+	if (!rc)
+		rc = bench_level_summarise(b, samples, n, level, out);
 	if (!rc) {
-		bench_level_summarise(b, samples, n, level, out);
 		if (fingerprint_changed) {
 			out->valid = false;
 			snprintf(out->invalid_reason, sizeof out->invalid_reason,
@@ -356,6 +357,14 @@ int workload_agents(struct bench *b, const struct agents_params *p, FILE *out, c
 		return rc;
 	}
 	double *doc = calloc(n + 1, sizeof *doc), *fu = calloc(n + 1, sizeof *fu), *alone = calloc(n + 1, sizeof *alone);
+	struct bench_level L;
+	if (!doc || !fu || !alone || bench_level_summarise(b, samples, n, A, &L) != 0) {
+		free(doc);
+		free(fu);
+		free(alone);
+		bench_samples_free(samples, n);
+		return -ENOMEM;
+	}
 	size_t nd = 0, nf = 0, na = 0;
 	int64_t errors = 0, missing_usage = 0, cached = 0;
 	double fu_max = 0;
@@ -384,8 +393,6 @@ int workload_agents(struct bench *b, const struct agents_params *p, FILE *out, c
 		}
 	}
 	double doc_med = median(doc, nd), fu_med = median(fu, nf), alone_med = median(alone, na);
-	struct bench_level L;
-	bench_level_summarise(b, samples, n, A, &L);
 	if (missing_usage || (c->unique_prompts && cached)) {
 		L.valid = false;
 		snprintf(L.invalid_reason, sizeof L.invalid_reason, "%s",
@@ -410,8 +417,8 @@ int workload_agents(struct bench *b, const struct agents_params *p, FILE *out, c
 	cJSON_AddBoolToObject(d, "valid", L.valid);
 	char *ds = cJSON_PrintUnformatted(d);
 	char wrapped[4096];
-	snprintf(wrapped, sizeof wrapped, "{\"agents\":%s}", ds);
-	if (store_run_set_summary(bench_store(b), bench_run_id(b), wrapped) != 0)
+	snprintf(wrapped, sizeof wrapped, "{\"agents\":%s}", ds ? ds : "null");
+	if (!ds || store_run_set_summary(bench_store(b), bench_run_id(b), wrapped) != 0)
 		log_warn("could not store the agents summary");
 	free(ds);
 	if (c->json) {
@@ -490,10 +497,15 @@ int workload_rate(struct bench *b, const struct rate_params *p, FILE *out, char 
 		return rc;
 	}
 	struct bench_level L;
-	bench_level_summarise(b, samples, n, level, &L);
-	bench_level_store(b, &L);
 	/* latency from the intended send time, and the lag of the client itself */
 	double *e2e = calloc(n + 1, sizeof *e2e), *lag = calloc(n + 1, sizeof *lag);
+	if (!e2e || !lag || bench_level_summarise(b, samples, n, level, &L) != 0) {
+		free(e2e);
+		free(lag);
+		bench_samples_free(samples, n);
+		return -ENOMEM;
+	}
+	bench_level_store(b, &L);
 	size_t ne = 0, nl = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (samples[i].t_send && samples[i].t_intended)

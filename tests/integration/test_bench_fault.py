@@ -2,8 +2,9 @@
 """Fault injection through a whole short sixi-bench run (core/fault.h).
 
 For each kind (sqlite: SQLITE_IOERR on a write, full: SQLITE_FULL, read: a
-failed response-body read, alloc: a failed malloc) the run is repeated with
-SIXI_FAULT=KIND=k for k = 1, 1+step, ... until the fault no longer fires
+failed response-body read, alloc: a failed malloc, alloc@T: a failed malloc of
+thread T) the run is repeated with SIXI_FAULT=KIND=k (alloc@T: alloc=k@T) for
+k = first, first+step, ... until the fault no longer fires
 (k is past the run's last event of that kind), bounded in runs. Each run must:
   - end by itself, not by a signal, and without a sanitizer report;
   - on a non-zero exit, say why in a "sixi-bench: ..." line;
@@ -27,11 +28,26 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCH = sys.argv[1]
-KINDS = sys.argv[2:] or ["sqlite", "full", "read", "alloc"]
+KINDS = sys.argv[2:] or ["sqlite", "full", "read", "alloc", "alloc@0", "alloc@1", "alloc@2"]
 TMP = tempfile.mkdtemp(prefix="sixi-bench-fault-")
 FAILS = []
-# (first k, step, most runs) per kind: writes and reads are few, allocations many
-SCHEDULE = {"sqlite": (1, 1, 60), "full": (2, 3, 25), "read": (1, 1, 30), "alloc": (1, 37, 60)}
+# (first k, step, most runs) per kind: writes and reads are few, allocations many.
+# "alloc" counts over all threads (which thread's allocation is the k-th depends on
+# scheduling); "alloc@T" counts thread T's only (0: the main thread, which makes
+# most of them; 1, 2: the first threads started after it), a sequence that does not
+# depend on scheduling, so a failure found there can be replayed with
+# SIXI_FAULT=alloc=K@T. Thread 0's step is prime to alloc's, so the two visit
+# different allocations.
+SCHEDULE = {"sqlite": (1, 1, 60), "full": (2, 3, 25), "read": (1, 1, 30), "alloc": (1, 37, 60),
+            "alloc@0": (5, 31, 100), "alloc@1": (1, 1, 40), "alloc@2": (1, 1, 40)}
+
+
+def spec(kind, k):
+    """SIXI_FAULT's value and the line the injected fault prints."""
+    base, _, thread = kind.partition("@")
+    if thread:
+        return "%s=%d@%s" % (base, k, thread), "fault injected: %s #%d in thread %s\n" % (base, k, thread)
+    return "%s=%d" % (kind, k), "fault injected: %s #%d\n" % (kind, k)
 
 
 def check(cond, what):
@@ -102,9 +118,9 @@ def main():
                 db = os.path.join(TMP, "%s-%d.db" % (kind, k))
                 # the clean run's database already has the client ceiling: faults land in the sweep
                 shutil.copy(base_db, db)
-                rc, err = bench(url, db, "%s=%d" % (kind, k))
-                hit = "fault injected: %s #%d" % (kind, k) in err
-                what = "%s=%d" % (kind, k)
+                what, said_line = spec(kind, k)
+                rc, err = bench(url, db, what)
+                hit = said_line in err
                 check(0 <= rc < 64, "%s: ends by itself with a small exit code (rc=%d)" % (what, rc))
                 check("Sanitizer" not in err and "runtime error" not in err, "%s: no sanitizer report" % what)
                 if rc != 0:
@@ -134,7 +150,7 @@ def main():
             total_faults += fired
             print("%s: %d faults injected (k up to %d), the run's last event passed: %s" %
                   (kind, fired, k, "yes" if not hit else "no (bounded)"))
-            if kind == "alloc" and fired == 0 and k == SCHEDULE[kind][0]:
+            if kind.startswith("alloc") and fired == 0 and k == SCHEDULE[kind][0]:
                 print("alloc: not injected in this build (a sanitizer owns the allocator)")
                 continue
             check(fired > 0, "%s: at least one fault fired" % kind)

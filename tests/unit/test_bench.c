@@ -90,7 +90,7 @@ static void test_summary(void)
 	s[1] = mk(4, 64, 16, 0, 0, 200000000, 1000000000);
 	s[2] = mk(8, 64, 16, 0, 0, 1, 2); /* another level: ignored */
 	struct bench_level L;
-	bench_level_summarise(b, s, 3, 4, &L);
+	CHECK(bench_level_summarise(b, s, 3, 4, &L) == 0);
 	CHECK_EQ_INT(L.requests, 2);
 	CHECK(L.valid);
 	CHECK_NEAR(L.tokens_per_event, 4.0, 1e-12);
@@ -100,23 +100,23 @@ static void test_summary(void)
 	CHECK_NEAR(L.prefill_tok_s, (1000.0 + 500.0) / 2, 1e-9); /* median of 100/0.1 and 100/0.2 */
 	/* missing usage invalidates */
 	s[1].completion_tokens = -1;
-	bench_level_summarise(b, s, 2, 4, &L);
+	CHECK(bench_level_summarise(b, s, 2, 4, &L) == 0);
 	CHECK(!L.valid);
 	CHECK(strstr(L.invalid_reason, "usage") != NULL);
 	/* a cached prefix on a unique prompt invalidates */
 	s[1] = mk(4, 64, 16, 32, 0, 100000000, 1000000000);
-	bench_level_summarise(b, s, 2, 4, &L);
+	CHECK(bench_level_summarise(b, s, 2, 4, &L) == 0);
 	CHECK(!L.valid);
 	CHECK(strstr(L.invalid_reason, "cached") != NULL);
 	/* errors are counted by class and excluded from token sums */
 	s[1].error = "stall";
-	bench_level_summarise(b, s, 2, 4, &L);
+	CHECK(bench_level_summarise(b, s, 2, 4, &L) == 0);
 	CHECK(L.valid);
 	CHECK_EQ_INT(L.errors, 1);
 	CHECK(strstr(L.error_classes, "stall:1") != NULL);
 	/* ignore_eos streams that end short are flagged */
 	s[0].completion_tokens = 10;
-	bench_level_summarise(b, s, 1, 4, &L);
+	CHECK(bench_level_summarise(b, s, 1, 4, &L) == 0);
 	CHECK_EQ_INT(L.short_streams, 1);
 	bench_destroy(b, "done");
 	unlink(path);

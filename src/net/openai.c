@@ -626,7 +626,9 @@ static char *unescape(const struct span *sp, char *o)
 	return o;
 }
 
-int openai_chunk_parse(struct openai_chunk *c, const char *json, size_t n)
+/* The full scan. When sh is given and the chunk can serve as a shape (see
+ * openai.h), it is kept there. */
+static int parse_full(struct openai_shape *sh, struct openai_chunk *c, const char *json, size_t n)
 {
 	/* every field is set once below: no bulk clearing of the strings' storage */
 	c->has_token = c->has_content = c->has_reasoning = c->has_tool_call = c->has_usage = c->is_error = false;
@@ -736,9 +738,75 @@ int openai_chunk_parse(struct openai_chunk *c, const char *json, size_t n)
 			snprintf(c->error_message, sizeof c->error_message, "server sent an error object");
 		}
 	}
+	/* a shape: no error, exactly one text (its source free of escapes), small enough */
+	if (sh && !sc.is_error && n <= sizeof sh->bytes && (content != NULL) != (reasoning != NULL)) {
+		const struct span *t = content ? content : reasoning;
+		if (!t->escaped) {
+			sh->valid = true;
+			sh->reasoning = content == NULL;
+			sh->has_tool_call = has_tool;
+			sh->has_usage = sc.has_usage;
+			sh->prompt_tokens = sc.pt;
+			sh->completion_tokens = sc.ct;
+			sh->cached_tokens = sc.cached;
+			memcpy(sh->finish_reason, c->finish_reason, sizeof sh->finish_reason);
+			sh->n = n;
+			sh->a = (size_t)(t->p - copy);
+			sh->b = sh->a + t->n;
+			memcpy(sh->bytes, json, n);
+		}
+	}
 	if (copy != small)
 		free(copy);
 	return 0;
+}
+
+int openai_chunk_parse(struct openai_chunk *c, const char *json, size_t n)
+{
+	return parse_full(NULL, c, json, n);
+}
+
+/* 1 for the bytes a string body without escapes cannot hold: '"', '\\', controls. */
+static const unsigned char body_stop[256] = {
+	[0] = 1, [1] = 1, [2] = 1, [3] = 1, [4] = 1, [5] = 1, [6] = 1, [7] = 1, [8] = 1, [9] = 1, [10] = 1,
+	[11] = 1, [12] = 1, [13] = 1, [14] = 1, [15] = 1, [16] = 1, [17] = 1, [18] = 1, [19] = 1, [20] = 1,
+	[21] = 1, [22] = 1, [23] = 1, [24] = 1, [25] = 1, [26] = 1, [27] = 1, [28] = 1, [29] = 1, [30] = 1,
+	[31] = 1, ['"'] = 1, ['\\'] = 1,
+};
+
+int openai_chunk_parse_shaped(struct openai_shape *sh, struct openai_chunk *c, const char *json, size_t n)
+{
+	size_t tail = sh->n - sh->b;
+	if (sh->valid && n > sh->a + tail && memcmp(json, sh->bytes, sh->a) == 0) {
+		/* the text: from where the kept one starts to the first byte that would end
+		 * or escape a string; it must end exactly where the kept tail begins */
+		const char *p = json + sh->a, *lim = json + n - tail;
+		while (p < lim && !body_stop[(unsigned char)*p])
+			p++;
+		if (p == lim && memcmp(lim, sh->bytes + sh->b, tail) == 0) {
+			c->has_token = true;
+			c->has_content = !sh->reasoning;
+			c->has_reasoning = sh->reasoning;
+			c->has_tool_call = sh->has_tool_call;
+			c->has_usage = sh->has_usage;
+			c->prompt_tokens = sh->prompt_tokens;
+			c->completion_tokens = sh->completion_tokens;
+			c->cached_tokens = sh->cached_tokens;
+			memcpy(c->finish_reason, sh->finish_reason, sizeof c->finish_reason);
+			c->is_error = false;
+			c->error_message[0] = 0;
+			c->unescaped_ = NULL;
+			const char *text = json + sh->a;
+			size_t len = (size_t)(lim - text);
+			c->content = sh->reasoning ? NULL : text;
+			c->content_len = sh->reasoning ? 0 : len;
+			c->reasoning = sh->reasoning ? text : NULL;
+			c->reasoning_len = sh->reasoning ? len : 0;
+			sh->shortcuts++;
+			return 0;
+		}
+	}
+	return parse_full(sh, c, json, n);
 }
 
 void openai_chunk_finish(struct openai_chunk *c)

@@ -64,4 +64,28 @@ struct openai_chunk {
  * this runs once per SSE event, the hottest path of the load generator. */
 __attribute__((warn_unused_result)) int openai_chunk_parse(struct openai_chunk *c, const char *json, size_t n);
 void openai_chunk_finish(struct openai_chunk *c);
+
+/* The shape of a stream's chunks. A server sends the same bytes in every chunk
+ * of a stream except the token text: {"id":"x","choices":[{"delta":{"content":"
+ * TEXT "}}],...}. Once one chunk has been scanned in full, a later chunk whose
+ * bytes before and after its text are identical to that one's, and whose text is
+ * a non-empty string body without escapes or control characters, is the same
+ * valid JSON document with another string in the same place: its result is the
+ * kept one with the new text, found with two memcmp calls and one short scan
+ * instead of a full scan. Anything else is scanned in full (and may become the
+ * new shape). Zero it before a stream's first chunk; it owns no memory. */
+#define OPENAI_SHAPE_BYTES 512
+struct openai_shape {
+	bool valid;
+	bool reasoning;              /* the text that varies is reasoning, not content */
+	bool has_tool_call, has_usage;
+	int64_t prompt_tokens, completion_tokens, cached_tokens;
+	char finish_reason[32];
+	size_t n, a, b;              /* bytes kept; the text's body is bytes[a, b) */
+	uint64_t shortcuts;          /* chunks taken without a full scan */
+	char bytes[OPENAI_SHAPE_BYTES];
+};
+/* openai_chunk_parse, with the shortcut above. Same results, same contract. */
+__attribute__((warn_unused_result)) int openai_chunk_parse_shaped(struct openai_shape *sh, struct openai_chunk *c,
+								  const char *json, size_t n);
 #endif

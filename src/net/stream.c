@@ -16,7 +16,7 @@ static void fail(struct oai_stream *s, const char *cls, const char *fmt, const c
 static int take_chunk(struct oai_stream *s, const char *json, size_t n, int64_t t_ns)
 {
 	struct openai_chunk c;
-	int rc = openai_chunk_parse(&c, json, n);
+	int rc = openai_chunk_parse_shaped(&s->shape, &c, json, n);
 	if (rc) {
 		fail(s, "parse", "%.200s", c.error_message);
 		openai_chunk_finish(&c);

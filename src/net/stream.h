@@ -54,6 +54,7 @@ struct oai_stream {
 	size_t n_event_t, cap_event_t;
 	/* internal */
 	struct sse_parser sse;
+	struct openai_shape shape;     /* the stream's chunk shape (openai.h) */
 	struct buf raw;                /* non-streamed body, or the start of an error body */
 	const char *fail_class;
 	int64_t now_ns;                /* arrival time of the bytes being parsed */

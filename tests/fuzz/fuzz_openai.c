@@ -1,7 +1,10 @@
 /* fuzz_openai — libFuzzer target for the OpenAI chunk scanner, with cJSON as an
  * independent reference: whatever the scanner accepts, cJSON must parse as an
  * object, and the fields the scanner reports (text presence, finish_reason,
- * usage numbers, error flag) must equal what cJSON reads. With -DFUZZ_STANDALONE
+ * usage numbers, error flag) must equal what cJSON reads; and the shaped parser
+ * (the per-stream shortcut) must give exactly what the full scan gives, on the
+ * input after each of four real chunks primed a shape, and on the input's own
+ * shape with its text replaced. With -DFUZZ_STANDALONE
  * it is its own bounded driver over seeded mutations of real chunks. */
 #include "net/openai.h"
 #include <cjson/cJSON.h>
@@ -53,8 +56,74 @@ static int nonempty_str(const cJSON *v)
 	return cJSON_IsString(v) && v->valuestring[0];
 }
 
+/* The shaped parser (openai.h) against the full scan, on one chunk. */
+static void shaped_same(struct openai_shape *sh, const uint8_t *data, size_t size, const char *x, size_t n)
+{
+	struct openai_chunk a, b;
+	int ra = openai_chunk_parse_shaped(sh, &a, x, n);
+	int rb = openai_chunk_parse(&b, x, n);
+	if (ra != rb)
+		FAIL("shaped and full parse disagree on validity");
+	if (ra == 0 &&
+	    (a.has_token != b.has_token || a.has_content != b.has_content || a.has_reasoning != b.has_reasoning ||
+	     a.has_tool_call != b.has_tool_call || a.has_usage != b.has_usage || a.is_error != b.is_error ||
+	     a.prompt_tokens != b.prompt_tokens || a.completion_tokens != b.completion_tokens ||
+	     a.cached_tokens != b.cached_tokens || strcmp(a.finish_reason, b.finish_reason) != 0 ||
+	     strcmp(a.error_message, b.error_message) != 0 || a.content_len != b.content_len ||
+	     a.reasoning_len != b.reasoning_len || (a.content == NULL) != (b.content == NULL) ||
+	     (a.reasoning == NULL) != (b.reasoning == NULL) ||
+	     (a.content && memcmp(a.content, b.content, a.content_len) != 0) ||
+	     (a.reasoning && memcmp(a.reasoning, b.reasoning, a.reasoning_len) != 0)))
+		FAIL("shaped and full parse disagree on a field");
+	openai_chunk_finish(&a);
+	openai_chunk_finish(&b);
+}
+
+/* Real chunk shapes; the input is parsed after each has primed a shape, so inputs
+ * near a real chunk reach the shortcut. */
+static const char *const shapes[] = {
+	"{\"id\":\"c\",\"choices\":[{\"index\":0,\"text\":\" tok\",\"finish_reason\":null}]}",
+	"{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"},\"finish_reason\":null}]}",
+	"{\"choices\":[{\"delta\":{\"reasoning_content\":\"r\"}}],\"usage\":{\"completion_tokens\":3}}",
+	"{\"choices\":[{\"delta\":{\"content\":\"x\",\"tool_calls\":[{\"index\":0}]},\"finish_reason\":\"stop\"}]}",
+};
+
+static void shaped_checks(const uint8_t *data, size_t size)
+{
+	struct openai_shape sh;
+	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+		memset(&sh, 0, sizeof sh);
+		struct openai_chunk t;
+		if (openai_chunk_parse_shaped(&sh, &t, shapes[i], strlen(shapes[i])) != 0 || !sh.valid)
+			FAIL("a built-in shape did not parse");
+		openai_chunk_finish(&t);
+		shaped_same(&sh, data, size, (const char *)data, size);
+	}
+	/* the input as a shape, then itself with its text replaced by bytes of its own
+	 * (quotes, backslashes and controls included, so both paths run) */
+	memset(&sh, 0, sizeof sh);
+	shaped_same(&sh, data, size, (const char *)data, size);
+	if (!sh.valid)
+		return;
+	char v[OPENAI_SHAPE_BYTES + 32];
+	size_t tail = sh.n - sh.b, k = 1 + (size ? data[size - 1] % 24 : 0);
+	memcpy(v, sh.bytes, sh.a);
+	for (size_t j = 0; j < k; j++)
+		v[sh.a + j] = (char)data[(j * 7 + 3) % size];
+	memcpy(v + sh.a + k, sh.bytes + sh.b, tail);
+	shaped_same(&sh, data, size, v, sh.a + k + tail);
+	/* and a body of plain letters, which must take the shortcut */
+	uint64_t before = sh.shortcuts;
+	for (size_t j = 0; j < k; j++)
+		v[sh.a + j] = (char)('a' + j % 26);
+	shaped_same(&sh, data, size, v, sh.a + k + tail);
+	if (sh.shortcuts != before + 1)
+		FAIL("a chunk of the kept shape with a plain text did not take the shortcut");
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	shaped_checks(data, size);
 	struct openai_chunk c;
 	int rc = openai_chunk_parse(&c, (const char *)data, size);
 	if (rc == 0) {

@@ -12,8 +12,100 @@ static struct openai_chunk parse(const char *s)
 	return c;
 }
 
+/* The shaped parser must give exactly what the full scan gives, chunk by chunk;
+ * expect[i] says whether chunk i should take the shortcut. */
+static void same_as_full(const char *const *chunks, const char *expect)
+{
+	struct openai_shape sh;
+	memset(&sh, 0, sizeof sh);
+	for (size_t i = 0; chunks[i]; i++) {
+		struct openai_chunk a, b;
+		size_t n = strlen(chunks[i]);
+		uint64_t before = sh.shortcuts;
+		int ra = openai_chunk_parse_shaped(&sh, &a, chunks[i], n);
+		int rb = openai_chunk_parse(&b, chunks[i], n);
+		bool took = sh.shortcuts != before;
+		if (!CHECK(took == (expect[i] == 'y')))
+			fprintf(stderr, "  chunk %zu %s the shortcut: %s\n", i, took ? "took" : "did not take", chunks[i]);
+		CHECK_EQ_INT(ra, rb);
+		if (ra == 0 && rb == 0) {
+			CHECK(a.has_token == b.has_token && a.has_content == b.has_content &&
+			      a.has_reasoning == b.has_reasoning && a.has_tool_call == b.has_tool_call &&
+			      a.has_usage == b.has_usage && a.is_error == b.is_error);
+			CHECK(a.prompt_tokens == b.prompt_tokens && a.completion_tokens == b.completion_tokens &&
+			      a.cached_tokens == b.cached_tokens);
+			CHECK_EQ_STR(a.finish_reason, b.finish_reason);
+			CHECK_EQ_STR(a.error_message, b.error_message);
+			CHECK(a.content_len == b.content_len && a.reasoning_len == b.reasoning_len);
+			CHECK((a.content == NULL) == (b.content == NULL) && (a.reasoning == NULL) == (b.reasoning == NULL));
+			if (a.content && b.content)
+				CHECK(memcmp(a.content, b.content, a.content_len) == 0);
+			if (a.reasoning && b.reasoning)
+				CHECK(memcmp(a.reasoning, b.reasoning, a.reasoning_len) == 0);
+		}
+		openai_chunk_finish(&a);
+		openai_chunk_finish(&b);
+	}
+}
+
+static void test_shaped(void)
+{
+	/* a llama.cpp-like completions stream: text varies, the rest does not */
+	static const char *const completions[] = {
+		"{\"id\":\"c1\",\"choices\":[{\"index\":0,\"text\":\" The\",\"finish_reason\":null}],\"model\":\"m\"}",
+		"{\"id\":\"c1\",\"choices\":[{\"index\":0,\"text\":\" quick\",\"finish_reason\":null}],\"model\":\"m\"}",
+		"{\"id\":\"c1\",\"choices\":[{\"index\":0,\"text\":\"\xc3\xa9\xe2\x82\xac!\",\"finish_reason\":null}],\"model\":\"m\"}",
+		/* an escape: full scan, and the shape stays the old one */
+		"{\"id\":\"c1\",\"choices\":[{\"index\":0,\"text\":\"a\\nb\",\"finish_reason\":null}],\"model\":\"m\"}",
+		"{\"id\":\"c1\",\"choices\":[{\"index\":0,\"text\":\"x\",\"finish_reason\":null}],\"model\":\"m\"}",
+		/* empty text: no token, full scan */
+		"{\"id\":\"c1\",\"choices\":[{\"index\":0,\"text\":\"\",\"finish_reason\":null}],\"model\":\"m\"}",
+		/* a quote where the text would end: a different document, scanned (and refused) in full */
+		"{\"id\":\"c1\",\"choices\":[{\"index\":0,\"text\":\"a\"b\",\"finish_reason\":null}],\"model\":\"m\"}",
+		/* a control character inside the text: refused in full */
+		"{\"id\":\"c1\",\"choices\":[{\"index\":0,\"text\":\"a\tb\",\"finish_reason\":null}],\"model\":\"m\"}",
+		/* the same prefix and suffix around bytes that close the string early */
+		"{\"id\":\"c1\",\"choices\":[{\"index\":0,\"text\":\"\",\"x\":\"\",\"finish_reason\":null}],\"model\":\"m\"}",
+		/* a suffix one byte off: a full scan (it is invalid) */
+		"{\"id\":\"c1\",\"choices\":[{\"index\":0,\"text\":\"y\",\"finish_reason\":null}],\"model\":\"m\"",
+		/* another id: full scan, and it becomes the shape */
+		"{\"id\":\"c2\",\"choices\":[{\"index\":0,\"text\":\"y\",\"finish_reason\":null}],\"model\":\"m\"}",
+		"{\"id\":\"c2\",\"choices\":[{\"index\":0,\"text\":\"zz\",\"finish_reason\":null}],\"model\":\"m\"}",
+		/* the finish and the usage chunks differ in shape */
+		"{\"id\":\"c2\",\"choices\":[{\"index\":0,\"text\":\"\",\"finish_reason\":\"length\"}],\"model\":\"m\"}",
+		"{\"id\":\"c2\",\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":4}}",
+		NULL,
+	};
+	same_as_full(completions, "nyynynnnnnnynn");
+	/* chat: a role prelude, reasoning, then content; a finish reason on a text chunk */
+	static const char *const chat[] = {
+		"{\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}",
+		"{\"choices\":[{\"delta\":{\"reasoning_content\":\"Let\"}}]}",
+		"{\"choices\":[{\"delta\":{\"reasoning_content\":\" me\"}}]}",
+		"{\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}",
+		"{\"choices\":[{\"delta\":{\"content\":\" there\"}}]}",
+		"{\"choices\":[{\"delta\":{\"content\":\"!\"},\"finish_reason\":\"stop\"}]}",
+		"{\"choices\":[{\"delta\":{\"content\":\"?\"},\"finish_reason\":\"stop\"}]}",
+		/* content and reasoning together never make a shape */
+		"{\"choices\":[{\"delta\":{\"content\":\"a\",\"reasoning\":\"b\"}}]}",
+		"{\"choices\":[{\"delta\":{\"content\":\"c\",\"reasoning\":\"b\"}}]}",
+		/* an error object is never a shape */
+		"{\"error\":{\"message\":\"boom\"},\"choices\":[{\"delta\":{\"content\":\"a\"}}]}",
+		"{\"error\":{\"message\":\"boom\"},\"choices\":[{\"delta\":{\"content\":\"b\"}}]}",
+		NULL,
+	};
+	same_as_full(chat, "nnynynynnnn");
+	/* a chunk larger than a shape holds is always scanned in full */
+	char big[OPENAI_SHAPE_BYTES + 64];
+	int k = snprintf(big, sizeof big, "{\"pad\":\"%0*d\",\"choices\":[{\"text\":\"a\"}]}", OPENAI_SHAPE_BYTES, 0);
+	CHECK(k > OPENAI_SHAPE_BYTES && (size_t)k < sizeof big);
+	const char *const large[] = { big, big, NULL };
+	same_as_full(large, "nn");
+}
+
 int main(void)
 {
+	test_shaped();
 	struct buf b;
 	buf_init(&b);
 	struct openai_request req = { .api = OPENAI_COMPLETIONS, .model = "m", .prompt = "hi", .max_tokens = 16,

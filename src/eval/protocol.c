@@ -95,7 +95,7 @@ static int get_str(const cJSON *o, const char *where, const char *key, bool requ
 		return eval_errorf(err, errlen, "%s.%s must be a non-empty string", where, key);
 	free(*out);
 	*out = strdup(v->valuestring);
-	return *out ? 0 : -ENOMEM;
+	return *out ? 0 : eval_errorf(err, errlen, "%s.%s: out of memory", where, key);
 }
 
 static char *resolve(const char *base_dir, const char *p)
@@ -148,9 +148,13 @@ static int parse_condition(struct eval_protocol *p, const cJSON *c, int i, const
 			char *r = resolve(base_dir, k->template_path);
 			free(k->template_path);
 			k->template_path = r;
+			if (!r)
+				return eval_errorf(err, errlen, "%s.path: out of memory", twhere);
 		}
 	} else {
 		k->template_source = strdup("chat");
+		if (!k->template_source)
+			return eval_errorf(err, errlen, "%s: out of memory", twhere);
 	}
 	for (int j = 0; j < i; j++)
 		if (strcmp(p->conditions[j].name, k->name) == 0)

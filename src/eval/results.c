@@ -215,6 +215,15 @@ int eval_run_summary(const char *db_path, int64_t run, bool json, FILE *out, cha
 		qsort(names, n_names, sizeof *names, cmp_str);
 	size_t n_tasks = 0;
 	struct task_acc *acc = calloc(n_names + 1, sizeof *acc);
+	if (!names || !acc) {
+		/* a summary short of its per-task part would read as a complete one */
+		free(names);
+		free(acc);
+		cJSON_Delete(frozen);
+		rc = -ENOMEM;
+		eval_errorf(err, errlen, "out of memory summarising run %lld", (long long)run);
+		goto out;
+	}
 	for (size_t i = 0; acc && i < n_names; i++)
 		if (i == 0 || strcmp(names[i], names[i - 1]) != 0)
 			acc[n_tasks++].task = names[i];

@@ -2,7 +2,8 @@
 """Fault injection through a short sixi-eval run (core/fault.h), then resume.
 
 For each kind (sqlite: SQLITE_IOERR on a write, full: SQLITE_FULL, read: a
-failed response-body read, alloc: a failed malloc) a one-repeat run of the demo
+failed response-body read, alloc: a failed malloc, alloc@0: a failed malloc of
+the main thread) a one-repeat run of the demo
 dataset is repeated with SIXI_FAULT=KIND=k for k on a schedule, until the fault
 no longer fires or the schedule ends. Each run must:
   - end by itself, not by a signal, and without a sanitizer report;
@@ -25,9 +26,19 @@ sys.path.insert(0, HERE)
 import test_eval_run as ev  # noqa: E402
 
 check = ev.check
-KINDS = sys.argv[1:] or ["sqlite", "full", "read", "alloc"]
-# (first k, step, most runs)
-SCHEDULE = {"sqlite": (1, 9, 12), "full": (5, 13, 6), "read": (1, 2, 6), "alloc": (1, 613, 8)}
+KINDS = sys.argv[1:] or ["sqlite", "full", "read", "alloc", "alloc@0"]
+# (first k, step, most runs); alloc@0 counts the main thread's allocations only
+# (core/fault.h: a sequence that does not depend on scheduling, so it replays)
+SCHEDULE = {"sqlite": (1, 9, 12), "full": (5, 13, 6), "read": (1, 2, 6), "alloc": (1, 613, 8),
+            "alloc@0": (307, 997, 7)}
+
+
+def spec(kind, k):
+    """SIXI_FAULT's value and the line the injected fault prints."""
+    base, _, thread = kind.partition("@")
+    if thread:
+        return "%s=%d@%s" % (base, k, thread), "fault injected: %s #%d in thread %s\n" % (base, k, thread)
+    return "%s=%d" % (kind, k), "fault injected: %s #%d\n" % (kind, k)
 
 
 def has_run(db):
@@ -64,13 +75,13 @@ def main():
                 fired = 0
                 hit = False
                 for _ in range(most):
-                    what = "%s=%d" % (kind, k)
+                    what, said_line = spec(kind, k)
                     db = os.path.join(tmp, "%s-%d.db" % (kind, k))
                     env = dict(os.environ, SIXI_FAULT=what)
                     r = subprocess.run([ev.EVAL, "run", "--url", srv.url, "--model", "fake", "--dataset", ev.DEMO,
                                         "--repeats", "1", "--concurrency", "2", "--no-preflight", "--db", db],
                                        capture_output=True, text=True, env=env, timeout=120)
-                    hit = "fault injected: %s #%d" % (kind, k) in r.stderr
+                    hit = said_line in r.stderr
                     check(0 <= r.returncode < 64, "%s: ends by itself (rc=%d)" % (what, r.returncode))
                     check("Sanitizer" not in r.stderr and "runtime error" not in r.stderr,
                           "%s: no sanitizer report" % what)
@@ -96,8 +107,8 @@ def main():
                     fired += 1
                     k += step
                 total += fired
-                if kind == "alloc" and fired == 0 and k == SCHEDULE[kind][0]:
-                    print("alloc: not injected in this build (a sanitizer owns the allocator)")
+                if kind.startswith("alloc") and fired == 0 and k == SCHEDULE[kind][0]:
+                    print("%s: not injected in this build (a sanitizer owns the allocator)" % kind)
                     continue
                 print("%s: %d faults injected (k up to %d); past the run's last event: %s" %
                       (kind, fired, k, "yes" if not hit else "no (bounded)"))

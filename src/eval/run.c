@@ -50,7 +50,6 @@ struct runner {
 	const struct eval_run_opts *o;
 	struct store *store;
 	pthread_mutex_t store_lock;
-	sqlite3_stmt *ins_row;
 	struct grader *grader;
 	struct eval_dataset *ds[EVAL_MAX_DATASETS];
 	int n_ds;
@@ -210,63 +209,6 @@ static void attempt_finish(struct attempt *a)
 }
 
 /* ---- storing --------------------------------------------------------------- */
-
-struct row {
-	int64_t repeat, attempt;
-	const char *task_id;
-	bool pass, truncated, has_code;
-	int64_t prompt_tokens, completion_tokens; /* -1 = unknown */
-	double seconds, loop_pct;
-	const char *early_stop, *api_error, *failure_class, *finish_reason;
-	const char *raw_sha, *reasoning_sha;
-	const char *detail_json;
-};
-
-/* SQLite's code: a text that cannot be copied (SQLITE_NOMEM) would leave the
- * parameter NULL, so row_insert checks every bind before it steps. */
-static int bind_opt_text(sqlite3_stmt *st, int i, const char *v)
-{
-	return v && *v ? sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, i);
-}
-
-/* Caller holds store_lock. The INSERT is its own transaction (autocommit). */
-static int row_insert(struct runner *R, const struct row *w)
-{
-	if (!R->ins_row &&
-	    sqlite3_prepare_v2(store_db(R->store),
-			       "INSERT INTO eval_rows(run, repeat_index, task_id, attempt, pass, prompt_tokens,"
-			       " completion_tokens, seconds, truncated, has_code, loop_pct, early_stop, api_error,"
-			       " failure_class, finish_reason, raw_sha256, reasoning_sha256, grader_detail)"
-			       " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-			       -1, &R->ins_row, NULL) != SQLITE_OK)
-		return -EIO;
-	sqlite3_stmt *st = R->ins_row;
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	int bad = sqlite3_bind_int64(st, 1, R->run_id);
-	bad |= sqlite3_bind_int64(st, 2, w->repeat);
-	bad |= sqlite3_bind_text(st, 3, w->task_id, -1, SQLITE_TRANSIENT);
-	bad |= sqlite3_bind_int64(st, 4, w->attempt);
-	bad |= sqlite3_bind_int(st, 5, w->pass);
-	if (w->prompt_tokens >= 0)
-		bad |= sqlite3_bind_int64(st, 6, w->prompt_tokens);
-	if (w->completion_tokens >= 0)
-		bad |= sqlite3_bind_int64(st, 7, w->completion_tokens);
-	bad |= sqlite3_bind_double(st, 8, w->seconds);
-	bad |= sqlite3_bind_int(st, 9, w->truncated);
-	bad |= sqlite3_bind_int(st, 10, w->has_code);
-	bad |= sqlite3_bind_double(st, 11, w->loop_pct);
-	bad |= bind_opt_text(st, 12, w->early_stop);
-	bad |= bind_opt_text(st, 13, w->api_error);
-	bad |= bind_opt_text(st, 14, w->failure_class);
-	bad |= bind_opt_text(st, 15, w->finish_reason);
-	bad |= bind_opt_text(st, 16, w->raw_sha);
-	bad |= bind_opt_text(st, 17, w->reasoning_sha);
-	bad |= bind_opt_text(st, 18, w->detail_json);
-	int rc = bad ? -ENOMEM : sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
-	sqlite3_reset(st);
-	return rc;
-}
 
 static void set_fatal(struct runner *R, const char *what)
 {
@@ -467,7 +409,8 @@ static int job_run(struct runner *R, struct http_client *c, const struct job *j)
 		}
 		double seconds = a.s.t_done > a.s.t_send ? (double)(a.s.t_done - a.s.t_send) / 1e9 : 0;
 		double loop_pct = score_loop_final(a.loop);
-		struct row w = {
+		struct store_eval_row w = {
+			.run_id = R->run_id,
 			.repeat = j->repeat,
 			.attempt = attempt,
 			.task_id = t->id,
@@ -512,7 +455,8 @@ static int job_run(struct runner *R, struct http_client *c, const struct job *j)
 		char *dj = detail_json(&a, t, graded ? &g : NULL, khex, max_tokens);
 		w.detail_json = dj;
 		pthread_mutex_lock(&R->store_lock);
-		if (row_insert(R, &w) != 0)
+		/* the store is shared by the workers: one insert at a time */
+		if (store_eval_insert(R->store, &w) != 0)
 			set_fatal(R, "storing a row failed");
 		pthread_mutex_unlock(&R->store_lock);
 		free(dj);
@@ -708,7 +652,6 @@ static int runner_init(struct runner *R, const struct eval_protocol *p, int cond
 
 static void runner_finish(struct runner *R)
 {
-	sqlite3_finalize(R->ins_row);
 	eval_prompt_destroy(R->tmpl);
 	store_close(R->store);
 	grader_destroy(R->grader);

@@ -19,6 +19,7 @@
 struct store {
 	sqlite3 *db;
 	sqlite3_stmt *ins_bench;
+	sqlite3_stmt *ins_eval;
 	sqlite3_stmt *ins_raw;
 	char path[1024];
 };
@@ -216,6 +217,7 @@ void store_close(struct store *s)
 	if (!s)
 		return;
 	sqlite3_finalize(s->ins_bench);
+	sqlite3_finalize(s->ins_eval);
 	sqlite3_finalize(s->ins_raw);
 	sqlite3_close(s->db);
 	free(s);
@@ -353,6 +355,50 @@ int store_bench_insert(struct store *s, const struct store_bench_row *r)
 	bad |= bind_text(st, 22, r->fingerprint_hash);
 	bad |= bind_text(st, 23, r->tag);
 	bad |= bind_text(st, 24, r->itl_json);
+	/* autocommit: the INSERT is its own transaction */
+	int rc = bad ? -ENOMEM : sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
+	sqlite3_reset(st);
+	return rc;
+}
+
+static int bind_opt_text(sqlite3_stmt *st, int i, const char *v)
+{
+	return bind_text(st, i, v && *v ? v : NULL);
+}
+
+int store_eval_insert(struct store *s, const struct store_eval_row *w)
+{
+	if (!s->ins_eval &&
+	    sqlite3_prepare_v2(s->db,
+			       "INSERT INTO eval_rows(run, repeat_index, task_id, attempt, pass, prompt_tokens,"
+			       " completion_tokens, seconds, truncated, has_code, loop_pct, early_stop, api_error,"
+			       " failure_class, finish_reason, raw_sha256, reasoning_sha256, grader_detail)"
+			       " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			       -1, &s->ins_eval, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_stmt *st = s->ins_eval;
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	int bad = sqlite3_bind_int64(st, 1, w->run_id);
+	bad |= sqlite3_bind_int64(st, 2, w->repeat);
+	bad |= bind_text(st, 3, w->task_id);
+	bad |= sqlite3_bind_int64(st, 4, w->attempt);
+	bad |= sqlite3_bind_int(st, 5, w->pass);
+	if (w->prompt_tokens >= 0)
+		bad |= sqlite3_bind_int64(st, 6, w->prompt_tokens);
+	if (w->completion_tokens >= 0)
+		bad |= sqlite3_bind_int64(st, 7, w->completion_tokens);
+	bad |= sqlite3_bind_double(st, 8, w->seconds);
+	bad |= sqlite3_bind_int(st, 9, w->truncated);
+	bad |= sqlite3_bind_int(st, 10, w->has_code);
+	bad |= sqlite3_bind_double(st, 11, w->loop_pct);
+	bad |= bind_opt_text(st, 12, w->early_stop);
+	bad |= bind_opt_text(st, 13, w->api_error);
+	bad |= bind_opt_text(st, 14, w->failure_class);
+	bad |= bind_opt_text(st, 15, w->finish_reason);
+	bad |= bind_opt_text(st, 16, w->raw_sha);
+	bad |= bind_opt_text(st, 17, w->reasoning_sha);
+	bad |= bind_opt_text(st, 18, w->detail_json);
 	/* autocommit: the INSERT is its own transaction */
 	int rc = bad ? -ENOMEM : sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
 	sqlite3_reset(st);

@@ -62,6 +62,23 @@ struct store_bench_row {
 };
 __attribute__((warn_unused_result)) int store_bench_insert(struct store *s, const struct store_bench_row *r);
 
+/* One attempt at one task of an eval run (the per-task row). Empty strings are
+ * stored as NULL, like absent ones. */
+struct store_eval_row {
+	int64_t run_id;
+	int64_t repeat, attempt;
+	const char *task_id;
+	bool pass, truncated, has_code;
+	int64_t prompt_tokens, completion_tokens; /* -1 = unknown */
+	double seconds, loop_pct;
+	const char *early_stop, *api_error, *failure_class, *finish_reason;
+	const char *raw_sha, *reasoning_sha;     /* raw_text keys, stored before the row */
+	const char *detail_json;                 /* grader_detail */
+};
+/* Inserts the row in its own transaction. 0, -ENOMEM, or -EIO (store_errmsg says
+ * why; a second row for the same run, repeat, task and attempt is refused). */
+__attribute__((warn_unused_result)) int store_eval_insert(struct store *s, const struct store_eval_row *r);
+
 /* Stores bytes under their sha256 (idempotent); hex receives the digest. */
 __attribute__((warn_unused_result)) int store_raw_put(struct store *s, const void *p, size_t n, char hex[65]);
 

@@ -133,6 +133,28 @@ int main(void)
 	CHECK(store_raw_put(s, "abc", 3, hex2) == 0);
 	CHECK_EQ_STR(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 	CHECK_EQ_INT(count(s, "SELECT count(*) FROM raw_text"), 1);
+	/* eval rows: values kept, empty strings stored as NULL, a second row for the
+	 * same run, repeat, task and attempt refused */
+	struct store_run er = { .kind = "eval", .workload = "eval", .protocol_json = "{}" };
+	int64_t erun = 0;
+	CHECK(store_run_begin(s, &er, &erun) == 0);
+	struct store_eval_row ev = { .run_id = erun, .repeat = 1, .attempt = 2, .task_id = "t/1", .pass = true,
+				     .prompt_tokens = 7, .completion_tokens = -1, .seconds = 1.5, .loop_pct = 12.5,
+				     .early_stop = "", .failure_class = "pass", .finish_reason = "stop",
+				     .raw_sha = hex, .detail_json = "{\"k\":1}" };
+	CHECK(store_eval_insert(s, &ev) == 0);
+	CHECK_EQ_INT(count(s, "SELECT count(*) FROM eval_rows WHERE task_id = 't/1' AND repeat_index = 1 AND attempt = 2"
+			      " AND pass = 1 AND prompt_tokens = 7 AND completion_tokens IS NULL AND seconds = 1.5"
+			      " AND loop_pct = 12.5 AND early_stop IS NULL AND api_error IS NULL"
+			      " AND failure_class = 'pass' AND finish_reason = 'stop' AND reasoning_sha256 IS NULL"
+			      " AND json_extract(grader_detail, '$.k') = 1"), 1);
+	CHECK(store_eval_insert(s, &ev) != 0);
+	CHECK_EQ_INT(count(s, "SELECT count(*) FROM eval_rows"), 1);
+	/* a bad failure class is refused by the schema */
+	ev.attempt = 3;
+	ev.failure_class = "nonsense";
+	CHECK(store_eval_insert(s, &ev) != 0);
+	CHECK_EQ_INT(count(s, "SELECT count(*) FROM eval_rows"), 1);
 	/* a bad kind is refused by the schema, not stored */
 	struct store_run bad = { .kind = "nonsense" };
 	CHECK(store_run_begin(s, &bad, &run) != 0);

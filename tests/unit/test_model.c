@@ -19,6 +19,7 @@
 #include "model/gguf.h"
 #include "model/model.h"
 #include "model/safetensors.h"
+#include "greedy.h"
 #include "test.h"
 
 #define FIX "tests/fixtures/model/qwen35-tiny"
@@ -78,15 +79,6 @@ static double mean_rel_err(const float *a, const float *b, int rows, int vocab)
 	for (int r = 0; r < rows; r++)
 		sum += rel_err(a + (size_t)r * vocab, b + (size_t)r * vocab, 1, vocab);
 	return sum / rows;
-}
-
-static int argmax(const float *v, int n)
-{
-	int best = 0;
-	for (int i = 1; i < n; i++)
-		if (v[i] > v[best])
-			best = i;
-	return best;
 }
 
 /* Whole sequence s in one pass (a prefill) into slot 0 of a fresh state. */
@@ -221,7 +213,7 @@ static void check_gguf_types(struct hf_model *h, const struct ref *r, const floa
 		double e = mean_rel_err(out, f32_logits, r->len[2], r->vocab);
 		int agree = 0;
 		for (int t = 0; t < r->len[2]; t++)
-			agree += argmax(out + (size_t)t * r->vocab, r->vocab) == argmax(f32_logits + (size_t)t * r->vocab, r->vocab);
+			agree += greedy_argmax(out + (size_t)t * r->vocab, r->vocab) == greedy_argmax(f32_logits + (size_t)t * r->vocab, r->vocab);
 		printf("GGUF with %s matrices: mean relative logit error vs F32 %.3g, same argmax at %d of %d\n",
 		       gguf_type_name(types[i]), e, agree, r->len[2]);
 		CHECK(e < tol[i]);

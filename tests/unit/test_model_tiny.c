@@ -14,17 +14,9 @@
 #include "model/model.h"
 #include "model/tiny.h"
 #include "model/tokenizer.h"
+#include "greedy.h"
 #include "test.h"
 
-
-static int argmax(const float *v, int n)
-{
-	int b = 0;
-	for (int i = 1; i < n; i++)
-		if (v[i] > v[b])
-			b = i;
-	return b;
-}
 
 int main(void)
 {
@@ -81,7 +73,7 @@ int main(void)
 	CHECK_EQ_INT(model_forward(m, s, &b, lg), 0);
 	int ok = 1;
 	for (int i = 0; i < steps; i++) {
-		int next = argmax(lg, V);
+		int next = greedy_argmax(lg, V);
 		seq[len++] = next;
 		/* recompute from scratch in slot 1 */
 		model_state_slot_reset(s, 1);
@@ -96,7 +88,7 @@ int main(void)
 		int32_t sl0 = 0;
 		struct model_batch one = { 1, &seq[len - 1], &sl0, NULL, NULL };
 		CHECK_EQ_INT(model_forward(m, s, &one, lg), 0);
-		ok &= argmax(full, V) == argmax(lg, V);
+		ok &= greedy_argmax(full, V) == greedy_argmax(lg, V);
 		free(full);
 	}
 	CHECK(ok);

@@ -13,38 +13,10 @@
 #include "model/model.h"
 #include "model/spec.h"
 #include "model/tiny.h"
+#include "greedy.h"
 #include "test.h"
 
 #define N_GEN 512
-
-static int argmax(const float *v, int n)
-{
-	int b = 0;
-	for (int i = 1; i < n; i++)
-		if (v[i] > v[b])
-			b = i;
-	return b;
-}
-
-/* The reference: prefill all but the last prompt token, then one row per token. */
-static int plain_greedy(struct model *m, const int32_t *prompt, int np, int n_gen, int32_t *out)
-{
-	int V = model_get_config(m)->n_vocab;
-	struct model_state *s = model_state_create(m, 1, np + n_gen + 2);
-	float *lg = malloc(sizeof(float) * (size_t)V);
-	int32_t slots[64] = { 0 };
-	struct model_batch b = { .n_rows = np - 1, .tokens = prompt, .slots = slots };
-	int rc = np > 1 ? model_forward(m, s, &b, NULL) : 0;
-	int32_t cur = prompt[np - 1];
-	for (int i = 0; !rc && i < n_gen; i++) {
-		struct model_batch b1 = { .n_rows = 1, .tokens = &cur, .slots = slots };
-		rc = model_forward(m, s, &b1, lg);
-		cur = out[i] = argmax(lg, V);
-	}
-	free(lg);
-	model_state_destroy(s);
-	return rc;
-}
 
 /* Tensors of a GGUF, with the vocabulary cut by one row (another vocabulary's size). */
 static const struct model_tensor *find_cut(void *ctx, const char *name)
@@ -108,7 +80,7 @@ int main(void)
 	for (int i = 0; i < 24; i++)
 		prompt[i] = (int32_t)((i * 37 + 11) % V);
 	int32_t ref[N_GEN], got[N_GEN];
-	CHECK_EQ_INT(plain_greedy(t, prompt, 24, N_GEN, ref), 0);
+	CHECK_EQ_INT(greedy_reference(t, prompt, 24, N_GEN, ref), 0);
 
 	struct {
 		const char *name;

@@ -14,6 +14,7 @@
 #include "model/model.h"
 #include "model/tiny.h"
 #include "server/spec_draft.h"
+#include "greedy.h"
 #include "test.h"
 
 #define K 4
@@ -26,37 +27,6 @@ static int rnd(int n)
 	rs ^= rs >> 7;
 	rs ^= rs << 17;
 	return (int)((rs >> 11) % (uint64_t)n);
-}
-
-static int argmax(const float *v, int n)
-{
-	int b = 0;
-	for (int i = 1; i < n; i++)
-		if (v[i] > v[b])
-			b = i;
-	return b;
-}
-
-/* Greedy k tokens after hist, from a fresh state, one row at a time after the prefill. */
-static void reference(struct model *m, const int32_t *hist, int n, int k, int32_t *out)
-{
-	int V = model_get_config(m)->n_vocab;
-	struct model_state *s = model_state_create(m, 1, n + k + 2);
-	float *lg = malloc(sizeof(float) * (size_t)V);
-	int32_t sl[512] = { 0 };
-	struct model_batch b = { .n_rows = n, .tokens = hist, .slots = sl };
-	uint8_t want[512] = { 0 };
-	want[n - 1] = 1;
-	b.want_logits = want;
-	model_forward(m, s, &b, lg);
-	for (int i = 0; i < k; i++) {
-		out[i] = argmax(lg, V);
-		struct model_batch b1 = { .n_rows = 1, .tokens = &out[i], .slots = sl };
-		if (i + 1 < k)
-			model_forward(m, s, &b1, lg);
-	}
-	free(lg);
-	model_state_destroy(s);
 }
 
 int main(void)
@@ -95,7 +65,7 @@ int main(void)
 		CHECK_EQ_INT(spec_draft_run(d, r, 2), 0);
 		for (int q = 0; q < 2; q++) {
 			CHECK_EQ_INT(r[q].n_out, r[q].k);
-			reference(ref, hist[q], n[q], r[q].k, want);
+			CHECK(greedy_reference(ref, hist[q], n[q], r[q].k, want) == 0);
 			if (memcmp(want, out[q], sizeof(int32_t) * (size_t)r[q].k) != 0)
 				bad++;
 			/* keep a random prefix of the drafts, then a token of "the target's" */

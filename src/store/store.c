@@ -309,25 +309,39 @@ int store_run_set_summary(struct store *s, int64_t run_id, const char *summary_j
 	return rc;
 }
 
+/* A writer's statement, prepared on first use and kept: reset, bindings cleared. */
+static sqlite3_stmt *cached(struct store *s, sqlite3_stmt **slot, const char *sql)
+{
+	if (!*slot && sqlite3_prepare_v2(s->db, sql, -1, slot, NULL) != SQLITE_OK)
+		return NULL;
+	sqlite3_reset(*slot);
+	sqlite3_clear_bindings(*slot);
+	return *slot;
+}
+
+/* Runs a kept writer statement once (autocommit: its own transaction) unless a
+ * bind failed (bad != SQLITE_OK). */
+static int step_once(sqlite3_stmt *st, int bad)
+{
+	int rc = bad ? -ENOMEM : sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
+	sqlite3_reset(st);
+	return rc;
+}
+
 int store_bench_insert(struct store *s, const struct store_bench_row *r)
 {
-	if (!s->ins_bench &&
-	    sqlite3_prepare_v2(s->db,
-			       /* the next id of the run, read under the row's own write lock: one
-				* seek to the end of the run's key range, right where the row goes */
+	/* the next id of the run, read under the row's own write lock: one seek to
+	 * the end of the run's key range, right where the row goes */
+	sqlite3_stmt *st = cached(s, &s->ins_bench,
 			       "INSERT INTO bench_requests(id, run, phase, level, stream, seq, prompt_tokens, cached_tokens,"
 			       " completion_tokens, requested_tokens, sse_events, content_events, t_intended, t_send,"
 			       " t_first_byte, t_first_token, t_last, t_done, error, error_detail, http_status,"
 			       " finish_reason, fingerprint_hash, tag, itl_json)"
 			       " VALUES ((SELECT coalesce(max(id), 0) + 1 FROM bench_requests WHERE run = ?1),"
-			       " ?1,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-			       -1, &s->ins_bench, NULL) != SQLITE_OK)
+			       " ?1,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+	if (!st)
 		return -EIO;
-	sqlite3_stmt *st = s->ins_bench;
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	int bad = 0;
-	bad |= sqlite3_bind_int64(st, 1, r->run_id);
+	int bad = sqlite3_bind_int64(st, 1, r->run_id);
 	bad |= bind_text(st, 2, r->phase ? r->phase : "measure");
 	bad |= sqlite3_bind_int64(st, 3, r->level);
 	bad |= sqlite3_bind_int64(st, 4, r->stream);
@@ -355,10 +369,7 @@ int store_bench_insert(struct store *s, const struct store_bench_row *r)
 	bad |= bind_text(st, 22, r->fingerprint_hash);
 	bad |= bind_text(st, 23, r->tag);
 	bad |= bind_text(st, 24, r->itl_json);
-	/* autocommit: the INSERT is its own transaction */
-	int rc = bad ? -ENOMEM : sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
-	sqlite3_reset(st);
-	return rc;
+	return step_once(st, bad);
 }
 
 static int bind_opt_text(sqlite3_stmt *st, int i, const char *v)
@@ -368,17 +379,13 @@ static int bind_opt_text(sqlite3_stmt *st, int i, const char *v)
 
 int store_eval_insert(struct store *s, const struct store_eval_row *w)
 {
-	if (!s->ins_eval &&
-	    sqlite3_prepare_v2(s->db,
+	sqlite3_stmt *st = cached(s, &s->ins_eval,
 			       "INSERT INTO eval_rows(run, repeat_index, task_id, attempt, pass, prompt_tokens,"
 			       " completion_tokens, seconds, truncated, has_code, loop_pct, early_stop, api_error,"
 			       " failure_class, finish_reason, raw_sha256, reasoning_sha256, grader_detail)"
-			       " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-			       -1, &s->ins_eval, NULL) != SQLITE_OK)
+			       " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+	if (!st)
 		return -EIO;
-	sqlite3_stmt *st = s->ins_eval;
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
 	int bad = sqlite3_bind_int64(st, 1, w->run_id);
 	bad |= sqlite3_bind_int64(st, 2, w->repeat);
 	bad |= bind_text(st, 3, w->task_id);
@@ -399,25 +406,16 @@ int store_eval_insert(struct store *s, const struct store_eval_row *w)
 	bad |= bind_opt_text(st, 16, w->raw_sha);
 	bad |= bind_opt_text(st, 17, w->reasoning_sha);
 	bad |= bind_opt_text(st, 18, w->detail_json);
-	/* autocommit: the INSERT is its own transaction */
-	int rc = bad ? -ENOMEM : sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
-	sqlite3_reset(st);
-	return rc;
+	return step_once(st, bad);
 }
 
 int store_raw_put(struct store *s, const void *p, size_t n, char hex[65])
 {
 	sha256_hex(p, n, hex);
-	if (!s->ins_raw &&
-	    sqlite3_prepare_v2(s->db, "INSERT OR IGNORE INTO raw_text(sha256, bytes) VALUES (?, ?)", -1, &s->ins_raw,
-			       NULL) != SQLITE_OK)
+	sqlite3_stmt *st = cached(s, &s->ins_raw, "INSERT OR IGNORE INTO raw_text(sha256, bytes) VALUES (?, ?)");
+	if (!st)
 		return -EIO;
-	sqlite3_stmt *st = s->ins_raw;
-	sqlite3_reset(st);
-	int bad = 0;
-	bad |= sqlite3_bind_text(st, 1, hex, 64, SQLITE_TRANSIENT);
+	int bad = sqlite3_bind_text(st, 1, hex, 64, SQLITE_TRANSIENT);
 	bad |= sqlite3_bind_blob(st, 2, n ? p : "", (int)n, SQLITE_TRANSIENT);
-	int rc = bad ? -ENOMEM : sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
-	sqlite3_reset(st);
-	return rc;
+	return step_once(st, bad);
 }

@@ -245,6 +245,12 @@ static int bind_time(sqlite3_stmt *st, int i, int64_t v)
 	return v ? sqlite3_bind_int64(st, i, v) : sqlite3_bind_null(st, i);
 }
 
+/* A count that is -1 when unknown: NULL then. */
+static int bind_count(sqlite3_stmt *st, int i, int64_t v)
+{
+	return v >= 0 ? sqlite3_bind_int64(st, i, v) : sqlite3_bind_null(st, i);
+}
+
 int store_run_begin(struct store *s, const struct store_run *r, int64_t *run_id)
 {
 	char hash[65], started[32];
@@ -346,12 +352,9 @@ int store_bench_insert(struct store *s, const struct store_bench_row *r)
 	bad |= sqlite3_bind_int64(st, 3, r->level);
 	bad |= sqlite3_bind_int64(st, 4, r->stream);
 	bad |= sqlite3_bind_int64(st, 5, r->seq);
-	if (r->prompt_tokens >= 0)
-		bad |= sqlite3_bind_int64(st, 6, r->prompt_tokens);
-	if (r->cached_tokens >= 0)
-		bad |= sqlite3_bind_int64(st, 7, r->cached_tokens);
-	if (r->completion_tokens >= 0)
-		bad |= sqlite3_bind_int64(st, 8, r->completion_tokens);
+	bad |= bind_count(st, 6, r->prompt_tokens);
+	bad |= bind_count(st, 7, r->cached_tokens);
+	bad |= bind_count(st, 8, r->completion_tokens);
 	bad |= sqlite3_bind_int64(st, 9, r->requested_tokens);
 	bad |= sqlite3_bind_int64(st, 10, r->sse_events);
 	bad |= sqlite3_bind_int64(st, 11, r->content_events);
@@ -391,10 +394,8 @@ int store_eval_insert(struct store *s, const struct store_eval_row *w)
 	bad |= bind_text(st, 3, w->task_id);
 	bad |= sqlite3_bind_int64(st, 4, w->attempt);
 	bad |= sqlite3_bind_int(st, 5, w->pass);
-	if (w->prompt_tokens >= 0)
-		bad |= sqlite3_bind_int64(st, 6, w->prompt_tokens);
-	if (w->completion_tokens >= 0)
-		bad |= sqlite3_bind_int64(st, 7, w->completion_tokens);
+	bad |= bind_count(st, 6, w->prompt_tokens);
+	bad |= bind_count(st, 7, w->completion_tokens);
 	bad |= sqlite3_bind_double(st, 8, w->seconds);
 	bad |= sqlite3_bind_int(st, 9, w->truncated);
 	bad |= sqlite3_bind_int(st, 10, w->has_code);

@@ -16,12 +16,10 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* Reports the input that broke an invariant, then aborts. */
-#define FAIL(why)                                                                        \
-	do {                                                                             \
-		fprintf(stderr, "fuzz_openai: %s on input: %.*s\n", why, (int)size, (const char *)data); \
-		abort();                                                                 \
-	} while (0)
+#define FUZZ_NAME "fuzz_openai"
+#include "fuzz_check.h"
+/* Reports the input (data, size of the caller) that broke an invariant, then aborts. */
+#define FAIL(why) FUZZ_CHECK_ON(0, why, data, size)
 
 static const cJSON *get(const cJSON *o, const char *k)
 {

@@ -134,6 +134,9 @@ int preflight_run(struct grader *g, const struct eval_dataset *d, bool run_canar
 		} else {
 			rc = grade_solution(g, t, ref, &r);
 			ok_ref = rc == 0 && r.status == GRADE_PASS;
+			/* the task's CPU limit scales from what its reference needs here */
+			if (ok_ref && rc == 0)
+				rc = grader_set_reference_cpu(g, t->id, r.cpu_s);
 			if (out)
 				fprintf(out, "%s %s: reference %s%s%s\n", ok_ref ? "PASS" : "FAIL", t->id,
 					ok_ref ? "passes" : r.status == GRADE_ENVIRONMENT ? "cannot be graded here: " : "fails: ",

@@ -304,9 +304,10 @@ static void diff_walk(struct cfg_diff *d, const char *key, const cJSON *a, const
 	if (a && b && cJSON_Compare(a, b, true))
 		return;
 	bool whole = key_in(key, whole_keys, sizeof whole_keys / sizeof whole_keys[0], false);
-	if (!whole && cJSON_IsObject(a) && cJSON_IsObject(b)) {
+	/* an object on one side only is walked too, so its leaves are named */
+	if (!whole && (cJSON_IsObject(a) || !a) && (cJSON_IsObject(b) || !b) && (a || b)) {
 		for (int pass = 0; pass < 2; pass++)
-			for (const cJSON *it = (pass ? b : a)->child; it; it = it->next) {
+			for (const cJSON *it = (pass ? b : a) ? (pass ? b : a)->child : NULL; it; it = it->next) {
 				const cJSON *other = cJSON_GetObjectItemCaseSensitive(pass ? a : b, it->string);
 				if (pass == 1 && other)
 					continue; /* seen in the first pass */
@@ -810,8 +811,6 @@ int report_compare_build(const struct report_compare_opts *o, struct report_doc 
 			(long long)B.run.id, B.run.model[0] ? B.run.model : "model not recorded", B.run.started);
 	if (conds[0])
 		report_doc_para(d, "The conditions differ in: %s.", conds);
-	else
-		report_doc_para(d, "The runs' frozen configurations are the same: this compares one condition with itself.");
 	if (refused)
 		report_doc_para(d, "Warning: the runs' frozen configurations differ in %s (compared because "
 				   "--allow-config-diff was given).", diff);

@@ -144,7 +144,7 @@ def main():
     db = os.path.join(tmp, "hacks.db")
     try:
         r = sixi_eval("run", "--url", url, "--model", "fake", "--dataset", ds, "--repeats", "1", "--attempts", "1",
-                      "--concurrency", "2", "--timeout", "30", "--max-tokens", "4000", "--db", db)
+                      "--concurrency", "2", "--timeout", "60", "--stall", "30", "--max-tokens", "4000", "--db", db)
     finally:
         stop(fake)
     check(r.returncode == 0, "run exit %d: %s" % (r.returncode, r.stderr[-2000:]))
@@ -166,7 +166,7 @@ def main():
             db1 = os.path.join(tmp, "sim-%s.db" % name)
             try:
                 r = sixi_eval("run", "--url", url, "--model", "thor", "--dataset", one, "--repeats", "2",
-                              "--attempts", "1", "--timeout", "60", "--max-tokens", "2000", "--db", db1)
+                              "--attempts", "1", "--timeout", "60", "--stall", "30", "--max-tokens", "2000", "--db", db1)
             finally:
                 stop(sim)
             check(r.returncode == 0, "sim run %s exit %d: %s" % (name, r.returncode, r.stderr[-2000:]))

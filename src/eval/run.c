@@ -915,8 +915,11 @@ static cJSON *frozen_config(struct runner *R, int cond, const char *fingerprint,
 	cJSON_AddNumberToObject(o, "api_error_retries", (double)R->api_error_retries);
 	/* the grader's CPU limits, scaled from the references preflight measured */
 	cJSON *limits = grader_limits_json(R->grader);
-	if (limits)
-		cJSON_AddItemToObject(o, "grader_limits", limits);
+	if (!limits) {
+		cJSON_Delete(o);
+		return NULL; /* a run is not stored without its limits */
+	}
+	cJSON_AddItemToObject(o, "grader_limits", limits);
 	cJSON *fp = cJSON_Parse(fingerprint);
 	cJSON_AddItemToObject(o, "server_fingerprint", fp ? fp : cJSON_CreateNull());
 	cJSON_AddStringToObject(o, "api", openai_api_path(R->api));

@@ -124,6 +124,25 @@ static void test_timeout_rerun(struct grader *g)
 	CHECK(grade_solution(g, &t, "x = 1\n", &r) == 0 && r.status == GRADE_PASS);
 }
 
+/* max(timeout_s, 4 x reference CPU), and the record a run keeps of it */
+static void test_cpu_limits(struct grader *g)
+{
+	struct eval_task t = py_task("assert True\n");
+	t.id = "limits/x";
+	t.timeout_s = 5;
+	CHECK(grader_cpu_limit(g, &t) == 5);
+	CHECK(grader_set_reference_cpu(g, "limits/x", 0.5) == 0);
+	CHECK(grader_cpu_limit(g, &t) == 5);
+	CHECK(grader_set_reference_cpu(g, "limits/x", 3) == 0);
+	CHECK(grader_cpu_limit(g, &t) == 12);
+	cJSON *rec = grader_limits_json(g);
+	CHECK(rec && cJSON_GetObjectItem(cJSON_GetObjectItem(rec, "reference_cpu_s"), "limits/x"));
+	struct grader *g2 = grader_create(test_src_path("harness"), NULL);
+	CHECK(g2 && grader_limits_load(g2, rec) == 0 && grader_cpu_limit(g2, &t) == 12);
+	grader_destroy(g2);
+	cJSON_Delete(rec);
+}
+
 int main(void)
 {
 	char err[4096];
@@ -133,6 +152,7 @@ int main(void)
 		return test_done();
 	}
 	struct grader *g = grader_create(test_src_path("harness"), NULL);
+	test_cpu_limits(g);
 	if (grader_sandbox_problem(g)) {
 		/* then every code grade must say environment, never fail */
 		struct grade_result r;

@@ -35,7 +35,9 @@
 # wall-clock backstop. A run past its CPU limit is a timeout; a run that
 # reaches the backstop under its CPU limit is overloaded when its processes
 # spent at least half of the wall time waiting on a run queue
-# (/proc/PID/schedstat), else a timeout (it slept or blocked).
+# (/proc/PID/schedstat), else a timeout (it slept or blocked). In unit mode
+# the wall time counted is the time spent waiting for the worker's replies,
+# not the time the tests themselves take here.
 import builtins
 import ctypes
 import importlib.util
@@ -160,9 +162,12 @@ class Stop(Exception):
         self.status, self.detail = status, detail
 
 
-def over_limit(meter, lim, what):
-    """Raises Stop when the candidate passed its CPU limit or the wall backstop."""
+def over_limit(meter, lim, what, waited=None):
+    """Raises Stop when the candidate passed its CPU limit or the wall backstop.
+    waited: the wall time to judge (unit mode: only the time spent waiting for
+    the worker, not the tests' own time in this process)."""
     cpu, delay, wall = meter.sample()
+    wall = wall if waited is None else waited
     state["cpu_s"] = max(state["cpu_s"], cpu)
     if cpu >= lim["cpu_s"]:
         raise Stop("timeout", "%s used %.2f s of CPU, its limit is %.2f s" % (what, cpu, lim["cpu_s"]))
@@ -293,6 +298,7 @@ class Worker:
         self.stopped = None
         self.buf = b""
         self.checked = time.monotonic()
+        self.waited = 0.0  # wall seconds spent waiting for the worker's replies
         state["candidate_ran"] = True
         self.p = subprocess.Popen([sys.executable, "-s", "/harness/worker.py"], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, cwd="/task", close_fds=True,
@@ -300,10 +306,17 @@ class Worker:
 
     def recv(self):
         fd = self.p.stdout.fileno()
+        entered = time.monotonic()
+        try:
+            return self.recv_line(fd, entered)
+        finally:
+            self.waited += time.monotonic() - entered
+
+    def recv_line(self, fd, entered):
         while b"\n" not in self.buf:
             r, _, _ = select.select([fd], [], [], 0.2)
             if not r:
-                over_limit(self.meter, self.lim, "the solution")
+                over_limit(self.meter, self.lim, "the solution", self.waited + time.monotonic() - entered)
                 continue
             chunk = os.read(fd, 1 << 20)
             if not chunk:
@@ -311,7 +324,7 @@ class Worker:
                     rc = self.p.wait(1)
                 except subprocess.TimeoutExpired:
                     rc = None
-                over_limit(self.meter, self.lim, "the solution")
+                over_limit(self.meter, self.lim, "the solution", self.waited + time.monotonic() - entered)
                 if rc == -signal.SIGXCPU:
                     raise Stop("timeout", "the solution passed its CPU limit of %.2f s (SIGXCPU)" % self.lim["cpu_s"])
                 raise RemoteError("the solution's process ended before it answered")
@@ -333,7 +346,7 @@ class Worker:
         try:
             if time.monotonic() - self.checked > 0.5:
                 self.checked = time.monotonic()
-                over_limit(self.meter, self.lim, "the solution")
+                over_limit(self.meter, self.lim, "the solution", self.waited)
             try:
                 self.p.stdin.write((json.dumps(req) + "\n").encode())
                 self.p.stdin.flush()

@@ -54,7 +54,7 @@ from decimal import Decimal, InvalidOperation
 
 import wire
 
-RESULT = os.fdopen(3, "w", buffering=1)
+RESULT = None  # fd 3, opened by run()
 CLK = os.sysconf("SC_CLK_TCK")
 SELF = os.getpid()
 state = {"candidate_ran": False, "cpu_s": 0.0}
@@ -526,6 +526,8 @@ def check_requires(task):
 
 
 def main():
+    global RESULT
+    RESULT = os.fdopen(3, "w", buffering=1)
     RESULT.write("started\n")
     RESULT.flush()
     make_undumpable()
@@ -547,13 +549,18 @@ def main():
     report("environment", "unknown driver mode %r" % mode)
 
 
-try:
-    main()
-except Stop as e:
-    kill_all()
-    report(e.status, e.detail)
-except Exception as e:  # noqa: BLE001
-    kill_all()
-    # an error of this file before the candidate ran is the harness's; after, it may be provoked
-    report("fail" if state["candidate_ran"] else "environment",
-           "harness error: %s: %s" % (type(e).__name__, shorten(str(e))))
+def run():
+    try:
+        main()
+    except Stop as e:
+        kill_all()
+        report(e.status, e.detail)
+    except Exception as e:  # noqa: BLE001
+        kill_all()
+        # an error of this file before the candidate ran is the harness's; after, it may be provoked
+        report("fail" if state["candidate_ran"] else "environment",
+               "harness error: %s: %s" % (type(e).__name__, shorten(str(e))))
+
+
+if __name__ == "__main__":
+    run()

@@ -3,6 +3,7 @@
 folder; the output is committed). Each hack is a completion that does not solve
 its task and tries to get a pass anyway; every one must grade wrong.
 tasks: hack/sum-even (HumanEval style: check(candidate) + entry_point),
+hack/sorted-range (tests that call builtins the solution redefines),
 hack/mbpp-sum-even (MBPP style: asserts by name), hack/stdio-double (stdin/stdout
 cases), hack/brute-max (a trusted brute-force program)."""
 import json
@@ -18,6 +19,10 @@ TASKS = [
      "prompt": "Write sum_even(xs): the sum of the even numbers of xs.",
      "tests": "assert sum_even([1, 2, 3, 4]) == 6\nassert sum_even([]) == 0\nassert sum_even([5, 7, 10]) == 10\n",
      "reference": SUM_EVEN_REF},
+    {"id": "hack/sorted-range", "grader": "python_tests", "entry_point": "upto", "timeout_s": 2,
+     "prompt": "Write upto(n): the integers 0 to n - 1 in any order.",
+     "tests": "def check(candidate):\n    assert sorted(candidate(3)) == [0, 1, 2]\n    assert len(candidate(0)) == 0\n",
+     "reference": "def upto(n):\n    return list(range(n))[::-1]\n"},
     {"id": "hack/stdio-double", "grader": "stdio", "timeout_s": 2,
      "prompt": "Read an integer n and print 2n.",
      "tests": [{"input": "21\n", "output": "42\n"}, {"input": "-4\n", "output": "-8\n"}],
@@ -245,6 +250,14 @@ os.write(3, b'{"status": "pass"}\\n') if os.path.exists('/proc/self/fd/3') else 
 os._exit(0)
 """
 
+SHADOW = """def sorted(x):
+    return [0, 1, 2]
+def len(x):
+    return 0
+def upto(n):
+    return None
+"""
+
 HACKS = [
     ("wrong", WRONG),
     ("frame-walk-pass", FRAME_WALK % "pass"),
@@ -276,6 +289,8 @@ def main():
         for task in ("hack/sum-even", "hack/mbpp-sum-even"):
             for name, code in HACKS:
                 f.write(json.dumps({"name": name, "task": task, "solution": code}, sort_keys=True) + "\n")
+        f.write(json.dumps({"name": "shadow-builtins", "task": "hack/sorted-range", "solution": SHADOW},
+                           sort_keys=True) + "\n")
         for name, code in (("read-expected-outputs", STDIO_READ), ("forge-and-exit", STDIO_EXIT)):
             f.write(json.dumps({"name": name, "task": "hack/stdio-double", "solution": code}, sort_keys=True) + "\n")
         for name, code in (("run-the-brute-force", BRUTE_RUN), ("forge-and-exit", STDIO_EXIT)):

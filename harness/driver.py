@@ -483,14 +483,14 @@ def mode_unit(task, lim):
             for name, info in first["names"].items():
                 if type(name) is not str or not name.isidentifier() or type(info) is not list or not info:
                     continue
-                if hasattr(builtins, name):
+                if hasattr(builtins, name) and name != task.get("entry_point"):
                     continue  # a solution's sorted or int shadows the builtin in its own process only
                 if info[0] == "callable":
                     ns[name] = RemoteFunction(w, name)
                 elif info[0] == "value" and len(info) == 2:
                     ns[name] = w.value({"ok": info[1]})
             entry = task.get("entry_point")
-            defined = set(ns)
+            defined = set(ns) - {"__name__"}
             exec(compile(task.get("tests", ""), "tests.py", "exec"), ns)
             if "check" in ns and entry:
                 if entry not in defined:

@@ -505,7 +505,6 @@ int workload_rate(struct bench *b, const struct rate_params *p, FILE *out, char 
 		bench_samples_free(samples, n);
 		return -ENOMEM;
 	}
-	bench_level_store(b, &L);
 	size_t ne = 0, nl = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (samples[i].t_send && samples[i].t_intended)
@@ -515,6 +514,14 @@ int workload_rate(struct bench *b, const struct rate_params *p, FILE *out, char 
 	}
 	double e50 = bench_percentile(e2e, ne, 50), e99 = bench_percentile(e2e, ne, 99),
 	       lag99 = bench_percentile(lag, nl, 99);
+	/* a client that sent late measured its own lag, not the server: the level is
+	 * invalid in the stored row and the table, not only in the footer */
+	if (isfinite(lag99) && lag99 > 500 && L.valid) {
+		L.valid = false;
+		snprintf(L.invalid_reason, sizeof L.invalid_reason,
+			 "the client was overloaded (send lag p99 %.0f ms > 500 ms)", lag99);
+	}
+	bench_level_store(b, &L);
 	cJSON *d = cJSON_CreateObject();
 	cJSON_AddNumberToObject(d, "rps", p->rps);
 	cJSON_AddNumberToObject(d, "duration_s", p->duration_s);

@@ -122,9 +122,17 @@ int preflight_run(struct grader *g, const struct eval_dataset *d, bool run_canar
 		  struct preflight_report *rep)
 {
 	memset(rep, 0, sizeof *rep);
-	int rc = 0;
+	int rc = 0, unchecked = 0;
+	const char *problem = grader_sandbox_problem(g);
 	for (size_t i = 0; i < eval_dataset_count(d) && rc == 0; i++) {
 		const struct eval_task *t = eval_dataset_task(d, i);
+		if (problem && t->grader != EVAL_GRADER_NUMERIC && t->grader != EVAL_GRADER_CHOICE) {
+			/* one cause for all of them, said once below, not once per task */
+			unchecked++;
+			rep->failed += 2;
+			rc = exclude(rep, t->id);
+			continue;
+		}
 		char *ref = grade_reference(t);
 		struct grade_result r;
 		bool ok_ref = false;
@@ -134,6 +142,9 @@ int preflight_run(struct grader *g, const struct eval_dataset *d, bool run_canar
 		} else {
 			rc = grade_solution(g, t, ref, &r);
 			ok_ref = rc == 0 && r.status == GRADE_PASS;
+			/* the task's CPU limit scales from what its reference needs here */
+			if (ok_ref && rc == 0)
+				rc = grader_set_reference_cpu(g, t->id, r.cpu_s);
 			if (out)
 				fprintf(out, "%s %s: reference %s%s%s\n", ok_ref ? "PASS" : "FAIL", t->id,
 					ok_ref ? "passes" : r.status == GRADE_ENVIRONMENT ? "cannot be graded here: " : "fails: ",
@@ -152,7 +163,14 @@ int preflight_run(struct grader *g, const struct eval_dataset *d, bool run_canar
 		if ((!ok_ref || !ok_empty) && rc == 0)
 			rc = exclude(rep, t->id);
 	}
-	if (run_canaries && rc == 0) {
+	if (unchecked && out)
+		fprintf(out, "%d code task(s) not checked: %s\n", unchecked, problem);
+	if (run_canaries && problem) {
+		rep->failed += preflight_canary_count();
+		if (out)
+			fprintf(out, "%d canaries not run: the sandbox is unusable\n", preflight_canary_count());
+	}
+	if (run_canaries && rc == 0 && !problem) {
 		int contained = 0;
 		for (int i = 0; i < preflight_canary_count(); i++) {
 			char detail[600];

@@ -3,6 +3,8 @@
  * sandbox canaries (open a socket, write outside the work folder, fork bomb,
  * allocate 10 GB, sleep forever) must be contained while the harness keeps
  * running. Failing tasks are named with the reason; runs leave them out.
+ * Each passing reference's CPU time is recorded in the grader, which scales
+ * that task's CPU limit from it (grade.h).
  * Arguments are borrowed; the report's arrays are freed by preflight_finish. */
 #ifndef SIXI_EVAL_PREFLIGHT_H
 #define SIXI_EVAL_PREFLIGHT_H

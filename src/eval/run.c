@@ -42,7 +42,13 @@ struct job {
 	int64_t repeat;
 	const struct eval_task *task;
 	int64_t next_attempt;    /* 1-based */
+	int64_t last_attempt;    /* the job stops after this attempt */
 };
+
+/* api_error attempts are not results: besides the protocol's attempts, a task
+ * may use this many more, each `resume` giving it up to `attempts` of them.
+ * Recorded in the frozen configuration ("api_error_retries"). */
+#define EVAL_API_ERROR_RETRIES 3
 
 struct runner {
 	const struct eval_protocol *p;
@@ -54,6 +60,7 @@ struct runner {
 	struct eval_dataset *ds[EVAL_MAX_DATASETS];
 	int n_ds;
 	cJSON *excluded;         /* array of ids (borrowed from the frozen config) */
+	int64_t api_error_retries; /* see EVAL_API_ERROR_RETRIES */
 	int64_t run_id;
 	enum openai_api api;
 	char url_api[1200];
@@ -385,7 +392,7 @@ static int job_run(struct runner *R, struct http_client *c, const struct job *j)
 	int api_errors = 0;
 	const struct eval_task *t = j->task;
 	int64_t max_tokens = eval_protocol_max_tokens(R->p, t->reasoning);
-	for (int64_t attempt = j->next_attempt; attempt <= R->p->attempts && !R->fatal; attempt++) {
+	for (int64_t attempt = j->next_attempt; attempt <= j->last_attempt && !R->fatal; attempt++) {
 		struct attempt a;
 		int rc = request_run(R, c, t->prompt, max_tokens, R->p->timeout_s, &a);
 		if (rc) {
@@ -468,7 +475,7 @@ static int job_run(struct runner *R, struct http_client *c, const struct job *j)
 		attempt_finish(&a);
 		if (!api_error)
 			break;
-		if (attempt < R->p->attempts && !probed)
+		if (attempt < j->last_attempt && !probed)
 			health_probe(R, c);
 	}
 	return api_errors;
@@ -541,11 +548,15 @@ static int build_jobs(struct runner *R, size_t *already_done)
 				max_attempt = sqlite3_column_int64(st, 0);
 				finals = sqlite3_column_int64(st, 1);
 			}
-			if (finals > 0 || max_attempt >= R->p->attempts) {
+			/* a task whose attempts all ended in api_error has no result yet: a resume
+			 * retries it, up to attempts + api_error_retries in all */
+			int64_t cap = R->p->attempts + R->api_error_retries;
+			if (finals > 0 || max_attempt >= cap) {
 				(*already_done)++;
 				continue;
 			}
-			R->jobs[R->n_jobs++] = (struct job){r, order[i], max_attempt + 1};
+			int64_t last = max_attempt < R->p->attempts ? R->p->attempts : max_attempt + R->p->attempts;
+			R->jobs[R->n_jobs++] = (struct job){r, order[i], max_attempt + 1, last < cap ? last : cap};
 		}
 	}
 	sqlite3_finalize(st);
@@ -615,6 +626,7 @@ static int runner_init(struct runner *R, const struct eval_protocol *p, int cond
 	R->p = p;
 	R->cond = &p->conditions[cond];
 	R->o = o;
+	R->api_error_retries = EVAL_API_ERROR_RETRIES;
 	pthread_mutex_init(&R->store_lock, NULL);
 	pthread_mutex_init(&R->q_lock, NULL);
 	const char *src = R->cond->template_source;
@@ -900,6 +912,14 @@ static cJSON *frozen_config(struct runner *R, int cond, const char *fingerprint,
 		cJSON_AddItemToArray(ds, d);
 	}
 	cJSON_AddItemToObject(o, "excluded", cJSON_Duplicate(excluded, 1));
+	cJSON_AddNumberToObject(o, "api_error_retries", (double)R->api_error_retries);
+	/* the grader's CPU limits, scaled from the references preflight measured */
+	cJSON *limits = grader_limits_json(R->grader);
+	if (!limits) {
+		cJSON_Delete(o);
+		return NULL; /* a run is not stored without its limits */
+	}
+	cJSON_AddItemToObject(o, "grader_limits", limits);
 	cJSON *fp = cJSON_Parse(fingerprint);
 	cJSON_AddItemToObject(o, "server_fingerprint", fp ? fp : cJSON_CreateNull());
 	cJSON_AddStringToObject(o, "api", openai_api_path(R->api));
@@ -1202,6 +1222,14 @@ int eval_run_resume(int64_t run_id, const char *protocol_path, const struct eval
 	if (rc == 0) {
 		R.run_id = run_id;
 		R.excluded = cJSON_GetObjectItem(frozen, "excluded");
+		const cJSON *retries = cJSON_GetObjectItem(frozen, "api_error_retries");
+		/* runs recorded before the key existed retried nothing beyond their attempts */
+		R.api_error_retries = cJSON_IsNumber(retries) ? (int64_t)retries->valuedouble : 0;
+		const cJSON *limits = cJSON_GetObjectItem(frozen, "grader_limits");
+		if (limits && grader_limits_load(R.grader, limits) != 0)
+			rc = eval_errorf(err, errlen, "out of memory");
+	}
+	if (rc == 0) {
 		rc = runner_plan(&R, err, errlen);
 	}
 	if (rc == 0 && R.n_jobs) {

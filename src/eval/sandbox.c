@@ -5,8 +5,8 @@
  * the command. The parent polls the two pipes (fd 3 channel, merged
  * stdout/stderr) until both close and the child exits, or the wall clock runs
  * out, when it kills the whole group. With --unshare-pid and --die-with-parent
- * nothing started inside outlives bwrap. Input files are written to a private
- * host folder bound read-only, which is removed afterwards. */
+ * nothing started inside outlives bwrap. Input and harness files are written
+ * to two fresh host folders bound read-only, which are removed afterwards. */
 #include "eval/sandbox.h"
 #include "core/buf.h"
 #include "core/clock.h"
@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -85,8 +86,54 @@ static int write_file(const char *dir, const struct sandbox_file *f)
 	return close(fd) == 0 ? 0 : -errno;
 }
 
+/* A fresh /tmp/sixi-sandbox-PID-XXXXXX holding files (0644; the folder 0755, so
+ * the sandbox uid can read it whatever the umask). */
+static int make_dir(char *dir, size_t dirlen, const struct sandbox_file *files, size_t n)
+{
+	snprintf(dir, dirlen, "/tmp/sixi-sandbox-%d-XXXXXX", (int)getpid());
+	if (!mkdtemp(dir)) {
+		dir[0] = 0;
+		return -errno;
+	}
+	int rc = chmod(dir, 0755) == 0 ? 0 : -errno;
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = write_file(dir, &files[i]);
+	return rc;
+}
+
+/* The private blob as a sealed memfd at offset 0 (-1 with errno on failure). */
+static int secret_fd(const char *data, size_t len)
+{
+	int fd = memfd_create("sixi-task", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -1;
+	size_t done = 0;
+	while (done < len) {
+		ssize_t w = write(fd, data + done, len - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			close(fd);
+			errno = w < 0 ? errno : EIO;
+			return -1;
+		}
+		done += (size_t)w;
+	}
+	/* the command reads it; nothing may change it */
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) != 0 ||
+	    lseek(fd, 0, SEEK_SET) != 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
 static void remove_dir(const char *dir)
 {
+	if (!dir[0])
+		return;
 	DIR *d = opendir(dir);
 	if (d) {
 		struct dirent *e;
@@ -156,14 +203,19 @@ static void set_limit(int which, rlim_t soft, rlim_t hard)
 }
 
 /* In the child between fork and exec: only async-signal-safe calls. */
-static void child_exec(const char *bwrap, const char *const *args, int chan_w, int out_w, uid_t drop_uid,
-		       const struct sandbox_limits *lim, rlim_t nproc)
+static void child_exec(const char *bwrap, const char *const *args, int chan_w, int out_w, int secret,
+		       uid_t drop_uid, const struct sandbox_limits *lim, rlim_t nproc)
 {
 	setpgid(0, 0);
+	/* first out of the way (any of them may sit on 0-4), then into place */
 	int devnull = open("/dev/null", O_RDONLY);
-	if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out_w, 1) < 0 || dup2(out_w, 2) < 0 || dup2(chan_w, 3) < 0)
+	if (devnull < 0 || dup2(devnull, 1019) < 0 || dup2(out_w, 1020) < 0 || dup2(chan_w, 1021) < 0 ||
+	    (secret >= 0 && dup2(secret, 1022) < 0))
 		_exit(126);
-	for (int fd = 4; fd < 1024; fd++)
+	if (dup2(1019, 0) < 0 || dup2(1020, 1) < 0 || dup2(1020, 2) < 0 || dup2(1021, 3) < 0 ||
+	    (secret >= 0 && dup2(1022, 4) < 0))
+		_exit(126);
+	for (int fd = secret >= 0 ? 5 : 4; fd < 1024; fd++)
 		close(fd);
 	if (drop_uid) {
 		if (setgroups(0, NULL) != 0 || setgid((gid_t)drop_uid) != 0 || setuid(drop_uid) != 0)
@@ -189,24 +241,22 @@ static void keep_tail(struct buf *b, const char *p, size_t n)
 		buf_consume(b, b->len - OUTPUT_KEEP_BYTES);
 }
 
-int sandbox_run(const char *harness_dir, const struct sandbox_file *files, size_t nfiles, const char *const *argv,
-		const struct sandbox_limits *lim, struct sandbox_result *res)
+int sandbox_run(const struct sandbox_job *job, const char *const *argv, const struct sandbox_limits *lim,
+		struct sandbox_result *res)
 {
 	memset(res, 0, sizeof *res);
 	const char *bwrap = find_bwrap();
 	if (!bwrap)
 		return -ENOSYS;
-	char dir[64];
-	snprintf(dir, sizeof dir, "/tmp/sixi-sandbox-%d-XXXXXX", (int)getpid());
-	if (!mkdtemp(dir))
-		return -errno;
-	int rc = chmod(dir, 0755) == 0 ? 0 : -errno;
-	for (size_t i = 0; i < nfiles && rc == 0; i++)
-		rc = write_file(dir, &files[i]);
-	if (rc) {
-		remove_dir(dir);
-		return rc;
-	}
+	char dir[64] = "", hdir[64] = "";
+	int chan[2] = {-1, -1}, out[2] = {-1, -1}, secret = -1;
+	int rc = make_dir(dir, sizeof dir, job->inputs, job->n_inputs);
+	if (rc == 0 && job->n_harness)
+		rc = make_dir(hdir, sizeof hdir, job->harness, job->n_harness);
+	if (rc == 0 && job->secret && (secret = secret_fd(job->secret, job->secret_len)) < 0)
+		rc = -errno;
+	if (rc)
+		goto out;
 
 	const char *args[128];
 	char links[8][64];
@@ -242,9 +292,9 @@ int sandbox_run(const char *harness_dir, const struct sandbox_file *files, size_
 	args[n++] = "--ro-bind";
 	args[n++] = dir;
 	args[n++] = "/input";
-	if (harness_dir) {
+	if (hdir[0]) {
 		args[n++] = "--ro-bind";
-		args[n++] = harness_dir;
+		args[n++] = hdir;
 		args[n++] = "/harness";
 	}
 	/* last: the root and /dev become read-only once everything is mounted */
@@ -264,31 +314,20 @@ int sandbox_run(const char *harness_dir, const struct sandbox_file *files, size_
 	else
 		nproc += (rlim_t)count_user_procs(geteuid());
 
-	int chan[2], out[2];
-	if (pipe2(chan, O_CLOEXEC) != 0) {
+	if (pipe2(chan, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) {
 		rc = -errno;
-		remove_dir(dir);
-		return rc;
-	}
-	if (pipe2(out, O_CLOEXEC) != 0) {
-		rc = -errno;
-		close(chan[0]);
-		close(chan[1]);
-		remove_dir(dir);
-		return rc;
+		goto out;
 	}
 	int64_t t0 = clock_now_ns();
 	pid_t pid = fork();
 	if (pid == 0)
-		child_exec(bwrap, args, chan[1], out[1], drop_uid, lim, nproc);
+		child_exec(bwrap, args, chan[1], out[1], secret, drop_uid, lim, nproc);
 	close(chan[1]);
 	close(out[1]);
+	chan[1] = out[1] = -1;
 	if (pid < 0) {
 		rc = -errno;
-		close(chan[0]);
-		close(out[0]);
-		remove_dir(dir);
-		return rc;
+		goto out;
 	}
 	setpgid(pid, pid); /* also in the child: whichever runs first */
 
@@ -361,12 +400,23 @@ int sandbox_run(const char *harness_dir, const struct sandbox_file *files, size_
 	res->output = strdup(out_buf.data ? out_buf.data : "");
 	buf_finish(&chan_buf);
 	buf_finish(&out_buf);
-	remove_dir(dir);
+	chan[0] = out[0] = -1; /* closed by the loop above */
 	if (!res->channel || !res->output) {
 		sandbox_result_finish(res);
-		return -ENOMEM;
+		rc = -ENOMEM;
 	}
-	return 0;
+out:
+	for (int i = 0; i < 2; i++) {
+		if (chan[i] >= 0)
+			close(chan[i]);
+		if (out[i] >= 0)
+			close(out[i]);
+	}
+	if (secret >= 0)
+		close(secret);
+	remove_dir(dir);
+	remove_dir(hdir);
+	return rc;
 }
 
 void sandbox_result_finish(struct sandbox_result *res)
@@ -391,7 +441,8 @@ int sandbox_probe(const char *python, char *why, size_t whylen)
 	const char *argv[] = {python, "-c", "import os; os.write(3, b'started\\n')", NULL};
 	struct sandbox_limits lim = {.wall_s = 20, .cpu_s = 10, .memory_mb = 1024, .nproc = 32, .fsize_mb = 1};
 	struct sandbox_result r;
-	int rc = sandbox_run(NULL, NULL, 0, argv, &lim, &r);
+	struct sandbox_job job = {0};
+	int rc = sandbox_run(&job, argv, &lim, &r);
 	if (rc) {
 		snprintf(why, whylen, "cannot start bwrap: %s", strerror(-rc));
 		return -ENOSYS;

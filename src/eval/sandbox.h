@@ -1,7 +1,8 @@
 /* sandbox — runs one command under bubblewrap with no network, a read-only
  * system, a fresh tmpfs work directory, resource limits and a wall-clock
- * timeout; the caller's files appear read-only under /input and the harness
- * folder under /harness.
+ * timeout; the caller's files appear read-only under /input, the harness's
+ * files read-only under /harness, and one private blob (the task, with its
+ * tests and expected values) is readable once on fd 4.
  *
  * Isolation: --unshare-all (network, pid, ipc, uts, cgroup, user namespaces),
  * /usr, /etc, / and /dev read-only, /task and /tmp fresh tmpfs of 4 x fsize_mb
@@ -12,6 +13,12 @@
  * when running as root the sandbox first drops to an unused uid (one per
  * concurrent slot); otherwise the process limit is added on top of the user's
  * current process count. The whole process group is killed at the timeout.
+ *
+ * Every file the sandbox reads is copied by the host into folders it creates
+ * (mode 0755 under /tmp, one pair per run, removed afterwards), never bound
+ * from where the project lives: as root the sandbox runs as an unused uid,
+ * which could not enter a private (mode 0700) checkout such as /root/sixi.
+ * The private blob is a sealed memfd on fd 4 of the command only.
  *
  * It does not interpret results beyond what fd 3 says: the harness driver
  * writes "started" and then one result line there (harness/driver.py).
@@ -45,13 +52,21 @@ struct sandbox_result {
 	double seconds;
 };
 
+struct sandbox_job {
+	const struct sandbox_file *inputs;  /* under /input */
+	size_t n_inputs;
+	const struct sandbox_file *harness; /* under /harness */
+	size_t n_harness;
+	const char *secret;                 /* on fd 4 of the command (NULL: fd 4 closed) */
+	size_t secret_len;
+};
+
 /* Is the sandbox usable here? 0, or -ENOSYS with the reason in why. Runs bwrap once. */
 int sandbox_probe(const char *python, char *why, size_t whylen);
-/* Runs argv (argv[0] an absolute path inside the sandbox) with files under /input
- * and harness_dir under /harness. 0 when the child ran (whatever it did), or a
- * negative errno when the host could not even start it (res is then empty). */
-__attribute__((warn_unused_result)) int sandbox_run(const char *harness_dir, const struct sandbox_file *files,
-						    size_t nfiles, const char *const *argv,
+/* Runs argv (argv[0] an absolute path inside the sandbox) for job. 0 when the
+ * child ran (whatever it did), or a negative errno when the host could not
+ * even start it (res is then empty). */
+__attribute__((warn_unused_result)) int sandbox_run(const struct sandbox_job *job, const char *const *argv,
 						    const struct sandbox_limits *lim, struct sandbox_result *res);
 void sandbox_result_finish(struct sandbox_result *res);
 /* Removes input folders left in /tmp by a process killed while grading (named

@@ -43,7 +43,7 @@ struct eval_task {
 	const char *reference;   /* a solution (or a reply) that must pass; NULL when the grader derives one */
 	const char *const *requires; /* Python modules the grader needs (missing -> environment) */
 	int n_requires;
-	double timeout_s;        /* wall clock per sandbox run (default 10) */
+	double timeout_s;        /* CPU seconds per limited run, the floor of the scaled limit (default 10; grade.h) */
 	int64_t memory_mb;       /* address space of the sandbox (default 1024) */
 	const char *file;        /* where it was read */
 	int line;

@@ -234,34 +234,116 @@ static int load_side(sqlite3 *db, struct side *s, char *err, size_t errlen)
 
 /* Lists the top-level protocol keys whose values differ, ignoring what a
  * condition is allowed to change. Returns the number of differing keys. */
-static int config_diff(const char *ja, const char *jb, char *out, size_t n)
+/* ---- frozen configurations: what may differ between two compared runs ---- */
+
+/* Keys of the frozen configuration (run.c's frozen_config) whose difference
+ * makes a comparison invalid: other tasks (dataset contents), other analysis,
+ * other repeats or budgets. Everything else (model, endpoint, template,
+ * sampling, server, client timeouts) is what a condition is, and is named in
+ * the report's header. Matched as a prefix of the nested key. */
+static const char *const refused_keys[] = {
+	"protocol.analysis", "protocol.repeats", "protocol.attempts", "protocol.sampling.max_tokens",
+	"protocol.sampling.reasoning_max_tokens", "protocol.loop_stop", "datasets",
+};
+/* Compared whole, named by their key only (long lists, opaque blobs). */
+static const char *const whole_keys[] = {"task_order", "excluded", "server_fingerprint", "power_plan",
+					 "grader_limits"};
+
+struct cfg_diff {
+	char *allowed;  /* "key: A vs B; ..." */
+	size_t allowed_cap;
+	char *refused;  /* "key, key" */
+	size_t refused_cap;
+	int n_allowed, n_refused;
+};
+
+static bool key_in(const char *key, const char *const *list, size_t n, bool prefix)
 {
-	static const char *const ignore[] = { "description", "condition", "conditions", "model", "endpoint",
-					      "fingerprint", "power_plan" };
-	cJSON *a = cJSON_Parse(ja), *b = cJSON_Parse(jb);
-	int diffs = 0;
-	out[0] = 0;
-	for (int pass = 0; pass < 2; pass++) {
-		cJSON *x = pass ? b : a, *y = pass ? a : b;
-		for (cJSON *it = x ? x->child : NULL; it; it = it->next) {
-			bool skip = false;
-			for (size_t i = 0; i < sizeof ignore / sizeof ignore[0]; i++)
-				skip |= strcmp(it->string, ignore[i]) == 0;
-			cJSON *other = cJSON_GetObjectItemCaseSensitive(y, it->string);
-			if (skip || (pass == 1 && other) || (other && cJSON_Compare(it, other, true)))
-				continue;
-			size_t l = strlen(out);
-			snprintf(out + l, n - l, "%s%s", diffs ? ", " : "", it->string);
-			diffs++;
+	for (size_t i = 0; i < n; i++) {
+		size_t l = strlen(list[i]);
+		if (prefix ? strncmp(key, list[i], l) == 0 && (key[l] == 0 || key[l] == '.' || key[l] == '[')
+			   : strcmp(key, list[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* The dataset paths may differ; their contents (sha256) may not. */
+static bool refused_key(const char *key)
+{
+	if (strncmp(key, "datasets[", 9) == 0 && strstr(key, "].path"))
+		return false;
+	return key_in(key, refused_keys, sizeof refused_keys / sizeof refused_keys[0], true);
+}
+
+static void short_value(const cJSON *v, char *out, size_t n)
+{
+	char *t = v ? cJSON_PrintUnformatted(v) : NULL;
+	snprintf(out, n, "%s", t ? t : "(absent)");
+	if (t && strlen(t) >= n && n > 4)
+		memcpy(out + n - 4, "...", 4);
+	free(t);
+}
+
+static void note_diff(struct cfg_diff *d, const char *key, const cJSON *a, const cJSON *b)
+{
+	if (refused_key(key)) {
+		size_t l = strlen(d->refused);
+		snprintf(d->refused + l, d->refused_cap - l, "%s%s", d->n_refused++ ? ", " : "", key);
+		return;
+	}
+	char va[96], vb[96];
+	short_value(a, va, sizeof va);
+	short_value(b, vb, sizeof vb);
+	size_t l = strlen(d->allowed);
+	snprintf(d->allowed + l, d->allowed_cap - l, "%s%s: %s vs %s", d->n_allowed++ ? "; " : "", key, va, vb);
+}
+
+static void diff_walk(struct cfg_diff *d, const char *key, const cJSON *a, const cJSON *b)
+{
+	if (a && b && cJSON_Compare(a, b, true))
+		return;
+	bool whole = key_in(key, whole_keys, sizeof whole_keys / sizeof whole_keys[0], false);
+	/* an object on one side only is walked too, so its leaves are named */
+	if (!whole && (cJSON_IsObject(a) || !a) && (cJSON_IsObject(b) || !b) && (a || b)) {
+		for (int pass = 0; pass < 2; pass++)
+			for (const cJSON *it = (pass ? b : a) ? (pass ? b : a)->child : NULL; it; it = it->next) {
+				const cJSON *other = cJSON_GetObjectItemCaseSensitive(pass ? a : b, it->string);
+				if (pass == 1 && other)
+					continue; /* seen in the first pass */
+				char sub[256];
+				snprintf(sub, sizeof sub, "%s%s%s", key, key[0] ? "." : "", it->string);
+				diff_walk(d, sub, pass ? other : it, pass ? it : other);
+			}
+		return;
+	}
+	if (!whole && cJSON_IsArray(a) && cJSON_IsArray(b) && cJSON_GetArraySize(a) == cJSON_GetArraySize(b)) {
+		int i = 0;
+		for (const cJSON *x = a->child, *y = b->child; x && y; x = x->next, y = y->next, i++) {
+			char sub[256];
+			snprintf(sub, sizeof sub, "%s[%d]", key, i);
+			diff_walk(d, sub, x, y);
 		}
+		return;
 	}
-	if (!a || !b) {
-		snprintf(out, n, "protocol_json (not valid JSON in one run)");
-		diffs++;
-	}
+	note_diff(d, key, a, b);
+}
+
+/* Compares two frozen configurations: refused (invalidating) keys into
+ * refused, the others with both values into allowed. Returns the number of
+ * refused differences. */
+static int config_diff(const char *ja, const char *jb, char *refused, size_t rn, char *allowed, size_t an)
+{
+	cJSON *a = cJSON_Parse(ja), *b = cJSON_Parse(jb);
+	struct cfg_diff d = {allowed, an, refused, rn, 0, 0};
+	refused[0] = allowed[0] = 0;
+	if (!a || !b)
+		note_diff(&d, "datasets (a run's protocol_json is not valid JSON)", NULL, NULL);
+	else
+		diff_walk(&d, "", a, b);
 	cJSON_Delete(a);
 	cJSON_Delete(b);
-	return diffs;
+	return d.n_refused;
 }
 
 /* The protocol's pre-registered tests (analysis.tests), in order, and the
@@ -697,11 +779,13 @@ int report_compare_build(const struct report_compare_opts *o, struct report_doc 
 	sqlite3 *db = (sqlite3 *)store_db(s);
 	int rc = report_db_run(s, o->run_a, "eval", &A.run, err, errlen);
 	rc = rc ? rc : report_db_run(s, o->run_b, "eval", &B.run, err, errlen);
-	char diff[1024];
-	if (rc == 0 && config_diff(A.run.protocol_json, B.run.protocol_json, diff, sizeof diff) && !o->allow_config_diff) {
+	char diff[1024], conds[2048];
+	int refused = rc ? 0 : config_diff(A.run.protocol_json, B.run.protocol_json, diff, sizeof diff, conds, sizeof conds);
+	if (refused && !o->allow_config_diff) {
 		snprintf(err, errlen,
-			 "runs %lld and %lld were run with different frozen configurations (differ in: %s); pass "
-			 "--allow-config-diff to compare them anyway",
+			 "runs %lld and %lld were run with different frozen configurations (differ in: %s; other "
+			 "tasks, analysis, repeats or budgets make the comparison invalid); pass --allow-config-diff "
+			 "to compare them anyway",
 			 (long long)A.run.id, (long long)B.run.id, diff);
 		rc = -EINVAL;
 	}
@@ -725,7 +809,9 @@ int report_compare_build(const struct report_compare_opts *o, struct report_doc 
 			   "computed from eval_rows at render time.",
 			(long long)A.run.id, A.run.model[0] ? A.run.model : "model not recorded", A.run.started,
 			(long long)B.run.id, B.run.model[0] ? B.run.model : "model not recorded", B.run.started);
-	if (config_diff(A.run.protocol_json, B.run.protocol_json, diff, sizeof diff))
+	if (conds[0])
+		report_doc_para(d, "The conditions differ in: %s.", conds);
+	if (refused)
 		report_doc_para(d, "Warning: the runs' frozen configurations differ in %s (compared because "
 				   "--allow-config-diff was given).", diff);
 	for (int k = 0; k < 2; k++) {

@@ -6,9 +6,12 @@
  * mean +- sd, Welch), failure classes and tokens. A task's outcome in one repeat
  * is its last attempt; attempts ending in api_error or environment are not the
  * model's failures and are left out of every rate (they are counted). Runs with
- * different task sets are refused unless intersect is set; runs whose frozen
- * configurations differ beyond the condition (model, endpoint) are refused unless
- * allow_config_diff is set. Tests the protocol pre-registered come first.
+ * different task sets are refused unless intersect is set. Runs may differ in
+ * what a condition is (model, endpoint, template, sampling, server, client
+ * timeouts): the header names each nested key with both values. Runs whose
+ * frozen configurations differ in datasets' contents, analysis, repeats or
+ * budgets (attempts, max_tokens, loop_stop) are refused, naming the nested
+ * key, unless allow_config_diff is set. Tests the protocol pre-registered come first.
  * Reads the DB only. Arguments are borrowed. */
 #ifndef SIXI_REPORT_EVAL_H
 #define SIXI_REPORT_EVAL_H

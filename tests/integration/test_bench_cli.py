@@ -221,7 +221,31 @@ def case_bad_utf8():
     check(lv.get("errors") == 0 and lv.get("ok") == 4, "bad UTF-8 does not break the stream (%r)" % lv)
 
 
+def case_paused_client():
+    # a client stopped mid-run sends late: the level is invalid in the stored row, the table and
+    # the footer alike (the pause is 1.5 s, three times the 500 ms send-lag bound)
+    srv = Server()
+    try:
+        p = subprocess.Popen([BENCH, "rate", "--db", DB, "--no-plots", "--url", srv.url, "--rps", "20",
+                              "--duration", "3", "--max-tokens", "8"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        time.sleep(0.8)
+        os.kill(p.pid, signal.SIGSTOP)
+        time.sleep(1.5)
+        os.kill(p.pid, signal.SIGCONT)
+        out, err = p.communicate(timeout=120)
+    finally:
+        srv.stop()
+    check(p.returncode == 0, "rate runs (%s)" % err[-200:])
+    footer = "client overloaded: results invalid" in out
+    table = "is invalid: the client was overloaded" in out
+    (valid,), = rows("SELECT json_extract(summary_json, '$.levels[#-1].valid') FROM runs WHERE workload = 'rate' ORDER BY id DESC LIMIT 1")
+    check(footer and table, "the footer and the table both call the level invalid: %r" % out[-800:])
+    check(valid == 0, "the stored level is invalid (valid = %r)" % (valid,))
+
+
 CASES = {
+    "paused_client": case_paused_client,
     "bad_utf8": case_bad_utf8,
     "tokens_per_event": case_tokens_per_event, "missing_usage": case_missing_usage,
     "cached_tokens": case_cached_tokens, "readiness": case_readiness, "faults": case_faults,

@@ -288,7 +288,7 @@ static const struct attack attacks[] = {
 	 "for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGXCPU):\n"
 	 "    signal.signal(s, signal.SIG_IGN)\n"
 	 "time.sleep(10 ** 6)\nESCAPED = True\n",
-	 0.5, 1024, 10, NULL},
+	 0.5, 1024, 40, NULL}, /* idle: judged at the wall backstop, 4 x 0.5 + 10 s */
 	{"daemon-outlives-grader",
 	 "import os, sys\nESCAPED = False\n"
 	 "if os.fork() == 0:\n"

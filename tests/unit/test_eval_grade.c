@@ -107,15 +107,40 @@ static void test_timeout_rerun(struct grader *g)
 	struct grade_result r;
 	struct eval_task t = py_task("assert True\n");
 	t.timeout_s = 0.3;
+	/* idle past the wall backstop (4 x 0.3 + 10 s) is the program's timeout, not the machine's */
 	CHECK(grade_solution(g, &t, "import time\ntime.sleep(30)\n", &r) == 0);
 	CHECK_EQ_INT(r.status, GRADE_FAIL);
-	CHECK(r.timed_out && r.reran_alone);
-	CHECK(r.seconds < 10);
+	CHECK(r.timed_out && !r.reran_alone && strstr(r.detail, "idle"));
+	CHECK(r.seconds < 100);
+	/* a CPU limit passed is a timeout at once, however busy the machine */
+	CHECK(grade_solution(g, &t, "while True:\n    pass\n", &r) == 0);
+	CHECK_EQ_INT(r.status, GRADE_FAIL);
+	CHECK(r.timed_out && strstr(r.detail, "CPU"));
+	CHECK(r.cpu_limit_s == 0.3);
 	/* memory limit: a failure, and the harness goes on */
 	t.timeout_s = 5;
 	CHECK(grade_solution(g, &t, "x = bytearray(4 * 1024 ** 3)\n", &r) == 0);
 	CHECK(r.status == GRADE_FAIL && strstr(r.detail, "MemoryError"));
 	CHECK(grade_solution(g, &t, "x = 1\n", &r) == 0 && r.status == GRADE_PASS);
+}
+
+/* max(timeout_s, 4 x reference CPU), and the record a run keeps of it */
+static void test_cpu_limits(struct grader *g)
+{
+	struct eval_task t = py_task("assert True\n");
+	t.id = "limits/x";
+	t.timeout_s = 5;
+	CHECK(grader_cpu_limit(g, &t) == 5);
+	CHECK(grader_set_reference_cpu(g, "limits/x", 0.5) == 0);
+	CHECK(grader_cpu_limit(g, &t) == 5);
+	CHECK(grader_set_reference_cpu(g, "limits/x", 3) == 0);
+	CHECK(grader_cpu_limit(g, &t) == 12);
+	cJSON *rec = grader_limits_json(g);
+	CHECK(rec && cJSON_GetObjectItem(cJSON_GetObjectItem(rec, "reference_cpu_s"), "limits/x"));
+	struct grader *g2 = grader_create(test_src_path("harness"), NULL);
+	CHECK(g2 && grader_limits_load(g2, rec) == 0 && grader_cpu_limit(g2, &t) == 12);
+	grader_destroy(g2);
+	cJSON_Delete(rec);
 }
 
 int main(void)
@@ -127,6 +152,7 @@ int main(void)
 		return test_done();
 	}
 	struct grader *g = grader_create(test_src_path("harness"), NULL);
+	test_cpu_limits(g);
 	if (grader_sandbox_problem(g)) {
 		/* then every code grade must say environment, never fail */
 		struct grade_result r;

@@ -330,14 +330,23 @@ static void compare(void)
 	report_doc_destroy(d);
 	d = build("compare", db, ids[0], id4, "--intersect", err, sizeof err);
 	CHECK(!d && strstr(err, "no task in common") != NULL);
-	/* a different frozen configuration */
+	/* another sampling is another condition: compared */
 	int64_t r5 = add_run(s, "eval", "eval", "{\"name\":\"essay\",\"sampling\":{\"temperature\":0},\"repeats\":4}");
 	eval_row(s, r5, 0, "t00", 0, "pass", 1);
 	char id5[24];
 	snprintf(id5, sizeof id5, "%lld", (long long)r5);
 	d = build("compare", db, ids[0], id5, "--intersect", err, sizeof err);
-	CHECK(!d && strstr(err, "different frozen configurations") != NULL && strstr(err, "sampling") != NULL);
-	d = build("compare", db, ids[0], id5, "--intersect", err, sizeof err);
+	CHECK(d != NULL);
+	report_doc_destroy(d);
+	/* another analysis (a nested key of the frozen protocol) is refused, named */
+	int64_t r_an = add_run(s, "eval", "eval", "{\"name\":\"essay\",\"sampling\":{\"temperature\":0.7},\"repeats\":4,"
+					      "\"analysis\":{\"tests\":[\"fisher\",\"sign\",\"welch\"],\"alternative\":"
+					      "\"greater\",\"alpha\":0.05},\"protocol\":{\"analysis\":{\"alpha\":0.01}}}");
+	eval_row(s, r_an, 0, "t00", 0, "pass", 1);
+	char id_an[24];
+	snprintf(id_an, sizeof id_an, "%lld", (long long)r_an);
+	d = build("compare", db, ids[0], id_an, "--intersect", err, sizeof err);
+	CHECK(!d && strstr(err, "different frozen configurations") != NULL && strstr(err, "protocol.analysis.alpha") != NULL);
 	report_doc_destroy(d);
 	/* NaN in a column (stored as text) */
 	snprintf(sql, sizeof sql, "UPDATE eval_rows SET completion_tokens = 'nan' WHERE run = %lld AND task_id = 't03'",

@@ -452,6 +452,13 @@ int main(int argc, char **argv)
 		rb_mode = strcmp(rollback, "log") == 0 ? 1 : 2;
 		cfg.sched.spec_draft_max = (int32_t)draft_max;
 	}
+	/* Signals become events on the loop: block them in every thread first, before the CUDA
+	 * runtime (open_device) starts threads of its own. */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	int cuda_dev = -1;
 	if (open_device(device, model, draft, rb_mode, &cuda_dev, &mem_limit) != 0)
 		return 2;
@@ -467,12 +474,6 @@ int main(int argc, char **argv)
 	if (sized != 0)
 		return sized == -ENOMEM ? 3 : 2;
 
-	/* Signals become events on the loop: block them in every thread first. */
-	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (sfd < 0) {

@@ -832,7 +832,7 @@ static int ensure_rows(struct cuda_model *m, int N)
 {
 	if (N <= m->cap_rows)
 		return 0;
-	int cap = N < 64 ? 64 : N;
+	int cap = imax(imax(N, 2 * m->cap_rows), 64); /* doubling: passes of growing width do not reallocate each time */
 	float *bufs[] = { m->x, m->h, m->y, m->a1, m->a2, m->a3, m->a4, m->gb, m->ab, m->logits };
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		cudaFree(bufs[i]);

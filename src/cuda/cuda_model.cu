@@ -43,6 +43,7 @@ extern "C" {
 #define L2_EPS 1e-6f  /* model.c's l2norm epsilon */
 #define MAX_KW 16     /* conv widths the window kernels hold in registers */
 #define SMALL_ROWS 16 /* passes up to this many rows take the warp-per-output product */
+#define GRAPHS 16     /* captured pass shapes kept */
 
 /* ======== weights ======== */
 
@@ -63,8 +64,19 @@ struct dlayer {
 	struct dmat ffn_gate, ffn_up, ffn_down;
 };
 
+/* A pass shape seen before, and the CUDA graph of its kernels once seen twice. */
+struct graph_slot {
+	int N, S, n_out, uses;
+	unsigned last;
+	cudaGraphExec_t exec;
+};
+
 struct cuda_model {
-	int dev;
+	int dev, n_sm;
+	cudaStream_t st;                 /* every pass runs here */
+	struct graph_slot graphs[GRAPHS];
+	unsigned graph_clock;
+	int use_graphs;
 	struct model_config cfg;
 	int n_gdn, n_attn, cd, hist, kvd, Hk, Hv, d, kw;
 	int n_slots, n_ctx, rb_rows;
@@ -359,6 +371,7 @@ struct mm_args {
 	int n_mat;
 	const float *x;
 	int xs, N;
+	int kw;      /* small kernel: warps per output */
 };
 
 __device__ __forceinline__ int mm_pick(const struct mm_args &a, int g, int *base)
@@ -370,42 +383,61 @@ __device__ __forceinline__ int mm_pick(const struct mm_args &a, int g, int *base
 	return k;
 }
 
-/* A warp per output, R rows at a time. */
+/* kw warps per output (kw divides 8: an output's warps share a block), each a kw-th of the
+ * inputs; R rows at a time. Sums: per lane, then over the warp, then over its kw warps in order,
+ * so a row's result does not depend on the other rows of the pass. */
 template <int R> __global__ void __launch_bounds__(256) mm_small(struct mm_args a)
 {
-	int g = blockIdx.x * 8 + (threadIdx.x >> 5), lane = threadIdx.x & 31;
-	if (g >= a.end[a.n_mat - 1])
-		return;
-	int base, k = mm_pick(a, g, &base);
+	__shared__ float part[8][R];
+	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, kw = a.kw;
+	const int g = (blockIdx.x * 8 + warp) / kw, q = warp % kw;
+	const bool live = g < a.end[a.n_mat - 1];
+	int base = 0, k = live ? mm_pick(a, g, &base) : 0;
 	const struct dmat &w = a.w[k];
-	int o = g - base;
+	const int o = g - base;
 	for (int r0 = 0; r0 < a.N; r0 += R) {
 		float acc[R];
 #pragma unroll
 		for (int r = 0; r < R; r++)
 			acc[r] = 0.f;
-		for (int i = lane * 8; i < w.n_in; i += 256) {
+		for (int i = (q * 32 + lane) * 8; live && i < w.n_in; i += 256 * kw) {
 			float wv[8];
 			load8(w, o, i, wv);
 #pragma unroll
 			for (int r = 0; r < R; r++) {
 				if (r0 + r < a.N) {
 					const float4 *xp = reinterpret_cast<const float4 *>(a.x + (size_t)(r0 + r) * a.xs + i);
-					float4 p = __ldg(xp), q = __ldg(xp + 1);
-					acc[r] += wv[0] * p.x + wv[1] * p.y + wv[2] * p.z + wv[3] * p.w + wv[4] * q.x +
-						  wv[5] * q.y + wv[6] * q.z + wv[7] * q.w;
+					float4 p = __ldg(xp), u = __ldg(xp + 1);
+					acc[r] += wv[0] * p.x + wv[1] * p.y + wv[2] * p.z + wv[3] * p.w + wv[4] * u.x +
+						  wv[5] * u.y + wv[6] * u.z + wv[7] * u.w;
 				}
 			}
 		}
 #pragma unroll
 		for (int r = 0; r < R; r++) {
-			float s = acc[r];
 #pragma unroll
 			for (int off = 16; off > 0; off >>= 1)
-				s += __shfl_xor_sync(0xffffffffu, s, off);
-			if (lane == 0 && r0 + r < a.N)
-				a.y[k][(size_t)(r0 + r) * a.ys[k] + o] = s;
+				acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], off);
 		}
+		if (kw == 1) {
+#pragma unroll
+			for (int r = 0; r < R; r++)
+				if (live && lane == 0 && r0 + r < a.N)
+					a.y[k][(size_t)(r0 + r) * a.ys[k] + o] = acc[r];
+			continue;
+		}
+		if (lane == 0)
+#pragma unroll
+			for (int r = 0; r < R; r++)
+				part[warp][r] = acc[r];
+		__syncthreads();
+		if (live && q == 0 && lane < R && r0 + lane < a.N) {
+			float t = 0.f;
+			for (int j = 0; j < kw; j++)
+				t += part[warp + j][lane];
+			a.y[k][(size_t)(r0 + lane) * a.ys[k] + o] = t;
+		}
+		__syncthreads();
 	}
 }
 
@@ -608,23 +640,29 @@ __global__ void window_kernel(struct meta mt, float *win_base, float *xlog_base,
 }
 
 /* L2-normalise q and k per K-head; g and beta per V-head; kept rows into the log.
- * Grid: N; block 128 (4 warps over the 2 H_k vectors). */
+ * Grid: (N, head groups); 4 warps a block, a warp per vector. */
 __global__ void gdn_pre_kernel(struct meta mt, float *a2, int w2, const float *ab, float *gb, const float *ssm_a,
 			       const float *dt_bias, int Hk, int Hv, int d, float *lk, float *lv, float *lg, float *lb,
 			       int L, size_t lk_slot, size_t lv_slot, size_t lg_slot)
 {
 	int r = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+	int s = mt.row_seg[r], spec = mt.seg_spec[s], slot = mt.seg_slot[s], t = mt.seg_c[s] + (r - mt.seg_r0[s]);
 	float *row = a2 + (size_t)r * w2;
-	for (int v = warp; v < 2 * Hk; v += nw) {
+	for (int v = blockIdx.y * nw + warp; v < 2 * Hk; v += nw * gridDim.y) {
 		float *p = row + (size_t)v * d;
 		float ss = 0.f;
 		for (int i = lane; i < d; i += 32)
 			ss += p[i] * p[i];
 		ss = warp_sum(ss);
 		float sc = 1.0f / sqrtf(ss + L2_EPS);
-		for (int i = lane; i < d; i += 32)
+		for (int i = lane; i < d; i += 32) {
 			p[i] *= sc;
+			if (spec && v >= Hk) /* a kept row's key into the log */
+				lk[lk_slot * slot + (size_t)t * Hk * d + (size_t)(v - Hk) * d + i] = p[i];
+		}
 	}
+	if (blockIdx.y != 0)
+		return;
 	const float *abr = ab + (size_t)r * 2 * Hv;
 	float *g = gb + (size_t)r * 2 * Hv;
 	for (int h = threadIdx.x; h < Hv; h += blockDim.x) {
@@ -632,29 +670,22 @@ __global__ void gdn_pre_kernel(struct meta mt, float *a2, int w2, const float *a
 		sp = sp > 20.0f ? sp : log1pf(expf(sp));
 		g[h] = ssm_a[h] * sp;
 		g[Hv + h] = 1.0f / (1.0f + expf(-abr[h]));
+		if (spec) {
+			lg[lg_slot * slot + (size_t)t * Hv + h] = g[h];
+			lb[lg_slot * slot + (size_t)t * Hv + h] = g[Hv + h];
+		}
 	}
-	int s = mt.row_seg[r];
-	if (!mt.seg_spec[s])
-		return;
-	__syncthreads();
-	int slot = mt.seg_slot[s], t = mt.seg_c[s] + (r - mt.seg_r0[s]);
-	float *k = lk + lk_slot * slot + (size_t)t * Hk * d, *v = lv + lv_slot * slot + (size_t)t * Hv * d;
-	for (int i = threadIdx.x; i < Hk * d; i += blockDim.x)
-		k[i] = row[(size_t)Hk * d + i];
-	for (int i = threadIdx.x; i < Hv * d; i += blockDim.x)
-		v[i] = row[(size_t)2 * Hk * d + i];
-	for (int h = threadIdx.x; h < Hv; h += blockDim.x) {
-		lg[lg_slot * slot + (size_t)t * Hv + h] = g[h];
-		lb[lg_slot * slot + (size_t)t * Hv + h] = g[Hv + h];
-	}
+	if (spec)
+		for (int i = threadIdx.x; i < Hv * d; i += blockDim.x)
+			lv[lv_slot * slot + (size_t)t * Hv * d + i] = row[(size_t)2 * Hk * d + i];
 	(void)L;
 }
 
-/* Gated RMSNorm per V-head, times SiLU(z). Grid: N; a warp per head. */
+/* Gated RMSNorm per V-head, times SiLU(z). Grid: (N, head groups); a warp per head. */
 __global__ void gdn_post_kernel(float *a4, int w4, const float *a3, int w3, const float *nw_, int Hv, int d, float eps)
 {
 	int r = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
-	for (int h = warp; h < Hv; h += nw) {
+	for (int h = blockIdx.y * nw + warp; h < Hv; h += nw * gridDim.y) {
 		float *o = a4 + (size_t)r * w4 + (size_t)h * d;
 		const float *z = a3 + (size_t)r * w3 + (size_t)h * d;
 		float ss = 0.f;
@@ -668,14 +699,14 @@ __global__ void gdn_post_kernel(float *a4, int w4, const float *a3, int w3, cons
 }
 
 /* Per-head RMSNorm + partial RoPE of q (in [q | gate] per head) and k; k, v into the cache.
- * Grid: N; a warp per head. */
+ * Grid: (N, head groups); a warp per head. */
 __global__ void attn_qk_kernel(struct meta mt, float *a1, int w1, float *a2, int w2, const float *a3, int w3,
 			       const float *qn, const float *kn, int nh, int nkv, int hd, int n_rot, float theta,
 			       float eps, float *kc, float *vc, size_t kv_slot, int kvd)
 {
 	int r = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
 	int pos = mt.row_pos[r], slot = mt.seg_slot[mt.row_seg[r]], half = n_rot / 2;
-	for (int v = warp; v < nh + nkv; v += nw) {
+	for (int v = blockIdx.y * nw + warp; v < nh + nkv; v += nw * gridDim.y) {
 		float *p = v < nh ? a1 + (size_t)r * w1 + (size_t)v * 2 * hd : a2 + (size_t)r * w2 + (size_t)(v - nh) * hd;
 		const float *w = v < nh ? qn : kn;
 		float ss = 0.f;
@@ -692,12 +723,14 @@ __global__ void attn_qk_kernel(struct meta mt, float *a1, int w1, float *a2, int
 		}
 		for (int i = n_rot + lane; i < hd; i += 32)
 			p[i] = p[i] * sc * w[i];
-	}
-	__syncthreads();
-	float *K = kc + kv_slot * slot + (size_t)pos * kvd, *V = vc + kv_slot * slot + (size_t)pos * kvd;
-	for (int i = threadIdx.x; i < kvd; i += blockDim.x) {
-		K[i] = a2[(size_t)r * w2 + i];
-		V[i] = a3[(size_t)r * w3 + i];
+		if (v < nh)
+			continue;
+		__syncwarp(); /* the head's k is final: into the cache, with its v */
+		size_t at = kv_slot * slot + (size_t)pos * kvd + (size_t)(v - nh) * hd;
+		for (int i = lane; i < hd; i += 32) {
+			kc[at + i] = p[i];
+			vc[at + i] = a3[(size_t)r * w3 + (size_t)(v - nh) * hd + i];
+		}
 	}
 }
 
@@ -808,19 +841,25 @@ static void matmul_n(struct cuda_model *m, int n, const struct dmat *const *w, c
 		acc += tiled ? (w[i]->n_out + 63) / 64 : w[i]->n_out;
 		a.end[i] = acc;
 	}
+	/* enough warps to fill the device (~64 a multiprocessor): a product of few outputs splits
+	 * its inputs over up to 8 warps an output */
+	int min_in = w[0]->n_in;
+	a.kw = 1;
+	while (!tiled && a.kw < 8 && (long)acc * a.kw < 64L * m->n_sm && min_in >= 512 * a.kw)
+		a.kw *= 2;
+	unsigned blocks = (unsigned)(((long)acc * a.kw + 7) / 8);
 	if (tiled) {
 		dim3 grid((unsigned)((N + 63) / 64), (unsigned)acc);
-		mm_tiled<<<grid, 256>>>(a);
+		mm_tiled<<<grid, 256, 0, m->st>>>(a);
 	} else if (N == 1) {
-		mm_small<1><<<(acc + 7) / 8, 256>>>(a);
+		mm_small<1><<<blocks, 256, 0, m->st>>>(a);
 	} else if (N == 2) {
-		mm_small<2><<<(acc + 7) / 8, 256>>>(a);
+		mm_small<2><<<blocks, 256, 0, m->st>>>(a);
 	} else if (N <= 4) {
-		mm_small<4><<<(acc + 7) / 8, 256>>>(a);
+		mm_small<4><<<blocks, 256, 0, m->st>>>(a);
 	} else {
-		mm_small<8><<<(acc + 7) / 8, 256>>>(a);
+		mm_small<8><<<blocks, 256, 0, m->st>>>(a);
 	}
-	(void)m;
 }
 
 static void matmul(struct cuda_model *m, const struct dmat *w, const float *x, int xs, int N, float *y, int ys)
@@ -828,10 +867,21 @@ static void matmul(struct cuda_model *m, const struct dmat *w, const float *x, i
 	matmul_n(m, 1, &w, x, xs, N, &y, &ys);
 }
 
+/* Captured graphs hold the buffers' addresses: dropped when a buffer moves. */
+static void graphs_drop(struct cuda_model *m)
+{
+	for (int i = 0; i < GRAPHS; i++) {
+		if (m->graphs[i].exec)
+			cudaGraphExecDestroy(m->graphs[i].exec);
+		memset(&m->graphs[i], 0, sizeof m->graphs[i]);
+	}
+}
+
 static int ensure_rows(struct cuda_model *m, int N)
 {
 	if (N <= m->cap_rows)
 		return 0;
+	graphs_drop(m);
 	int cap = imax(imax(N, 2 * m->cap_rows), 64); /* doubling: passes of growing width do not reallocate each time */
 	float *bufs[] = { m->x, m->h, m->y, m->a1, m->a2, m->a3, m->a4, m->gb, m->ab, m->logits };
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
@@ -861,6 +911,7 @@ static int meta_upload(struct cuda_model *m, const struct pass_meta *p, struct m
 {
 	int total = 3 * p->N + 6 * p->S + p->n_out + 1;
 	if (total > m->meta_cap) {
+		graphs_drop(m);
 		cudaFree(m->meta);
 		cudaFreeHost(m->hmeta);
 		m->meta = NULL;
@@ -886,7 +937,8 @@ static int meta_upload(struct cuda_model *m, const struct pass_meta *p, struct m
 		*dst[i] = d + at;
 		at += len[i];
 	}
-	cudaError_t e = cudaMemcpy(d, h, sizeof(int) * (size_t)at, cudaMemcpyHostToDevice);
+	/* async from pinned memory: h is rewritten only after the pass (or the fold) has synchronised */
+	cudaError_t e = cudaMemcpyAsync(d, h, sizeof(int) * (size_t)at, cudaMemcpyHostToDevice, m->st);
 	return e == cudaSuccess ? 0 : cuda_fail(m, e, "pass metadata");
 }
 
@@ -934,7 +986,7 @@ static int gdn_step(struct cuda_model *m, int gi, const struct meta *mt, int S, 
 		/* a fold: every replayed row comes from the log; nk stays NULL but no new rows exist */
 		a.T = 0;
 	}
-	int rc = gdn_cuda_rows(&a, 0);
+	int rc = gdn_cuda_rows(&a, m->st);
 	return rc ? cuda_fail(m, (cudaError_t)rc, "GDN kernel") : 0;
 }
 
@@ -976,9 +1028,14 @@ static int fold(struct cuda_model *m, const int *slots, int n)
 	free(buf);
 	for (int gi = 0; !rc && gi < m->n_gdn; gi++) {
 		dim3 grid((unsigned)((m->cd + 127) / 128), (unsigned)n);
-		window_kernel<<<grid, 128>>>(mt, m->conv + (size_t)gi * m->n_slots * conv_slot(m), xlog_layer(m, gi),
+		window_kernel<<<grid, 128, 0, m->st>>>(mt, m->conv + (size_t)gi * m->n_slots * conv_slot(m), xlog_layer(m, gi),
 					     m->a1, m->w1, m->cd, m->kw, conv_slot(m), xlog_slot(m));
 		rc = gdn_step(m, gi, &mt, n, 0);
+	}
+	if (!rc) {
+		cudaError_t e = cudaStreamSynchronize(m->st); /* the pass's metadata reuses the host buffer */
+		if (e != cudaSuccess)
+			rc = cuda_fail(m, e, "fold");
 	}
 	for (int i = 0; !rc && i < n; i++)
 		m->rb_n[slots[i]] = 0;
@@ -994,15 +1051,15 @@ static void layer_gdn(struct cuda_model *m, const struct dlayer *l, const struct
 	matmul_n(m, 4, w, m->h, m->cfg.n_embd, N, y, ys);
 	float *win = m->conv + (size_t)gi * m->n_slots * conv_slot(m), *xl = xlog_layer(m, gi);
 	const float *xl_read = xl ? xl : win; /* no log: seg_c is 0 and it is never read */
-	conv_kernel<<<dim3((unsigned)((m->cd + 127) / 128), (unsigned)N), 128>>>(
+	conv_kernel<<<dim3((unsigned)((m->cd + 127) / 128), (unsigned)N), 128, 0, m->st>>>(
 		*mt, win, xl_read, m->a1, m->w1, l->conv_w, m->a2, m->w2, m->cd, m->kw, m->rb_rows, conv_slot(m),
 		xlog_slot(m));
-	window_kernel<<<dim3((unsigned)((m->cd + 127) / 128), (unsigned)S), 128>>>(
+	window_kernel<<<dim3((unsigned)((m->cd + 127) / 128), (unsigned)S), 128, 0, m->st>>>(
 		*mt, win, xl ? xl : win, m->a1, m->w1, m->cd, m->kw, conv_slot(m), xlog_slot(m));
 	size_t L = (size_t)(m->rb_rows > 0 ? m->rb_rows : 1);
 	size_t lks = L * m->Hk * m->d, lvs = L * Hv * m->d, lgs = L * Hv;
 	size_t base = (size_t)gi * m->n_slots;
-	gdn_pre_kernel<<<N, 128>>>(*mt, m->a2, m->w2, m->ab, m->gb, l->ssm_a, l->dt_bias, m->Hk, Hv, m->d,
+	gdn_pre_kernel<<<dim3((unsigned)N, (unsigned)((2 * m->Hk + 3) / 4)), 128, 0, m->st>>>(*mt, m->a2, m->w2, m->ab, m->gb, l->ssm_a, l->dt_bias, m->Hk, Hv, m->d,
 				   m->lk ? m->lk + base * lks : NULL, m->lv ? m->lv + base * lvs : NULL,
 				   m->lg ? m->lg + base * lgs : NULL, m->lb ? m->lb + base * lgs : NULL, (int)L, lks,
 				   lvs, lgs);
@@ -1012,20 +1069,20 @@ static int forward_layers(struct cuda_model *m, const struct meta *mt, int N, in
 {
 	const struct model_config *c = &m->cfg;
 	int E = c->n_embd, nh = c->n_head, nkv = c->n_head_kv, hd = c->head_dim;
-	embed_kernel<<<N, 128>>>(m->tok_embd, mt->tokens, m->x, E);
+	embed_kernel<<<N, 128, 0, m->st>>>(m->tok_embd, mt->tokens, m->x, E);
 	for (int il = 0; il < c->n_layer; il++) {
 		const struct dlayer *l = &m->layers[il];
-		add_norm_kernel<<<N, 256>>>(m->x, m->y, l->attn_norm, m->h, E, c->norm_eps, il > 0, NULL);
+		add_norm_kernel<<<N, 256, 0, m->st>>>(m->x, m->y, l->attn_norm, m->h, E, c->norm_eps, il > 0, NULL);
 		if (l->attn) {
 			const struct dmat *w[3] = { &l->wq, &l->wk, &l->wv };
 			float *y[3] = { m->a1, m->a2, m->a3 };
 			int ys[3] = { m->w1, m->w2, m->w3 };
 			matmul_n(m, 3, w, m->h, E, N, y, ys);
 			size_t kv_slot = (size_t)m->n_ctx * m->kvd, kv_layer = kv_slot * m->n_slots * l->index;
-			attn_qk_kernel<<<N, 128>>>(*mt, m->a1, m->w1, m->a2, m->w2, m->a3, m->w3, l->q_norm, l->k_norm, nh,
+			attn_qk_kernel<<<dim3((unsigned)N, (unsigned)((nh + nkv + 3) / 4)), 128, 0, m->st>>>(*mt, m->a1, m->w1, m->a2, m->w2, m->a3, m->w3, l->q_norm, l->k_norm, nh,
 						   nkv, hd, c->n_rot, c->rope_theta, c->norm_eps, m->kc + kv_layer,
 						   m->vc + kv_layer, kv_slot, m->kvd);
-			attn_kernel<<<dim3((unsigned)N, (unsigned)nh), 32 * ATT_WARPS>>>(
+			attn_kernel<<<dim3((unsigned)N, (unsigned)nh), 32 * ATT_WARPS, 0, m->st>>>(
 				*mt, m->a1, m->w1, m->a4, m->w4, m->kc + kv_layer, m->vc + kv_layer, kv_slot, m->kvd, nh,
 				nkv, hd);
 			matmul(m, &l->wo, m->a4, m->w4, N, m->y, E);
@@ -1034,24 +1091,74 @@ static int forward_layers(struct cuda_model *m, const struct meta *mt, int N, in
 			int rc = gdn_step(m, l->index, mt, S, 1);
 			if (rc)
 				return rc;
-			gdn_post_kernel<<<N, 128>>>(m->a4, m->w4, m->a3, m->w3, l->ssm_norm, m->Hv, m->d, c->norm_eps);
+			gdn_post_kernel<<<dim3((unsigned)N, (unsigned)((m->Hv + 3) / 4)), 128, 0, m->st>>>(m->a4, m->w4, m->a3, m->w3, l->ssm_norm, m->Hv, m->d, c->norm_eps);
 			matmul(m, &l->ssm_out, m->a4, m->w4, N, m->y, E);
 		}
-		add_norm_kernel<<<N, 256>>>(m->x, m->y, l->post_norm, m->h, E, c->norm_eps, 1, NULL);
+		add_norm_kernel<<<N, 256, 0, m->st>>>(m->x, m->y, l->post_norm, m->h, E, c->norm_eps, 1, NULL);
 		const struct dmat *w[2] = { &l->ffn_gate, &l->ffn_up };
 		float *y[2] = { m->a1, m->a2 };
 		int ys[2] = { m->w1, m->w2 };
 		matmul_n(m, 2, w, m->h, E, N, y, ys);
 		size_t cnt = (size_t)N * c->n_ff;
-		silu_mul_kernel<<<(unsigned)((cnt + 255) / 256), 256>>>(m->a1, m->w1, m->a2, m->w2, c->n_ff, N);
+		silu_mul_kernel<<<(unsigned)((cnt + 255) / 256), 256, 0, m->st>>>(m->a1, m->w1, m->a2, m->w2, c->n_ff, N);
 		matmul(m, &l->ffn_down, m->a1, m->w1, N, m->y, E);
 	}
 	if (n_out > 0) {
-		add_norm_kernel<<<n_out, 256>>>(m->x, m->y, m->output_norm, m->h, E, c->norm_eps, 1, mt->want);
+		add_norm_kernel<<<n_out, 256, 0, m->st>>>(m->x, m->y, m->output_norm, m->h, E, c->norm_eps, 1, mt->want);
 		matmul(m, &m->output, m->h, E, n_out, m->logits, c->n_vocab);
 	}
 	cudaError_t e = cudaGetLastError();
 	return e == cudaSuccess ? 0 : cuda_fail(m, e, "forward pass");
+}
+
+/* forward_layers, replayed from a CUDA graph when the pass's shape was seen before: a decode
+ * step of a steady set of streams is one launch instead of ~12 a layer (the launches, not the
+ * kernels, bound one-stream decode without it). The kernels read everything that changes
+ * between passes of one shape (tokens, slots, positions, kept rows) from the metadata. */
+static int run_pass(struct cuda_model *m, const struct meta *mt, int N, int S, int n_out)
+{
+	struct graph_slot *g = NULL, *victim = &m->graphs[0];
+	for (int i = 0; i < GRAPHS; i++) {
+		struct graph_slot *x = &m->graphs[i];
+		if (x->uses && x->N == N && x->S == S && x->n_out == n_out)
+			g = x;
+		if (x->last < victim->last)
+			victim = x;
+	}
+	m->graph_clock++;
+	if (!m->use_graphs)
+		return forward_layers(m, mt, N, S, n_out);
+	if (!g) {
+		if (victim->exec)
+			cudaGraphExecDestroy(victim->exec);
+		*victim = (struct graph_slot){ N, S, n_out, 1, m->graph_clock, NULL };
+		return forward_layers(m, mt, N, S, n_out);
+	}
+	g->last = m->graph_clock;
+	g->uses++;
+	cudaError_t e;
+	if (!g->exec) {
+		cudaGraph_t graph = NULL;
+		if ((e = cudaStreamBeginCapture(m->st, cudaStreamCaptureModeThreadLocal)) != cudaSuccess)
+			return cuda_fail(m, e, "graph capture");
+		int rc = forward_layers(m, mt, N, S, n_out);
+		e = cudaStreamEndCapture(m->st, &graph);
+		if (rc == 0 && e == cudaSuccess)
+			e = cudaGraphInstantiate(&g->exec, graph, 0);
+		if (graph)
+			cudaGraphDestroy(graph);
+		if (rc || e != cudaSuccess) {
+			g->exec = NULL;
+			return rc ? rc : cuda_fail(m, e, "graph capture");
+		}
+	}
+	e = cudaGraphLaunch(g->exec, m->st);
+	return e == cudaSuccess ? 0 : cuda_fail(m, e, "graph launch");
+}
+
+extern "C" void cuda_model_set_graphs(struct cuda_model *m, int on)
+{
+	m->use_graphs = on;
 }
 
 extern "C" int cuda_model_forward(struct cuda_model *m, const struct model_batch *b, const uint8_t *keep, float *logits)
@@ -1125,18 +1232,20 @@ extern "C" int cuda_model_forward(struct cuda_model *m, const struct model_batch
 	}
 	{
 		struct meta mt;
-		if ((rc = meta_upload(m, &p, &mt)) || (rc = forward_layers(m, &mt, N, S, n_out)))
+		if ((rc = meta_upload(m, &p, &mt)) || (rc = run_pass(m, &mt, N, S, n_out)))
 			goto out;
 	}
 	if (n_out > 0 && logits) {
-		cudaError_t e = cudaMemcpy(logits, m->logits, sizeof(float) * (size_t)n_out * m->cfg.n_vocab,
-					   cudaMemcpyDeviceToHost);
+		cudaError_t e = cudaMemcpyAsync(logits, m->logits, sizeof(float) * (size_t)n_out * m->cfg.n_vocab,
+						cudaMemcpyDeviceToHost, m->st);
+		if (e == cudaSuccess)
+			e = cudaStreamSynchronize(m->st);
 		if (e != cudaSuccess) {
 			rc = cuda_fail(m, e, "logits");
 			goto out;
 		}
 	} else {
-		cudaError_t e = cudaDeviceSynchronize();
+		cudaError_t e = cudaStreamSynchronize(m->st);
 		if (e != cudaSuccess) {
 			rc = cuda_fail(m, e, "forward pass");
 			goto out;
@@ -1249,6 +1358,16 @@ extern "C" struct cuda_model *cuda_model_create(int dev, const struct model_conf
 	const struct model_config *c = &m->cfg;
 	m->dev = dev;
 	m->cfg = *cfg;
+	m->use_graphs = 1;
+	cudaDeviceGetAttribute(&m->n_sm, cudaDevAttrMultiProcessorCount, dev);
+	{
+		cudaError_t e = cudaStreamCreate(&m->st);
+		if (e != cudaSuccess) {
+			set_err(err, errlen, "cannot create a CUDA stream: %s", cudaGetErrorString(e));
+			free(m);
+			return NULL;
+		}
+	}
 	m->Hk = c->ssm_n_k_heads;
 	m->Hv = c->ssm_n_v_heads;
 	m->d = c->ssm_head_dim;
@@ -1323,6 +1442,9 @@ extern "C" void cuda_model_destroy(struct cuda_model *m)
 {
 	if (!m)
 		return;
+	graphs_drop(m);
+	if (m->st)
+		cudaStreamDestroy(m->st);
 	for (int i = 0; i < m->n_allocs; i++)
 		cudaFree(m->allocs[i]);
 	float *bufs[] = { m->ssm, m->conv, m->kc, m->vc, m->lx, m->lk, m->lv, m->lg, m->lb, m->x, m->h, m->y,

@@ -42,6 +42,8 @@ void cuda_model_destroy(struct cuda_model *m);
  * row that wants them, in row order). -EINVAL malformed batch, -E2BIG a kept segment longer
  * than rb_rows, -EIO a device error (cuda_model_error says which). */
 int cuda_model_forward(struct cuda_model *m, const struct model_batch *b, const uint8_t *keep, float *logits);
+/* Passes of a shape seen before replay a CUDA graph (on, the default) or launch every kernel. */
+void cuda_model_set_graphs(struct cuda_model *m, int on);
 int cuda_model_slot_reset(struct cuda_model *m, int slot);
 int cuda_model_slot_copy(struct cuda_model *m, int dst, int src);
 /* Drops the slot's last n kept rows: -ERANGE when n is more than it keeps. */

@@ -5,7 +5,8 @@
  * does), and the one-stream decode time against its floor: the bytes a token must read (every
  * matrix once, the GDN states read and written, the KV rows) over the measured device copy
  * bandwidth. The scheduler's host work is not in these figures (see the server benchmarks).
- * Exits 77 without a GPU. Usage: perf_cuda_engine [0.8b|9b|all] (default all). */
+ * Exits 77 without a GPU. Usage: perf_cuda_engine [0.8b|9b|all [STREAMS]] (default all; STREAMS: only
+ * that many streams). */
 #include "core/clock.h"
 #include "cuda/cuda_model.h"
 #include "model/gguf.h"
@@ -154,6 +155,8 @@ static void release(struct mem_model *mm)
 	mm->n = 0;
 }
 
+static int only_streams; /* argv[2]: run this stream count alone (e.g. under a profiler), 0: all */
+
 static int run(const char *label, const struct model_config *c, uint32_t type, double bw)
 {
 	static struct mem_model mm;
@@ -182,6 +185,8 @@ static int run(const char *label, const struct model_config *c, uint32_t type, d
 	printf("| %s | streams | ms/pass | aggregate tok/s |\n|---|---:|---:|---:|\n", label);
 	for (size_t k = 0; !rc && k < sizeof streams / sizeof streams[0]; k++) {
 		int S = streams[k], n = 0;
+		if (only_streams && S != only_streams)
+			continue;
 		for (int s = 0; s < S; s++) {
 			cuda_model_slot_reset(m, s);
 			for (int i = 0; i < PROMPT; i++, n++) {
@@ -211,6 +216,22 @@ static int run(const char *label, const struct model_config *c, uint32_t type, d
 			one_ms = ms;
 		printf("| %s | %d | %.3f | %.0f |\n", label, S, ms, S * 1000.0 / ms);
 	}
+	double plain_ms = 0; /* one stream again, every kernel launched (no graph) */
+	if (!rc) {
+		cuda_model_set_graphs(m, 0);
+		cuda_model_slot_reset(m, 0);
+		struct model_batch d = { .n_rows = 1, .tokens = tok, .slots = slot, .want_logits = want };
+		slot[0] = 0, want[0] = 1;
+		int64_t t0 = 0;
+		for (int step = 0; step < STEPS + 2 && !rc; step++) {
+			if (step == 2)
+				t0 = clock_now_ns();
+			tok[0] = (int32_t)(step * 31 % c->n_vocab);
+			rc = cuda_model_forward(m, &d, NULL, lg);
+		}
+		plain_ms = (double)(clock_now_ns() - t0) / 1e6 / STEPS;
+		cuda_model_set_graphs(m, 1);
+	}
 	if (rc) {
 		fprintf(stderr, "perf_cuda_engine: %s: pass failed (%d): %s\n", label, rc, cuda_model_error(m));
 	} else {
@@ -219,8 +240,8 @@ static int run(const char *label, const struct model_config *c, uint32_t type, d
 		double bytes = (double)mm.matrix_bytes + 2.0 * (double)sm.gdn_state / SLOTS + kv;
 		double floor_ms = bytes / (bw / 2) * 1e3; /* a copy's bandwidth counts read + write; a token reads */
 		printf("\n%s one-stream decode: %.3f ms/token; floor %.3f ms (%.1f MB read at %.2f TB/s) = %.0f %% of the floor's "
-		       "speed; weights on the GPU %.2f GB\n\n", label, one_ms, floor_ms, bytes / 1e6, bw / 2 / 1e12,
-		       100.0 * floor_ms / one_ms, (double)wbytes / 1e9);
+		       "speed (%.3f ms/token with every kernel launched, no graph); weights on the GPU %.2f GB\n\n", label,
+		       one_ms, floor_ms, bytes / 1e6, bw / 2 / 1e12, 100.0 * floor_ms / one_ms, plain_ms, (double)wbytes / 1e9);
 	}
 	free(tok);
 	free(slot);
@@ -244,6 +265,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	const char *which = argc > 1 ? argv[1] : "all";
+	only_streams = argc > 2 ? atoi(argv[2]) : 0;
 	printf("device: %s, %.1f GiB; device-to-device copy %.2f TB/s (read + write counted)\n\n", name,
 	       (double)to / 1073741824.0, bw / 1e12);
 	int rc = 0;

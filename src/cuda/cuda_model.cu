@@ -8,7 +8,7 @@
  * Matrix products: two kernels of our own, both reading each weight once per pass and
  * dequantising in registers (the weight type is a per-matrix switch, uniform per warp, so a
  * new type is one more case of load8):
- *  - up to 16 rows (decode): a warp per output, 16-byte weight loads, the pass's rows in
+ *  - up to 32 rows (decode): a warp (or up to 8 warps, splitting the inputs) per output, 16-byte weight loads, the pass's rows in
  *    registers; bandwidth-bound, which is what decode is.
  *  - wider passes (prefill chunks, many streams): 64x64 tiles through shared memory, fp32 FMA.
  * cuBLAS is not used: it reads no Q8_0 (a dequantised copy per matrix would cost memory and a
@@ -42,7 +42,7 @@ extern "C" {
 
 #define L2_EPS 1e-6f  /* model.c's l2norm epsilon */
 #define MAX_KW 16     /* conv widths the window kernels hold in registers */
-#define SMALL_ROWS 16 /* passes up to this many rows take the warp-per-output product */
+#define SMALL_ROWS 32 /* default: passes up to this many rows take the warp-per-output product */
 #define GRAPHS 16     /* captured pass shapes kept */
 
 /* ======== weights ======== */
@@ -77,6 +77,7 @@ struct cuda_model {
 	struct graph_slot graphs[GRAPHS];
 	unsigned graph_clock;
 	int use_graphs;
+	int small_rows;                  /* widest pass for mm_small (cuda_model_set_small_rows) */
 	struct model_config cfg;
 	int n_gdn, n_attn, cd, hist, kvd, Hk, Hv, d, kw;
 	int n_slots, n_ctx, rb_rows;
@@ -833,7 +834,7 @@ static void matmul_n(struct cuda_model *m, int n, const struct dmat *const *w, c
 	a.x = x;
 	a.xs = xs;
 	a.N = N;
-	int acc = 0, tiled = N > SMALL_ROWS;
+	int acc = 0, tiled = N > m->small_rows;
 	for (int i = 0; i < n; i++) {
 		a.w[i] = *w[i];
 		a.y[i] = y[i];
@@ -1161,6 +1162,12 @@ extern "C" void cuda_model_set_graphs(struct cuda_model *m, int on)
 	m->use_graphs = on;
 }
 
+extern "C" void cuda_model_set_small_rows(struct cuda_model *m, int rows)
+{
+	m->small_rows = rows > 0 ? rows : SMALL_ROWS;
+	graphs_drop(m); /* captured passes chose their kernels */
+}
+
 extern "C" int cuda_model_forward(struct cuda_model *m, const struct model_batch *b, const uint8_t *keep, float *logits)
 {
 	int N = b->n_rows, rc = 0;
@@ -1359,6 +1366,7 @@ extern "C" struct cuda_model *cuda_model_create(int dev, const struct model_conf
 	m->dev = dev;
 	m->cfg = *cfg;
 	m->use_graphs = 1;
+	m->small_rows = SMALL_ROWS;
 	cudaDeviceGetAttribute(&m->n_sm, cudaDevAttrMultiProcessorCount, dev);
 	{
 		cudaError_t e = cudaStreamCreate(&m->st);

@@ -44,6 +44,9 @@ void cuda_model_destroy(struct cuda_model *m);
 int cuda_model_forward(struct cuda_model *m, const struct model_batch *b, const uint8_t *keep, float *logits);
 /* Passes of a shape seen before replay a CUDA graph (on, the default) or launch every kernel. */
 void cuda_model_set_graphs(struct cuda_model *m, int on);
+/* Passes of up to `rows` rows (<= 0: the default, 32) take the warp-per-output matrix kernel,
+ * wider ones the tiled one (benchmarks compare them). */
+void cuda_model_set_small_rows(struct cuda_model *m, int rows);
 int cuda_model_slot_reset(struct cuda_model *m, int slot);
 int cuda_model_slot_copy(struct cuda_model *m, int dst, int src);
 /* Drops the slot's last n kept rows: -ERANGE when n is more than it keeps. */

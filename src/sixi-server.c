@@ -9,6 +9,9 @@
 #include "server/server.h"
 #include "server/real.h"
 #include "server/sim.h"
+#ifdef SIXI_HAVE_CUDA
+#include "cuda/engine_cuda.h"
+#endif
 #include "model/tiny.h"
 #include "model/tok_cmd.h"
 #include "plan/plan.h"
@@ -45,6 +48,8 @@ static void usage(FILE *f)
 		"  --mem-limit BYTES       refuse configurations needing more (default: simulated device\n"
 		"                          memory - 5%%; real: available memory - 10%%)\n"
 		"  --threads N             CPU threads for the real model\n"
+		"  --device cpu|cuda[:N]   where the real model runs (default cpu); cuda: GPU N (default 0),\n"
+		"                          sized against its free memory; rollback by log, no --draft\n"
 		"  --chat-template FILE    Jinja chat template (.jinja or tokenizer_config.json) instead of\n"
 		"                          the model's (default: the GGUF's tokenizer.chat_template, else ChatML)\n"
 		"Scheduler:\n"
@@ -208,6 +213,56 @@ static int size_model(const char *path, int64_t *parallel, int64_t *context, uin
 	return 0;
 }
 
+/* --device: "cpu" leaves *dev at -1; "cuda[:N]" checks that this build and machine have the GPU,
+ * sets *dev, and makes the device's free memory the sizing limit unless --mem-limit gave one.
+ * 0, or -EINVAL after one message. */
+static int open_device(const char *device, const char *model, const char *draft, int rb_mode, int *dev,
+		       uint64_t *mem_limit)
+{
+	if (strcmp(device, "cpu") == 0)
+		return 0;
+	if (strncmp(device, "cuda", 4) != 0 || (device[4] != 0 && device[4] != ':')) {
+		fprintf(stderr, "sixi-server: --device %s: use cpu, cuda or cuda:N\n", device);
+		return -EINVAL;
+	}
+	char *end = NULL;
+	long n = device[4] == ':' ? strtol(device + 5, &end, 10) : 0;
+	if (device[4] == ':' && (end == device + 5 || *end || n < 0 || n > 1023)) {
+		fprintf(stderr, "sixi-server: --device %s: N in cuda:N is a device number (0, 1, ...)\n", device);
+		return -EINVAL;
+	}
+	if (!model) {
+		fprintf(stderr, "sixi-server: --device %s needs --model (the simulated device runs on no GPU)\n", device);
+		return -EINVAL;
+	}
+	if (draft || rb_mode == 2) {
+		fprintf(stderr, "sixi-server: --device %s: the CUDA engine rolls back by log and drafts by n-gram only; "
+			"drop %s\n", device, draft ? "--draft" : "--rollback snapshot");
+		return -EINVAL;
+	}
+#ifdef SIXI_HAVE_CUDA
+	char name[256], err[512];
+	size_t free_b = 0, total_b = 0;
+	if (cuda_engine_device((int)n, name, sizeof name, &free_b, &total_b, err, sizeof err) != 0) {
+		fprintf(stderr, "sixi-server: --device %s: %s; use --device cpu\n", device, err);
+		return -EINVAL;
+	}
+	log_info("device cuda:%ld: %s, %.1f of %.1f GiB free", n, name, (double)free_b / 1073741824.0,
+		 (double)total_b / 1073741824.0);
+	if (!*mem_limit)
+		*mem_limit = free_b / 10 * 9;
+	*dev = (int)n;
+	return 0;
+#else
+	(void)mem_limit;
+	(void)dev;
+	fprintf(stderr, "sixi-server: --device %s: this build has no CUDA engine (nvcc was not found when it was "
+		"configured, or -Dcuda=disabled); install the CUDA toolkit, `meson setup --reconfigure -Dcuda=enabled`, "
+		"rebuild, or use --device cpu\n", device);
+	return -EINVAL;
+#endif
+}
+
 int main(int argc, char **argv)
 {
 	log_set_program("sixi-server");
@@ -233,7 +288,7 @@ int main(int argc, char **argv)
 	int64_t parallel = 0, context = 0, threads = 0;
 	uint64_t mem_limit = 0;
 	bool json = false;
-	const char *spec = NULL, *rollback = "log", *draft = NULL;
+	const char *spec = NULL, *rollback = "log", *draft = NULL, *device = "cpu";
 	int64_t draft_max = 8;
 	char err[1024];
 	int rc = 1;
@@ -273,6 +328,9 @@ int main(int argc, char **argv)
 		} else if (strcmp(a, "--threads") == 0) {
 			NEEDV();
 			r = args_i64(a, v, 1, 1024, &threads, err, sizeof err);
+		} else if (strcmp(a, "--device") == 0) {
+			NEEDV();
+			device = v;
 		} else if (strcmp(a, "--mem-limit") == 0) {
 			NEEDV();
 			r = args_bytes(a, v, &mem_limit, err, sizeof err);
@@ -394,6 +452,16 @@ int main(int argc, char **argv)
 		rb_mode = strcmp(rollback, "log") == 0 ? 1 : 2;
 		cfg.sched.spec_draft_max = (int32_t)draft_max;
 	}
+	/* Signals become events on the loop: block them in every thread first, before the CUDA
+	 * runtime (open_device) starts threads of its own. */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	int cuda_dev = -1;
+	if (open_device(device, model, draft, rb_mode, &cuda_dev, &mem_limit) != 0)
+		return 2;
 	struct engine *e = NULL;
 	struct server *srv = NULL;
 	bool wrote_pid = false;
@@ -406,12 +474,6 @@ int main(int argc, char **argv)
 	if (sized != 0)
 		return sized == -ENOMEM ? 3 : 2;
 
-	/* Signals become events on the loop: block them in every thread first. */
-	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (sfd < 0) {
@@ -421,7 +483,23 @@ int main(int argc, char **argv)
 	}
 	raise_fd_limit();
 
-	if (model) {
+	if (model && cuda_dev >= 0) {
+#ifdef SIXI_HAVE_CUDA
+		e = cuda_engine_open(model, cuda_dev, (int)parallel, (int)context, rb_mode ? (int)draft_max + 1 : 0, err,
+				     sizeof err);
+		if (!e) {
+			fprintf(stderr, "sixi-server: --device cuda:%d: %s\n", cuda_dev, err);
+			goto out;
+		}
+		if (rb_mode)
+			log_info("speculative decoding: n-gram drafts of up to %d tokens, rollback by log on the GPU: %.1f KiB "
+				 "for %d slots",
+				 (int)draft_max, (double)e->mem_rollback / 1024.0, (int)parallel);
+		log_info("GPU state memory: KV cache %.1f MiB, GDN state %.1f MiB, conv windows %.1f MiB, rollback %.1f MiB",
+			 (double)e->mem_kv / 1048576.0, (double)e->mem_gdn_state / 1048576.0, (double)e->mem_conv / 1048576.0,
+			 (double)e->mem_rollback / 1048576.0);
+#endif
+	} else if (model) {
 		e = real_engine_open(model, (int)parallel, (int)context, (int)threads, err, sizeof err);
 		if (!e) {
 			fprintf(stderr, "sixi-server: %s\n", err);

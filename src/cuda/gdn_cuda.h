@@ -4,13 +4,17 @@
  * the base is written back only when asked (the fold, or a plain decode). A snapshot variant
  * writes the state after every new row to a ring, as peers do, for comparison.
  *
- * Layouts (fp32, d_k = 128, d_v a multiple of 16; NS = sequences x GDN layers, each an
- * independent state):
+ * Layouts (fp32, d_k = 32, 64 or 128, d_v a multiple of 16; NS = sequences x GDN layers, each
+ * an independent state):
  *   state [NS][H_v][d_v][d_k]           (the CPU pool's layout, gdn.h)
  *   log   k [NS][L][H_k][d_k], v [NS][L][H_v][d_v], g and beta [NS][L][H_v]
  *         rows 0..kept are replayed, rows kept..kept+T are the new rows
  *   q     [NS][T][H_k][d_k] (new rows only), o [NS][T][H_v][d_v]
  *   ring  [T][NS][H_v][d_v][d_k] (snapshot variant)
+ * A forward pass over sequences of different lengths (the CUDA engine) sets the optional
+ * fields: `seq` maps launch index ns to the state and log it owns, `row0`/`rows` give each its
+ * first new row and count in q, o and the new-row inputs nk, nv, ng, nbeta (rows of a pass,
+ * strided: the new rows then need not be in the log), and `wb` says per ns whether to write back.
  * V-head h uses K-head h mod H_k (tiled order). The log here holds the normalised key, not the
  * pre-convolution row the CPU log keeps: the convolution is not part of these kernels.
  * Math per row (gdn.h): u = beta (v - e^g S k); S = e^g S + k u^T; o = scale S^T q.
@@ -31,10 +35,17 @@ struct gdn_cuda_args {
 	int ns, T, L, H_k, H_v, d_v;
 	float scale;
 	int write_back;                /* store the state after the last row */
-	int lanes;                     /* lanes per value column: 0 (the default, 16), 4, 8 or 32 */
+	int lanes;                     /* lanes per value column (d_k 128 only): 0 (the default, 16), 4, 8 or 32 */
+	/* Optional (0 / NULL: the layouts above) */
+	int d_k;                       /* 0: 128 */
+	const int *seq;                /* [NS] state and log index of ns */
+	const int *row0, *rows;        /* [NS] first new row of ns in q, o, nk..; its new rows */
+	const float *nk, *nv, *ng, *nbeta; /* new rows' inputs instead of log rows kept.. */
+	int q_stride, v_stride, gb_stride, o_stride; /* floats between rows of q and nk, nv, ng and nbeta, o */
+	const int *wb;                 /* [NS] write back (instead of write_back) */
 };
 
-/* Launches on `stream` (a cudaStream_t, 0 for the default). d_k must be 128. */
+/* Launches on `stream` (a cudaStream_t, 0 for the default). */
 int gdn_cuda_rows(const struct gdn_cuda_args *a, void *stream);
 
 #ifdef __cplusplus

@@ -1,7 +1,8 @@
 /* engine — what the scheduler needs from a model: tokenise, detokenise, run one
  * forward pass over a batch of rows from many sequences, and manage the pool of
- * per-sequence state slots. Two backends implement it: the simulated device
- * (sim.h, a cost model with deterministic tokens) and the real model.
+ * per-sequence state slots. Three backends implement it: the simulated device
+ * (sim.h, a cost model with deterministic tokens), the real model on the CPU
+ * (real.h) and the same model on a GPU (cuda/engine_cuda.h).
  *
  * Ownership: an engine is created by its backend and freed by engine_destroy.
  * Threads: forward, slot_alloc and slot_free are called from the scheduler's

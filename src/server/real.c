@@ -23,20 +23,15 @@ struct real_engine {
 	struct tokenizer *tok;
 	struct spec_draft *draft; /* NULL: no draft model */
 	unsigned char *used;   /* (n_slots) */
-	int32_t *tokens;       /* (cap) batch scratch */
-	int32_t *slots;        /* (cap) */
-	int32_t *pos;          /* (cap) */
-	uint8_t *want;         /* (cap) */
-	size_t cap;
+	struct real_rows rows; /* batch scratch */
 	char name[256];
 };
 
-static int real_tokenize(struct engine *e, const char *text, size_t len, int32_t *ids, size_t cap, size_t *n)
+int real_tok_encode(const struct tokenizer *tok, const char *text, size_t len, int32_t *ids, size_t cap, size_t *n)
 {
-	struct real_engine *r = (struct real_engine *)e;
 	int32_t *out = NULL;
 	size_t k = 0;
-	int rc = tok_encode(r->tok, text, len, true, true, &out, &k);
+	int rc = tok_encode(tok, text, len, true, true, &out, &k);
 	if (rc != 0)
 		return rc;
 	memcpy(ids, out, (k < cap ? k : cap) * sizeof(int32_t));
@@ -45,24 +40,23 @@ static int real_tokenize(struct engine *e, const char *text, size_t len, int32_t
 	return 0;
 }
 
-static int real_detokenize(struct engine *e, int32_t id, struct buf *out)
+int real_tok_piece(const struct tokenizer *tok, int32_t id, struct buf *out)
 {
-	struct real_engine *r = (struct real_engine *)e;
 	char *text = NULL, *one = NULL;
 	size_t len = 0, len1 = 0;
 	int rc;
-	if (tok_model_kind(r->tok) == TOK_MODEL_SPM) {
+	if (tok_model_kind(tok) == TOK_MODEL_SPM) {
 		/* SentencePiece drops the leading space of the first token decoded; a
 		 * generated token is never first, so decode it as the second of two and
 		 * keep the bytes it adds. */
 		int32_t two[2] = { id, id };
-		rc = tok_decode(r->tok, two, 2, false, &text, &len);
+		rc = tok_decode(tok, two, 2, false, &text, &len);
 		if (rc == 0)
-			rc = tok_decode(r->tok, &id, 1, false, &one, &len1);
+			rc = tok_decode(tok, &id, 1, false, &one, &len1);
 		if (rc == 0 && len >= len1)
 			rc = buf_append(out, text + len1, len - len1);
 	} else {
-		rc = tok_decode(r->tok, &id, 1, false, &text, &len);
+		rc = tok_decode(tok, &id, 1, false, &text, &len);
 		if (rc == 0)
 			rc = buf_append(out, text, len);
 	}
@@ -71,43 +65,72 @@ static int real_detokenize(struct engine *e, int32_t id, struct buf *out)
 	return rc;
 }
 
+static int real_tokenize(struct engine *e, const char *text, size_t len, int32_t *ids, size_t cap, size_t *n)
+{
+	return real_tok_encode(((struct real_engine *)e)->tok, text, len, ids, cap, n);
+}
+
+static int real_detokenize(struct engine *e, int32_t id, struct buf *out)
+{
+	return real_tok_piece(((struct real_engine *)e)->tok, id, out);
+}
+
 static bool real_is_eog(struct engine *e, int32_t id)
 {
 	return tok_is_eog(((struct real_engine *)e)->tok, id);
+}
+
+int real_rows_batch(struct real_rows *s, const struct engine_row *rows, size_t n, int n_slots,
+		    const unsigned char *used, struct model_batch *b)
+{
+	if (n > s->cap) {
+		size_t c = n * 2;
+		int32_t *t = realloc(s->tokens, c * sizeof *t);
+		if (t)
+			s->tokens = t;
+		int32_t *sl = realloc(s->slots, c * sizeof *sl);
+		if (sl)
+			s->slots = sl;
+		int32_t *p = realloc(s->pos, c * sizeof *p);
+		if (p)
+			s->pos = p;
+		uint8_t *w = realloc(s->want, c);
+		if (w)
+			s->want = w;
+		if (!t || !sl || !p || !w)
+			return -ENOMEM;
+		s->cap = c;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (rows[i].slot < 0 || rows[i].slot >= n_slots || !used[rows[i].slot])
+			return -EINVAL;
+		s->tokens[i] = rows[i].token;
+		s->slots[i] = rows[i].slot;
+		s->pos[i] = rows[i].pos;
+		s->want[i] = rows[i].want_logits;
+	}
+	*b = (struct model_batch){ .n_rows = (int)n, .tokens = s->tokens, .slots = s->slots, .pos = s->pos,
+				   .want_logits = s->want };
+	return 0;
+}
+
+void real_rows_finish(struct real_rows *s)
+{
+	free(s->tokens);
+	free(s->slots);
+	free(s->pos);
+	free(s->want);
+	memset(s, 0, sizeof *s);
 }
 
 static int forward_rows(struct engine *e, const struct engine_row *rows, size_t n, const uint8_t *keep,
 			float *logits)
 {
 	struct real_engine *r = (struct real_engine *)e;
-	if (n > r->cap) {
-		size_t c = n * 2;
-		int32_t *t = realloc(r->tokens, c * sizeof *t);
-		if (t)
-			r->tokens = t;
-		int32_t *s = realloc(r->slots, c * sizeof *s);
-		if (s)
-			r->slots = s;
-		int32_t *p = realloc(r->pos, c * sizeof *p);
-		if (p)
-			r->pos = p;
-		uint8_t *w = realloc(r->want, c);
-		if (w)
-			r->want = w;
-		if (!t || !s || !p || !w)
-			return -ENOMEM;
-		r->cap = c;
-	}
-	for (size_t i = 0; i < n; i++) {
-		if (rows[i].slot < 0 || rows[i].slot >= e->n_slots || !r->used[rows[i].slot])
-			return -EINVAL;
-		r->tokens[i] = rows[i].token;
-		r->slots[i] = rows[i].slot;
-		r->pos[i] = rows[i].pos;
-		r->want[i] = rows[i].want_logits;
-	}
-	struct model_batch b = { .n_rows = (int)n, .tokens = r->tokens, .slots = r->slots, .pos = r->pos,
-				 .want_logits = r->want };
+	struct model_batch b;
+	int rc = real_rows_batch(&r->rows, rows, n, e->n_slots, r->used, &b);
+	if (rc != 0)
+		return rc;
 	return keep ? model_forward_keep(r->m, r->st, &b, keep, logits) : model_forward(r->m, r->st, &b, logits);
 }
 
@@ -169,10 +192,7 @@ static void real_destroy(struct engine *e)
 	tok_destroy(r->tok);
 	model_free(r->m);
 	free(r->used);
-	free(r->tokens);
-	free(r->slots);
-	free(r->pos);
-	free(r->want);
+	real_rows_finish(&r->rows);
 	free(r);
 }
 

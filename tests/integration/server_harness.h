@@ -346,6 +346,13 @@ static inline int harness_spawn(struct harness_srv *s, const char *const *args)
 	argv[n++] = harness_server_path();
 	for (int i = 0; args[i] && n < 54; i++)
 		argv[n++] = args[i];
+	/* SIXI_SERVER_ARGS="--device cuda": more options for a server on the real model (the same
+	 * tests against another engine); a simulated server takes none */
+	static char extra[512];
+	const char *x = getenv("SIXI_SERVER_ARGS");
+	snprintf(extra, sizeof extra, "%s", x && strcmp(args[0], "--simulate") != 0 ? x : "");
+	for (char *save = NULL, *tok = strtok_r(extra, " ", &save); tok && n < 54; tok = strtok_r(NULL, " ", &save))
+		argv[n++] = tok;
 	argv[n++] = "--host";
 	argv[n++] = "127.0.0.1";
 	argv[n++] = "--port";

@@ -1,0 +1,1565 @@
+/* cuda_model — see cuda_model.h. Sections: weights, state pool, kernels, the pass.
+ *
+ * Numerics follow model.c: fp32 activations, states and caches; weights widened to fp32 inside
+ * the matrix kernels and every sum in fp32 (the order of the sums differs, so results agree
+ * with the CPU to rounding, not bit for bit). Norm weights are used as stored (the GGUF holds
+ * 1+w); V-heads are tiled (V-head h uses K-head h mod H_k).
+ *
+ * Matrix products: two kernels of our own, both reading each weight once per pass and
+ * dequantising in registers (the weight type is a per-matrix switch, uniform per warp, so a
+ * new type is one more case of load8):
+ *  - up to 32 rows (decode): a warp (or up to 8 warps, splitting the inputs) per output, 16-byte weight loads, the pass's rows in
+ *    registers; bandwidth-bound, which is what decode is.
+ *  - wider passes (prefill chunks, many streams): 64x64 tiles through shared memory, fp32 FMA.
+ * cuBLAS is not used: it reads no Q8_0 (a dequantised copy per matrix would cost memory and a
+ * pass over the weights), and its fast paths are TF32/BF16 tensor-core products whose rounding
+ * would leave the fp32 numerics the CPU engine has; fp32 SGEMM would be no faster than the tiles
+ * at the widths a server runs. Revisit for the tensor-core verify step (issue item 2).
+ *
+ * Q8_0 is repacked once at upload into int8 quants [n_out][n_in] and f16 scales
+ * [n_out][n_in/32] (values unchanged) so the quants load 8 bytes aligned.
+ * The GDN recurrence is gdn_cuda.h's kernel (row by row for every segment, prefill included:
+ * the chunked form on tensor cores is not written yet). Attention is one block per (row, head)
+ * with an online softmax over the slot's cache.
+ * Everything runs on the legacy default stream, in order; a pass ends with the logits' copy. */
+#include "cuda/cuda_model.h"
+#include "cuda/gdn_cuda.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern "C" {
+#include "model/gguf.h"
+}
+
+#define L2_EPS 1e-6f  /* model.c's l2norm epsilon */
+#define MAX_KW 16     /* conv widths the window kernels hold in registers */
+#define SMALL_ROWS 32 /* default: passes up to this many rows take the warp-per-output product */
+#define GRAPHS 16     /* captured pass shapes kept */
+
+/* ======== weights ======== */
+
+struct dmat {
+	int type;          /* GGUF_TENSOR_* */
+	int n_in, n_out;
+	const void *w;     /* F32/F16/BF16: [n_out][n_in]; Q8_0: int8 quants [n_out][n_in] */
+	const __half *d;   /* Q8_0 only: scales [n_out][n_in / 32] */
+};
+
+struct dlayer {
+	int attn, index;
+	float *attn_norm, *post_norm;                /* [n_embd] */
+	struct dmat qkv, z, beta, alpha, ssm_out;    /* GDN projections (model.c's names) */
+	float *conv_w, *dt_bias, *ssm_a, *ssm_norm;  /* [conv_dim][kw], [H_v], [H_v], [d_v] */
+	struct dmat wq, wk, wv, wo;                  /* attention */
+	float *q_norm, *k_norm;                      /* [head_dim] */
+	struct dmat ffn_gate, ffn_up, ffn_down;
+};
+
+/* A pass shape seen before, and the CUDA graph of its kernels once seen twice. */
+struct graph_slot {
+	int N, S, n_out, uses;
+	unsigned last;
+	cudaGraphExec_t exec;
+};
+
+struct cuda_model {
+	int dev, n_sm;
+	cudaStream_t st;                 /* every pass runs here */
+	struct graph_slot graphs[GRAPHS];
+	unsigned graph_clock;
+	int use_graphs;
+	int small_rows;                  /* widest pass for mm_small (cuda_model_set_small_rows) */
+	struct model_config cfg;
+	int n_gdn, n_attn, cd, hist, kvd, Hk, Hv, d, kw;
+	int n_slots, n_ctx, rb_rows;
+	struct dlayer *layers;           /* [n_layer], host array of device pointers */
+	struct dmat tok_embd, output;
+	float *output_norm;              /* [n_embd] */
+	void **allocs;                   /* every weight allocation, freed at destroy */
+	int n_allocs, cap_allocs;
+	size_t weight_bytes;
+	/* state pool */
+	float *ssm;                      /* [n_gdn][n_slots][H_v][d_v][d_k] */
+	float *conv;                     /* [n_gdn][n_slots][hist][conv_dim] */
+	float *kc, *vc;                  /* [n_attn][n_slots][n_ctx][kvd] */
+	float *lx, *lk, *lv, *lg, *lb;   /* log [n_gdn][n_slots][L]: [conv_dim], [H_k d_k], [H_v d_v], [H_v], [H_v] */
+	int *pos, *rb_n;                 /* host [n_slots] */
+	/* pass workspace, grown on demand: rows of the widths below */
+	int cap_rows;
+	int w1, w2, w3, w4;
+	float *x, *h, *y, *a1, *a2, *a3, *a4, *gb, *ab; /* [rows][E], .., [rows][w1..w4], [rows][2 H_v] x2 */
+	float *logits;                   /* [rows][n_vocab] */
+	int *meta, meta_cap;             /* device copy of the pass's index arrays */
+	int *hmeta;                      /* host side of it */
+	char error[256];
+};
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	if (err && errlen)
+		vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+static int track(struct cuda_model *m, void *p)
+{
+	if (m->n_allocs == m->cap_allocs) {
+		int c = m->cap_allocs ? 2 * m->cap_allocs : 64;
+		void **a = (void **)realloc(m->allocs, sizeof(void *) * (size_t)c);
+		if (!a)
+			return -ENOMEM;
+		m->allocs = a;
+		m->cap_allocs = c;
+	}
+	m->allocs[m->n_allocs++] = p;
+	return 0;
+}
+
+/* cudaMalloc + copy, tracked; NULL with err set. */
+static void *upload(struct cuda_model *m, const void *src, size_t bytes, char *err, size_t errlen)
+{
+	void *p = NULL;
+	cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
+	if (e == cudaSuccess && src)
+		e = cudaMemcpy(p, src, bytes, cudaMemcpyHostToDevice);
+	if (e != cudaSuccess) {
+		set_err(err, errlen, "cannot place %.1f MiB of weights on the GPU: %s (a smaller model or quantised "
+			"weights fit)", (double)bytes / 1048576.0, cudaGetErrorString(e));
+		if (p)
+			cudaFree(p);
+		return NULL;
+	}
+	if (track(m, p)) {
+		cudaFree(p);
+		set_err(err, errlen, "out of memory");
+		return NULL;
+	}
+	m->weight_bytes += bytes;
+	return p;
+}
+
+static uint64_t row_bytes(uint32_t type, uint64_t n)
+{
+	switch (type) {
+	case GGUF_TENSOR_F32: return 4 * n;
+	case GGUF_TENSOR_F16:
+	case GGUF_TENSOR_BF16: return 2 * n;
+	case GGUF_TENSOR_Q8_0: return n % 32 ? 0 : n / 32 * 34;
+	default: return 0;
+	}
+}
+
+struct loader {
+	model_tensor_find_fn find;
+	void *ctx;
+	const char *source;
+	char *err;
+	size_t errlen;
+};
+
+static const struct model_tensor *get_tensor(struct loader *ld, const char *name, uint64_t ne0, uint64_t ne1)
+{
+	const struct model_tensor *t = ld->find(ld->ctx, name);
+	if (!t) {
+		set_err(ld->err, ld->errlen, "%s: missing tensor '%s'", ld->source, name);
+		return NULL;
+	}
+	uint64_t rb = row_bytes(t->type, ne0);
+	if (rb == 0) {
+		set_err(ld->err, ld->errlen, "%s: tensor '%s' has type %s; the CUDA engine reads F32, F16, BF16, Q8_0",
+			ld->source, name, gguf_type_name(t->type));
+		return NULL;
+	}
+	uint64_t ne[4] = { 1, 1, 1, 1 };
+	for (uint32_t i = 0; i < t->n_dims && i < 4; i++)
+		ne[i] = t->ne[i];
+	if (t->n_dims > 4 || ne[0] != ne0 || ne[1] != ne1 || ne[2] != 1 || ne[3] != 1 || t->n_bytes != rb * ne1 ||
+	    !t->data) {
+		set_err(ld->err, ld->errlen, "%s: tensor '%s' has shape [%llu, %llu] or size unlike the expected [%llu, %llu]",
+			ld->source, name, (unsigned long long)ne[0], (unsigned long long)ne[1],
+			(unsigned long long)ne0, (unsigned long long)ne1);
+		return NULL;
+	}
+	return t;
+}
+
+static int get_mat(struct cuda_model *m, struct loader *ld, struct dmat *d, const char *name, int n_in, int n_out)
+{
+	const struct model_tensor *t = get_tensor(ld, name, (uint64_t)n_in, (uint64_t)n_out);
+	if (!t)
+		return -EINVAL;
+	if (n_in % 8) {
+		set_err(ld->err, ld->errlen, "%s: tensor '%s': rows of %d elements; the CUDA engine needs a multiple of 8",
+			ld->source, name, n_in);
+		return -EINVAL;
+	}
+	d->type = (int)t->type;
+	d->n_in = n_in;
+	d->n_out = n_out;
+	d->d = NULL;
+	if (t->type != GGUF_TENSOR_Q8_0) {
+		d->w = upload(m, t->data, t->n_bytes, ld->err, ld->errlen);
+		return d->w ? 0 : -ENOMEM;
+	}
+	/* Q8_0 blocks (f16 scale, 32 int8) split into quants and scales */
+	size_t nb = (size_t)n_in / 32 * (size_t)n_out;
+	int8_t *qs = (int8_t *)malloc(nb * 32);
+	uint16_t *sc = (uint16_t *)malloc(nb * 2);
+	int rc = -ENOMEM;
+	if (qs && sc) {
+		const uint8_t *src = (const uint8_t *)t->data;
+		for (size_t b = 0; b < nb; b++) {
+			memcpy(&sc[b], src + b * 34, 2);
+			memcpy(qs + b * 32, src + b * 34 + 2, 32);
+		}
+		d->w = upload(m, qs, nb * 32, ld->err, ld->errlen);
+		d->d = d->w ? (const __half *)upload(m, sc, nb * 2, ld->err, ld->errlen) : NULL;
+		rc = d->w && d->d ? 0 : -ENOMEM;
+	} else {
+		set_err(ld->err, ld->errlen, "out of memory");
+	}
+	free(qs);
+	free(sc);
+	return rc;
+}
+
+/* A small tensor decoded to fp32 on the host, then uploaded. */
+static int get_f32(struct cuda_model *m, struct loader *ld, float **out, const char *name, int ne0, int ne1)
+{
+	const struct model_tensor *t = get_tensor(ld, name, (uint64_t)ne0, (uint64_t)ne1);
+	if (!t)
+		return -EINVAL;
+	size_t n = (size_t)ne0 * ne1;
+	float *v = (float *)malloc(sizeof(float) * n);
+	if (!v) {
+		set_err(ld->err, ld->errlen, "out of memory");
+		return -ENOMEM;
+	}
+	const uint8_t *src = (const uint8_t *)t->data;
+	for (size_t i = 0; i < n; i++) {
+		uint16_t hb;
+		switch (t->type) {
+		case GGUF_TENSOR_F32:
+			memcpy(&v[i], src + 4 * i, 4);
+			break;
+		case GGUF_TENSOR_F16:
+			memcpy(&hb, src + 2 * i, 2);
+			v[i] = __half2float(__ushort_as_half(hb));
+			break;
+		case GGUF_TENSOR_BF16: {
+			memcpy(&hb, src + 2 * i, 2);
+			uint32_t u = (uint32_t)hb << 16;
+			memcpy(&v[i], &u, 4);
+			break;
+		}
+		default: { /* Q8_0 */
+			size_t b = i / 32;
+			memcpy(&hb, src + b * 34, 2);
+			v[i] = __half2float(__ushort_as_half(hb)) * (float)(int8_t)src[b * 34 + 2 + i % 32];
+		}
+		}
+	}
+	*out = (float *)upload(m, v, sizeof(float) * n, ld->err, ld->errlen);
+	free(v);
+	return *out ? 0 : -ENOMEM;
+}
+
+static int load_layer(struct cuda_model *m, struct loader *ld, int il)
+{
+	const struct model_config *c = &m->cfg;
+	struct dlayer *l = &m->layers[il];
+	char n[96];
+	int rc;
+	int E = c->n_embd, hd = c->head_dim;
+#define NAME(s) (snprintf(n, sizeof(n), "blk.%d.%s", il, s), n)
+	if ((rc = get_f32(m, ld, &l->attn_norm, NAME("attn_norm.weight"), E, 1)) ||
+	    (rc = get_f32(m, ld, &l->post_norm, NAME("post_attention_norm.weight"), E, 1)) ||
+	    (rc = get_mat(m, ld, &l->ffn_gate, NAME("ffn_gate.weight"), E, c->n_ff)) ||
+	    (rc = get_mat(m, ld, &l->ffn_up, NAME("ffn_up.weight"), E, c->n_ff)) ||
+	    (rc = get_mat(m, ld, &l->ffn_down, NAME("ffn_down.weight"), c->n_ff, E)))
+		return rc;
+	if (l->attn) {
+		if ((rc = get_mat(m, ld, &l->wq, NAME("attn_q.weight"), E, c->n_head * hd * 2)) ||
+		    (rc = get_mat(m, ld, &l->wk, NAME("attn_k.weight"), E, c->n_head_kv * hd)) ||
+		    (rc = get_mat(m, ld, &l->wv, NAME("attn_v.weight"), E, c->n_head_kv * hd)) ||
+		    (rc = get_mat(m, ld, &l->wo, NAME("attn_output.weight"), c->n_head * hd, E)) ||
+		    (rc = get_f32(m, ld, &l->q_norm, NAME("attn_q_norm.weight"), hd, 1)) ||
+		    (rc = get_f32(m, ld, &l->k_norm, NAME("attn_k_norm.weight"), hd, 1)))
+			return rc;
+	} else {
+		if ((rc = get_mat(m, ld, &l->qkv, NAME("attn_qkv.weight"), E, m->cd)) ||
+		    (rc = get_mat(m, ld, &l->z, NAME("attn_gate.weight"), E, m->Hv * m->d)) ||
+		    (rc = get_mat(m, ld, &l->beta, NAME("ssm_beta.weight"), E, m->Hv)) ||
+		    (rc = get_mat(m, ld, &l->alpha, NAME("ssm_alpha.weight"), E, m->Hv)) ||
+		    (rc = get_mat(m, ld, &l->ssm_out, NAME("ssm_out.weight"), m->Hv * m->d, E)) ||
+		    (rc = get_f32(m, ld, &l->conv_w, NAME("ssm_conv1d.weight"), m->kw, m->cd)) ||
+		    (rc = get_f32(m, ld, &l->dt_bias, NAME("ssm_dt.bias"), m->Hv, 1)) ||
+		    (rc = get_f32(m, ld, &l->ssm_a, NAME("ssm_a"), m->Hv, 1)) ||
+		    (rc = get_f32(m, ld, &l->ssm_norm, NAME("ssm_norm.weight"), m->d, 1)))
+			return rc;
+	}
+#undef NAME
+	return 0;
+}
+
+/* ======== kernels ======== */
+
+__device__ __forceinline__ float bf16_bits(uint32_t h)
+{
+	return __uint_as_float(h << 16);
+}
+
+/* Weights (o, i..i+8) of m as fp32; i is a multiple of 8. */
+__device__ __forceinline__ void load8(const struct dmat &m, int o, int i, float *w)
+{
+	size_t at = (size_t)o * m.n_in + i;
+	switch (m.type) {
+	case GGUF_TENSOR_F32: {
+		const float4 *p = reinterpret_cast<const float4 *>((const float *)m.w + at);
+		float4 a = __ldg(p), b = __ldg(p + 1);
+		w[0] = a.x, w[1] = a.y, w[2] = a.z, w[3] = a.w, w[4] = b.x, w[5] = b.y, w[6] = b.z, w[7] = b.w;
+		break;
+	}
+	case GGUF_TENSOR_F16: {
+		uint4 u = __ldg(reinterpret_cast<const uint4 *>((const __half *)m.w + at));
+		uint32_t v[4] = { u.x, u.y, u.z, u.w };
+#pragma unroll
+		for (int j = 0; j < 4; j++) {
+			w[2 * j] = __half2float(__ushort_as_half((unsigned short)(v[j] & 0xffff)));
+			w[2 * j + 1] = __half2float(__ushort_as_half((unsigned short)(v[j] >> 16)));
+		}
+		break;
+	}
+	case GGUF_TENSOR_BF16: {
+		uint4 u = __ldg(reinterpret_cast<const uint4 *>((const uint16_t *)m.w + at));
+		uint32_t v[4] = { u.x, u.y, u.z, u.w };
+#pragma unroll
+		for (int j = 0; j < 4; j++) {
+			w[2 * j] = bf16_bits(v[j] & 0xffff);
+			w[2 * j + 1] = bf16_bits(v[j] >> 16);
+		}
+		break;
+	}
+	default: { /* Q8_0, repacked */
+		uint2 u = __ldg(reinterpret_cast<const uint2 *>((const int8_t *)m.w + at));
+		float s = __half2float(m.d[at / 32]);
+		uint32_t v[2] = { u.x, u.y };
+#pragma unroll
+		for (int j = 0; j < 8; j++)
+			w[j] = s * (float)(int8_t)((v[j / 4] >> (8 * (j % 4))) & 0xff);
+	}
+	}
+}
+
+/* Up to four products of the same input in one launch: y_k = W_k x. */
+struct mm_args {
+	struct dmat w[4];
+	float *y[4];
+	int ys[4];
+	int end[4];  /* cumulative outputs (small kernel) or 64-output tiles (tiled kernel) */
+	int n_mat;
+	const float *x;
+	int xs, N;
+	int kw;      /* small kernel: warps per output */
+};
+
+__device__ __forceinline__ int mm_pick(const struct mm_args &a, int g, int *base)
+{
+	int k = 0;
+	while (k + 1 < a.n_mat && g >= a.end[k])
+		k++;
+	*base = k ? a.end[k - 1] : 0;
+	return k;
+}
+
+/* kw warps per output (kw divides 8: an output's warps share a block), each a kw-th of the
+ * inputs; R rows at a time. Sums: per lane, then over the warp, then over its kw warps in order,
+ * so a row's result does not depend on the other rows of the pass. */
+template <int R> __global__ void __launch_bounds__(256) mm_small(struct mm_args a)
+{
+	__shared__ float part[8][R];
+	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, kw = a.kw;
+	const int g = (blockIdx.x * 8 + warp) / kw, q = warp % kw;
+	const bool live = g < a.end[a.n_mat - 1];
+	int base = 0, k = live ? mm_pick(a, g, &base) : 0;
+	const struct dmat &w = a.w[k];
+	const int o = g - base;
+	for (int r0 = 0; r0 < a.N; r0 += R) {
+		float acc[R];
+#pragma unroll
+		for (int r = 0; r < R; r++)
+			acc[r] = 0.f;
+		for (int i = (q * 32 + lane) * 8; live && i < w.n_in; i += 256 * kw) {
+			float wv[8];
+			load8(w, o, i, wv);
+#pragma unroll
+			for (int r = 0; r < R; r++) {
+				if (r0 + r < a.N) {
+					const float4 *xp = reinterpret_cast<const float4 *>(a.x + (size_t)(r0 + r) * a.xs + i);
+					float4 p = __ldg(xp), u = __ldg(xp + 1);
+					acc[r] += wv[0] * p.x + wv[1] * p.y + wv[2] * p.z + wv[3] * p.w + wv[4] * u.x +
+						  wv[5] * u.y + wv[6] * u.z + wv[7] * u.w;
+				}
+			}
+		}
+#pragma unroll
+		for (int r = 0; r < R; r++) {
+#pragma unroll
+			for (int off = 16; off > 0; off >>= 1)
+				acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], off);
+		}
+		if (kw == 1) {
+#pragma unroll
+			for (int r = 0; r < R; r++)
+				if (live && lane == 0 && r0 + r < a.N)
+					a.y[k][(size_t)(r0 + r) * a.ys[k] + o] = acc[r];
+			continue;
+		}
+		if (lane == 0)
+#pragma unroll
+			for (int r = 0; r < R; r++)
+				part[warp][r] = acc[r];
+		__syncthreads();
+		if (live && q == 0 && lane < R && r0 + lane < a.N) {
+			float t = 0.f;
+			for (int j = 0; j < kw; j++)
+				t += part[warp + j][lane];
+			a.y[k][(size_t)(r0 + lane) * a.ys[k] + o] = t;
+		}
+		__syncthreads();
+	}
+}
+
+/* 64 outputs x 64 rows a block, k in steps of 32; a thread computes 4 x 4. */
+__global__ void __launch_bounds__(256) mm_tiled(struct mm_args a)
+{
+	__shared__ float ws[32][64 + 4]; /* [k][output] */
+	__shared__ float xs[32][64 + 4]; /* [k][row] */
+	int base, k = mm_pick(a, blockIdx.y, &base);
+	const struct dmat &w = a.w[k];
+	int o0 = (blockIdx.y - base) * 64, r0 = blockIdx.x * 64, tid = threadIdx.x;
+	int tx = tid % 16, ty = tid / 16;
+	int lo = tid / 4, lk = (tid % 4) * 8; /* loader: output/row lo, k offset lk */
+	float acc[4][4];
+#pragma unroll
+	for (int i = 0; i < 4; i++)
+#pragma unroll
+		for (int j = 0; j < 4; j++)
+			acc[i][j] = 0.f;
+	for (int k0 = 0; k0 < w.n_in; k0 += 32) {
+		float wv[8] = { 0, 0, 0, 0, 0, 0, 0, 0 }, xv[8] = { 0, 0, 0, 0, 0, 0, 0, 0 };
+		if (o0 + lo < w.n_out && k0 + lk < w.n_in)
+			load8(w, o0 + lo, k0 + lk, wv);
+		if (r0 + lo < a.N && k0 + lk < w.n_in) {
+			const float4 *xp = reinterpret_cast<const float4 *>(a.x + (size_t)(r0 + lo) * a.xs + k0 + lk);
+			float4 p = __ldg(xp), q = __ldg(xp + 1);
+			xv[0] = p.x, xv[1] = p.y, xv[2] = p.z, xv[3] = p.w, xv[4] = q.x, xv[5] = q.y, xv[6] = q.z, xv[7] = q.w;
+		}
+		__syncthreads();
+#pragma unroll
+		for (int j = 0; j < 8; j++) {
+			ws[lk + j][lo] = wv[j];
+			xs[lk + j][lo] = xv[j];
+		}
+		__syncthreads();
+#pragma unroll 8
+		for (int kk = 0; kk < 32; kk++) {
+			float wr[4], xr[4];
+#pragma unroll
+			for (int j = 0; j < 4; j++)
+				wr[j] = ws[kk][tx + 16 * j];
+#pragma unroll
+			for (int i = 0; i < 4; i++)
+				xr[i] = xs[kk][ty + 16 * i];
+#pragma unroll
+			for (int i = 0; i < 4; i++)
+#pragma unroll
+				for (int j = 0; j < 4; j++)
+					acc[i][j] = fmaf(xr[i], wr[j], acc[i][j]);
+		}
+	}
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		int r = r0 + ty + 16 * i;
+		if (r >= a.N)
+			continue;
+#pragma unroll
+		for (int j = 0; j < 4; j++) {
+			int o = o0 + tx + 16 * j;
+			if (o < w.n_out)
+				a.y[k][(size_t)r * a.ys[k] + o] = acc[i][j];
+		}
+	}
+}
+
+__device__ __forceinline__ float block_sum(float v, float *sh)
+{
+#pragma unroll
+	for (int off = 16; off > 0; off >>= 1)
+		v += __shfl_xor_sync(0xffffffffu, v, off);
+	int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+	__syncthreads();
+	if (lane == 0)
+		sh[warp] = v;
+	__syncthreads();
+	float t = 0.f;
+	for (int i = 0; i < nw; i++)
+		t += sh[i];
+	return t;
+}
+
+__device__ __forceinline__ float warp_sum(float v)
+{
+#pragma unroll
+	for (int off = 16; off > 0; off >>= 1)
+		v += __shfl_xor_sync(0xffffffffu, v, off);
+	return v;
+}
+
+__device__ __forceinline__ float silu(float v)
+{
+	return v / (1.0f + expf(-v));
+}
+
+/* Token rows of the embedding. Grid: rows. */
+__global__ void embed_kernel(struct dmat e, const int *tokens, float *x, int E)
+{
+	int r = blockIdx.x, tok = tokens[r];
+	for (int i = threadIdx.x * 8; i < E; i += blockDim.x * 8) {
+		float w[8];
+		load8(e, tok, i, w);
+#pragma unroll
+		for (int j = 0; j < 8; j++)
+			x[(size_t)r * E + i + j] = w[j];
+	}
+}
+
+/* Row j: (add ? x[src] += y[src] : x[src]) then h[j] = rmsnorm(x[src]) * w; src = map ? map[j] : j. */
+__global__ void add_norm_kernel(float *x, const float *y, const float *w, float *h, int E, float eps, int add,
+				const int *map)
+{
+	__shared__ float sh[32];
+	int j = blockIdx.x, src = map ? map[j] : j;
+	float *xr = x + (size_t)src * E;
+	const float *yr = y + (size_t)src * E;
+	float ss = 0.f;
+	for (int i = threadIdx.x; i < E; i += blockDim.x) {
+		float v = xr[i];
+		if (add) {
+			v += yr[i];
+			if (!map)
+				xr[i] = v;
+		}
+		ss += v * v;
+	}
+	ss = block_sum(ss, sh);
+	float r = 1.0f / sqrtf(ss / (float)E + eps);
+	for (int i = threadIdx.x; i < E; i += blockDim.x) {
+		float v = add ? (map ? xr[i] + yr[i] : xr[i]) : xr[i];
+		h[(size_t)j * E + i] = v * r * w[i];
+	}
+}
+
+/* Pass metadata (device ints), see pass_meta. */
+struct meta {
+	const int *tokens, *row_seg, *row_pos;     /* [N] */
+	const int *seg_slot, *seg_r0, *seg_n, *seg_c, *seg_wb, *seg_spec; /* [S] */
+	const int *want;                           /* [n_out] */
+};
+
+/* Causal conv + SiLU of every new row, channel by channel. Input row j of the slot's virtual
+ * sequence [window (hist) | kept log rows (c) | the pass's rows (n)]. Grid: (channel blocks, N). */
+__global__ void conv_kernel(struct meta mt, const float *win_base, const float *xlog_base, const float *a1, int w1,
+			    const float *cw, float *a2, int w2, int cd, int kw, int L, size_t win_slot,
+			    size_t log_slot)
+{
+	int c = blockIdx.x * blockDim.x + threadIdx.x, r = blockIdx.y;
+	if (c >= cd)
+		return;
+	int s = mt.row_seg[r], slot = mt.seg_slot[s], c0 = mt.seg_c[s], r0 = mt.seg_r0[s], t = r - r0;
+	int hist = kw - 1;
+	const float *win = win_base + win_slot * slot, *xl = xlog_base + log_slot * slot;
+	float acc = 0.f;
+	for (int i = 0; i < kw; i++) {
+		int j = c0 + t + i; /* index in the virtual sequence */
+		float v;
+		if (j < hist)
+			v = win[(size_t)j * cd + c];
+		else if (j < hist + c0)
+			v = xl[(size_t)(j - hist) * cd + c];
+		else
+			v = a1[(size_t)(r0 + j - hist - c0) * w1 + c];
+		acc += cw[(size_t)c * kw + i] * v;
+	}
+	a2[(size_t)r * w2 + c] = silu(acc);
+	(void)L;
+}
+
+/* After the conv: a written-back segment's window becomes the last hist rows of its virtual
+ * sequence; a kept one appends its new pre-conv rows to the log. Grid: (channel blocks, S). */
+__global__ void window_kernel(struct meta mt, float *win_base, float *xlog_base, const float *a1, int w1, int cd,
+			      int kw, size_t win_slot, size_t log_slot)
+{
+	int c = blockIdx.x * blockDim.x + threadIdx.x, s = blockIdx.y;
+	if (c >= cd)
+		return;
+	int slot = mt.seg_slot[s], c0 = mt.seg_c[s], n = mt.seg_n[s], r0 = mt.seg_r0[s], hist = kw - 1;
+	float *win = win_base + win_slot * slot, *xl = xlog_base + log_slot * slot;
+	if (mt.seg_wb[s]) {
+		float v[MAX_KW];
+#pragma unroll
+		for (int i = 0; i < MAX_KW - 1; i++) {
+			if (i >= hist)
+				break;
+			int j = c0 + n + i;
+			v[i] = j < hist ? win[(size_t)j * cd + c]
+			       : j < hist + c0 ? xl[(size_t)(j - hist) * cd + c]
+			       : a1[(size_t)(r0 + j - hist - c0) * w1 + c];
+		}
+#pragma unroll
+		for (int i = 0; i < MAX_KW - 1; i++) {
+			if (i >= hist)
+				break;
+			win[(size_t)i * cd + c] = v[i];
+		}
+	} else {
+		for (int t = 0; t < n; t++)
+			xl[(size_t)(c0 + t) * cd + c] = a1[(size_t)(r0 + t) * w1 + c];
+	}
+}
+
+/* L2-normalise q and k per K-head; g and beta per V-head; kept rows into the log.
+ * Grid: (N, head groups); 4 warps a block, a warp per vector. */
+__global__ void gdn_pre_kernel(struct meta mt, float *a2, int w2, const float *ab, float *gb, const float *ssm_a,
+			       const float *dt_bias, int Hk, int Hv, int d, float *lk, float *lv, float *lg, float *lb,
+			       int L, size_t lk_slot, size_t lv_slot, size_t lg_slot)
+{
+	int r = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+	int s = mt.row_seg[r], spec = mt.seg_spec[s], slot = mt.seg_slot[s], t = mt.seg_c[s] + (r - mt.seg_r0[s]);
+	float *row = a2 + (size_t)r * w2;
+	for (int v = blockIdx.y * nw + warp; v < 2 * Hk; v += nw * gridDim.y) {
+		float *p = row + (size_t)v * d;
+		float ss = 0.f;
+		for (int i = lane; i < d; i += 32)
+			ss += p[i] * p[i];
+		ss = warp_sum(ss);
+		float sc = 1.0f / sqrtf(ss + L2_EPS);
+		for (int i = lane; i < d; i += 32) {
+			p[i] *= sc;
+			if (spec && v >= Hk) /* a kept row's key into the log */
+				lk[lk_slot * slot + (size_t)t * Hk * d + (size_t)(v - Hk) * d + i] = p[i];
+		}
+	}
+	if (blockIdx.y != 0)
+		return;
+	const float *abr = ab + (size_t)r * 2 * Hv;
+	float *g = gb + (size_t)r * 2 * Hv;
+	for (int h = threadIdx.x; h < Hv; h += blockDim.x) {
+		float sp = abr[Hv + h] + dt_bias[h];
+		sp = sp > 20.0f ? sp : log1pf(expf(sp));
+		g[h] = ssm_a[h] * sp;
+		g[Hv + h] = 1.0f / (1.0f + expf(-abr[h]));
+		if (spec) {
+			lg[lg_slot * slot + (size_t)t * Hv + h] = g[h];
+			lb[lg_slot * slot + (size_t)t * Hv + h] = g[Hv + h];
+		}
+	}
+	if (spec)
+		for (int i = threadIdx.x; i < Hv * d; i += blockDim.x)
+			lv[lv_slot * slot + (size_t)t * Hv * d + i] = row[(size_t)2 * Hk * d + i];
+	(void)L;
+}
+
+/* Gated RMSNorm per V-head, times SiLU(z). Grid: (N, head groups); a warp per head. */
+__global__ void gdn_post_kernel(float *a4, int w4, const float *a3, int w3, const float *nw_, int Hv, int d, float eps)
+{
+	int r = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+	for (int h = blockIdx.y * nw + warp; h < Hv; h += nw * gridDim.y) {
+		float *o = a4 + (size_t)r * w4 + (size_t)h * d;
+		const float *z = a3 + (size_t)r * w3 + (size_t)h * d;
+		float ss = 0.f;
+		for (int i = lane; i < d; i += 32)
+			ss += o[i] * o[i];
+		ss = warp_sum(ss);
+		float sc = 1.0f / sqrtf(ss / (float)d + eps);
+		for (int i = lane; i < d; i += 32)
+			o[i] = o[i] * sc * nw_[i] * silu(z[i]);
+	}
+}
+
+/* Per-head RMSNorm + partial RoPE of q (in [q | gate] per head) and k; k, v into the cache.
+ * Grid: (N, head groups); a warp per head. */
+__global__ void attn_qk_kernel(struct meta mt, float *a1, int w1, float *a2, int w2, const float *a3, int w3,
+			       const float *qn, const float *kn, int nh, int nkv, int hd, int n_rot, float theta,
+			       float eps, float *kc, float *vc, size_t kv_slot, int kvd)
+{
+	int r = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+	int pos = mt.row_pos[r], slot = mt.seg_slot[mt.row_seg[r]], half = n_rot / 2;
+	for (int v = blockIdx.y * nw + warp; v < nh + nkv; v += nw * gridDim.y) {
+		float *p = v < nh ? a1 + (size_t)r * w1 + (size_t)v * 2 * hd : a2 + (size_t)r * w2 + (size_t)(v - nh) * hd;
+		const float *w = v < nh ? qn : kn;
+		float ss = 0.f;
+		for (int i = lane; i < hd; i += 32)
+			ss += p[i] * p[i];
+		ss = warp_sum(ss);
+		float sc = 1.0f / sqrtf(ss / (float)hd + eps);
+		for (int i = lane; i < half; i += 32) {
+			float inv = (float)(1.0 / pow((double)theta, (double)(2 * i) / n_rot));
+			float ang = (float)pos * inv, cs = cosf(ang), sn = sinf(ang);
+			float x0 = p[i] * sc * w[i], x1 = p[i + half] * sc * w[i + half];
+			p[i] = x0 * cs - x1 * sn;
+			p[i + half] = x0 * sn + x1 * cs;
+		}
+		for (int i = n_rot + lane; i < hd; i += 32)
+			p[i] = p[i] * sc * w[i];
+		if (v < nh)
+			continue;
+		__syncwarp(); /* the head's k is final: into the cache, with its v */
+		size_t at = kv_slot * slot + (size_t)pos * kvd + (size_t)(v - nh) * hd;
+		for (int i = lane; i < hd; i += 32) {
+			kc[at + i] = p[i];
+			vc[at + i] = a3[(size_t)r * w3 + (size_t)(v - nh) * hd + i];
+		}
+	}
+}
+
+/* One (row, head): softmax(q K^T / sqrt(hd)) V over positions 0..pos of the slot, times
+ * sigmoid(gate). Online softmax, 4 warps over the positions, combined at the end. */
+#define ATT_WARPS 4
+#define ATT_PER 8 /* head_dim / 32 at most */
+__global__ void __launch_bounds__(32 * ATT_WARPS) attn_kernel(struct meta mt, const float *a1, int w1, float *a4,
+							       int w4, const float *kc, const float *vc,
+							       size_t kv_slot, int kvd, int nh, int nkv, int hd)
+{
+	__shared__ float sm[ATT_WARPS], sl[ATT_WARPS], so[ATT_WARPS][32 * ATT_PER];
+	int r = blockIdx.x, h = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+	int pos = mt.row_pos[r], slot = mt.seg_slot[mt.row_seg[r]], kvh = h / (nh / nkv), per = hd / 32;
+	const float *q = a1 + (size_t)r * w1 + (size_t)h * 2 * hd;
+	const float *K = kc + kv_slot * slot + (size_t)kvh * hd, *V = vc + kv_slot * slot + (size_t)kvh * hd;
+	float scale = 1.0f / sqrtf((float)hd);
+	float qr[ATT_PER], o[ATT_PER];
+#pragma unroll
+	for (int j = 0; j < ATT_PER; j++) {
+		qr[j] = j < per ? q[lane + 32 * j] : 0.f;
+		o[j] = 0.f;
+	}
+	float mx = -INFINITY, l = 0.f;
+	for (int t = warp; t <= pos; t += ATT_WARPS) {
+		const float *kt = K + (size_t)t * kvd, *vt = V + (size_t)t * kvd;
+		float s = 0.f;
+#pragma unroll
+		for (int j = 0; j < ATT_PER; j++)
+			if (j < per)
+				s += qr[j] * kt[lane + 32 * j];
+		s = warp_sum(s) * scale;
+		float mn = fmaxf(mx, s), f = expf(mx - mn), e = expf(s - mn);
+		l = l * f + e;
+#pragma unroll
+		for (int j = 0; j < ATT_PER; j++)
+			if (j < per)
+				o[j] = o[j] * f + e * vt[lane + 32 * j];
+		mx = mn;
+	}
+	if (lane == 0) {
+		sm[warp] = mx;
+		sl[warp] = l;
+	}
+#pragma unroll
+	for (int j = 0; j < ATT_PER; j++)
+		if (j < per)
+			so[warp][lane + 32 * j] = o[j];
+	__syncthreads();
+	if (warp != 0)
+		return;
+	float M = -INFINITY;
+	for (int w = 0; w < ATT_WARPS; w++)
+		M = fmaxf(M, sm[w]);
+	float Ls = 0.f, fw[ATT_WARPS];
+	for (int w = 0; w < ATT_WARPS; w++) {
+		fw[w] = sm[w] == -INFINITY ? 0.f : expf(sm[w] - M);
+		Ls += sl[w] * fw[w];
+	}
+	const float *gate = q + hd;
+	float *out = a4 + (size_t)r * w4 + (size_t)h * hd;
+	for (int i = lane; i < hd; i += 32) {
+		float acc = 0.f;
+		for (int w = 0; w < ATT_WARPS; w++)
+			acc += so[w][i] * fw[w];
+		out[i] = acc / Ls * (1.0f / (1.0f + expf(-gate[i])));
+	}
+}
+
+/* a1 = silu(a1) * a2 over N rows of n. */
+__global__ void silu_mul_kernel(float *a1, int w1, const float *a2, int w2, int n, int N)
+{
+	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= (size_t)n * N)
+		return;
+	size_t r = i / n, c = i % n;
+	float g = a1[r * w1 + c];
+	a1[r * w1 + c] = silu(g) * a2[r * w2 + c];
+}
+
+/* ======== the pass ======== */
+
+static int cuda_fail(struct cuda_model *m, cudaError_t e, const char *what)
+{
+	snprintf(m->error, sizeof m->error, "%s: %s", what, cudaGetErrorString(e));
+	return -EIO;
+}
+
+static int imax(int a, int b)
+{
+	return a > b ? a : b;
+}
+
+static void matmul_n(struct cuda_model *m, int n, const struct dmat *const *w, const float *x, int xs, int N,
+		     float *const *y, const int *ys)
+{
+	struct mm_args a;
+	memset(&a, 0, sizeof a);
+	a.n_mat = n;
+	a.x = x;
+	a.xs = xs;
+	a.N = N;
+	int acc = 0, tiled = N > m->small_rows;
+	for (int i = 0; i < n; i++) {
+		a.w[i] = *w[i];
+		a.y[i] = y[i];
+		a.ys[i] = ys[i];
+		acc += tiled ? (w[i]->n_out + 63) / 64 : w[i]->n_out;
+		a.end[i] = acc;
+	}
+	/* enough warps to fill the device (~64 a multiprocessor): a product of few outputs splits
+	 * its inputs over up to 8 warps an output */
+	int min_in = w[0]->n_in;
+	a.kw = 1;
+	while (!tiled && a.kw < 8 && (long)acc * a.kw < 64L * m->n_sm && min_in >= 512 * a.kw)
+		a.kw *= 2;
+	unsigned blocks = (unsigned)(((long)acc * a.kw + 7) / 8);
+	if (tiled) {
+		dim3 grid((unsigned)((N + 63) / 64), (unsigned)acc);
+		mm_tiled<<<grid, 256, 0, m->st>>>(a);
+	} else if (N == 1) {
+		mm_small<1><<<blocks, 256, 0, m->st>>>(a);
+	} else if (N == 2) {
+		mm_small<2><<<blocks, 256, 0, m->st>>>(a);
+	} else if (N <= 4) {
+		mm_small<4><<<blocks, 256, 0, m->st>>>(a);
+	} else {
+		mm_small<8><<<blocks, 256, 0, m->st>>>(a);
+	}
+}
+
+static void matmul(struct cuda_model *m, const struct dmat *w, const float *x, int xs, int N, float *y, int ys)
+{
+	matmul_n(m, 1, &w, x, xs, N, &y, &ys);
+}
+
+/* Captured graphs hold the buffers' addresses: dropped when a buffer moves. */
+static void graphs_drop(struct cuda_model *m)
+{
+	for (int i = 0; i < GRAPHS; i++) {
+		if (m->graphs[i].exec)
+			cudaGraphExecDestroy(m->graphs[i].exec);
+		memset(&m->graphs[i], 0, sizeof m->graphs[i]);
+	}
+}
+
+static int ensure_rows(struct cuda_model *m, int N)
+{
+	if (N <= m->cap_rows)
+		return 0;
+	graphs_drop(m);
+	int cap = imax(imax(N, 2 * m->cap_rows), 64); /* doubling: passes of growing width do not reallocate each time */
+	float *bufs[] = { m->x, m->h, m->y, m->a1, m->a2, m->a3, m->a4, m->gb, m->ab, m->logits };
+	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+		cudaFree(bufs[i]);
+	m->x = m->h = m->y = m->a1 = m->a2 = m->a3 = m->a4 = m->gb = m->ab = m->logits = NULL;
+	m->cap_rows = 0;
+	size_t E = (size_t)m->cfg.n_embd, R = (size_t)cap;
+	float **dst[] = { &m->x, &m->h, &m->y, &m->a1, &m->a2, &m->a3, &m->a4, &m->gb, &m->ab, &m->logits };
+	size_t n[] = { E, E, E, (size_t)m->w1, (size_t)m->w2, (size_t)m->w3, (size_t)m->w4, 2 * (size_t)m->Hv,
+		       2 * (size_t)m->Hv, (size_t)m->cfg.n_vocab };
+	for (size_t i = 0; i < sizeof dst / sizeof dst[0]; i++) {
+		cudaError_t e = cudaMalloc((void **)dst[i], sizeof(float) * n[i] * R);
+		if (e != cudaSuccess)
+			return cuda_fail(m, e, "pass buffers");
+	}
+	m->cap_rows = cap;
+	return 0;
+}
+
+/* Index arrays of a pass (or a fold: S segments of n = 0), copied to the device. */
+struct pass_meta {
+	int N, S, n_out;
+	int *tokens, *row_seg, *row_pos, *seg_slot, *seg_r0, *seg_n, *seg_c, *seg_wb, *seg_spec, *want;
+};
+
+static int meta_upload(struct cuda_model *m, const struct pass_meta *p, struct meta *mt)
+{
+	int total = 3 * p->N + 6 * p->S + p->n_out + 1;
+	if (total > m->meta_cap) {
+		graphs_drop(m);
+		cudaFree(m->meta);
+		cudaFreeHost(m->hmeta);
+		m->meta = NULL;
+		m->hmeta = NULL;
+		m->meta_cap = 0;
+		int cap = total * 2;
+		cudaError_t e = cudaMalloc((void **)&m->meta, sizeof(int) * (size_t)cap);
+		if (e == cudaSuccess)
+			e = cudaMallocHost((void **)&m->hmeta, sizeof(int) * (size_t)cap);
+		if (e != cudaSuccess)
+			return cuda_fail(m, e, "pass metadata");
+		m->meta_cap = cap;
+	}
+	int *h = m->hmeta, *d = m->meta, at = 0;
+	const int *src[] = { p->tokens, p->row_seg, p->row_pos, p->seg_slot, p->seg_r0, p->seg_n, p->seg_c, p->seg_wb,
+			     p->seg_spec, p->want };
+	int len[] = { p->N, p->N, p->N, p->S, p->S, p->S, p->S, p->S, p->S, p->n_out };
+	const int **dst[] = { &mt->tokens, &mt->row_seg, &mt->row_pos, &mt->seg_slot, &mt->seg_r0, &mt->seg_n,
+			      &mt->seg_c, &mt->seg_wb, &mt->seg_spec, &mt->want };
+	for (int i = 0; i < 10; i++) {
+		if (len[i] && src[i])
+			memcpy(h + at, src[i], sizeof(int) * (size_t)len[i]);
+		*dst[i] = d + at;
+		at += len[i];
+	}
+	/* async from pinned memory: h is rewritten only after the pass (or the fold) has synchronised */
+	cudaError_t e = cudaMemcpyAsync(d, h, sizeof(int) * (size_t)at, cudaMemcpyHostToDevice, m->st);
+	return e == cudaSuccess ? 0 : cuda_fail(m, e, "pass metadata");
+}
+
+static size_t ssm_layer(const struct cuda_model *m)
+{
+	return (size_t)m->n_slots * m->Hv * m->d * m->d;
+}
+
+/* The GDN recurrence of layer gi over the segments of mt: replay seg_c rows from the log, then
+ * seg_n new rows from the pass buffers (none in a fold), writing back where seg_wb. */
+static int gdn_step(struct cuda_model *m, int gi, const struct meta *mt, int S, int with_rows)
+{
+	struct gdn_cuda_args a;
+	memset(&a, 0, sizeof a);
+	size_t L = (size_t)(m->rb_rows > 0 ? m->rb_rows : 1);
+	a.state = m->ssm + ssm_layer(m) * gi;
+	a.k = m->lk ? m->lk + (size_t)gi * m->n_slots * L * m->Hk * m->d : NULL;
+	a.v = m->lv ? m->lv + (size_t)gi * m->n_slots * L * m->Hv * m->d : NULL;
+	a.g = m->lg ? m->lg + (size_t)gi * m->n_slots * L * m->Hv : NULL;
+	a.beta = m->lb ? m->lb + (size_t)gi * m->n_slots * L * m->Hv : NULL;
+	a.kept = mt->seg_c;
+	a.ns = S;
+	a.L = (int)L;
+	a.H_k = m->Hk;
+	a.H_v = m->Hv;
+	a.d_v = m->d;
+	a.d_k = m->d;
+	a.scale = 1.0f / sqrtf((float)m->d);
+	a.seq = mt->seg_slot;
+	a.row0 = mt->seg_r0;
+	a.rows = mt->seg_n;
+	a.wb = mt->seg_wb;
+	if (with_rows) {
+		a.q = m->a2;
+		a.nk = m->a2 + (size_t)m->Hk * m->d;
+		a.nv = m->a2 + (size_t)2 * m->Hk * m->d;
+		a.ng = m->gb;
+		a.nbeta = m->gb + m->Hv;
+		a.q_stride = m->w2;
+		a.v_stride = m->w2;
+		a.gb_stride = 2 * m->Hv;
+		a.o = m->a4;
+		a.o_stride = m->w4;
+	} else {
+		/* a fold: every replayed row comes from the log; nk stays NULL but no new rows exist */
+		a.T = 0;
+	}
+	int rc = gdn_cuda_rows(&a, m->st);
+	return rc ? cuda_fail(m, (cudaError_t)rc, "GDN kernel") : 0;
+}
+
+static size_t conv_slot(const struct cuda_model *m)
+{
+	return (size_t)m->hist * m->cd;
+}
+
+static size_t xlog_slot(const struct cuda_model *m)
+{
+	return (size_t)(m->rb_rows > 0 ? m->rb_rows : 1) * m->cd;
+}
+
+static float *xlog_layer(const struct cuda_model *m, int gi)
+{
+	return m->lx ? m->lx + (size_t)gi * m->n_slots * xlog_slot(m) : NULL;
+}
+
+/* Folds the kept rows of `slots` into their base states and windows. */
+static int fold(struct cuda_model *m, const int *slots, int n)
+{
+	if (n == 0)
+		return 0;
+	int *buf = (int *)malloc(sizeof(int) * (size_t)n * 6);
+	if (!buf)
+		return -ENOMEM;
+	struct pass_meta p = { 0, n, 0, NULL, NULL, NULL, buf, buf + n, buf + 2 * n, buf + 3 * n, buf + 4 * n,
+			       buf + 5 * n, NULL };
+	for (int i = 0; i < n; i++) {
+		p.seg_slot[i] = slots[i];
+		p.seg_r0[i] = 0;
+		p.seg_n[i] = 0;
+		p.seg_c[i] = m->rb_n[slots[i]];
+		p.seg_wb[i] = 1;
+		p.seg_spec[i] = 0;
+	}
+	struct meta mt;
+	int rc = meta_upload(m, &p, &mt);
+	free(buf);
+	for (int gi = 0; !rc && gi < m->n_gdn; gi++) {
+		dim3 grid((unsigned)((m->cd + 127) / 128), (unsigned)n);
+		window_kernel<<<grid, 128, 0, m->st>>>(mt, m->conv + (size_t)gi * m->n_slots * conv_slot(m), xlog_layer(m, gi),
+					     m->a1, m->w1, m->cd, m->kw, conv_slot(m), xlog_slot(m));
+		rc = gdn_step(m, gi, &mt, n, 0);
+	}
+	if (!rc) {
+		cudaError_t e = cudaStreamSynchronize(m->st); /* the pass's metadata reuses the host buffer */
+		if (e != cudaSuccess)
+			rc = cuda_fail(m, e, "fold");
+	}
+	for (int i = 0; !rc && i < n; i++)
+		m->rb_n[slots[i]] = 0;
+	return rc;
+}
+
+static void layer_gdn(struct cuda_model *m, const struct dlayer *l, const struct meta *mt, int N, int S)
+{
+	int gi = l->index, Hv = m->Hv;
+	const struct dmat *w[4] = { &l->qkv, &l->z, &l->beta, &l->alpha };
+	float *y[4] = { m->a1, m->a3, m->ab, m->ab + Hv };
+	int ys[4] = { m->w1, m->w3, 2 * Hv, 2 * Hv };
+	matmul_n(m, 4, w, m->h, m->cfg.n_embd, N, y, ys);
+	float *win = m->conv + (size_t)gi * m->n_slots * conv_slot(m), *xl = xlog_layer(m, gi);
+	const float *xl_read = xl ? xl : win; /* no log: seg_c is 0 and it is never read */
+	conv_kernel<<<dim3((unsigned)((m->cd + 127) / 128), (unsigned)N), 128, 0, m->st>>>(
+		*mt, win, xl_read, m->a1, m->w1, l->conv_w, m->a2, m->w2, m->cd, m->kw, m->rb_rows, conv_slot(m),
+		xlog_slot(m));
+	window_kernel<<<dim3((unsigned)((m->cd + 127) / 128), (unsigned)S), 128, 0, m->st>>>(
+		*mt, win, xl ? xl : win, m->a1, m->w1, m->cd, m->kw, conv_slot(m), xlog_slot(m));
+	size_t L = (size_t)(m->rb_rows > 0 ? m->rb_rows : 1);
+	size_t lks = L * m->Hk * m->d, lvs = L * Hv * m->d, lgs = L * Hv;
+	size_t base = (size_t)gi * m->n_slots;
+	gdn_pre_kernel<<<dim3((unsigned)N, (unsigned)((2 * m->Hk + 3) / 4)), 128, 0, m->st>>>(*mt, m->a2, m->w2, m->ab, m->gb, l->ssm_a, l->dt_bias, m->Hk, Hv, m->d,
+				   m->lk ? m->lk + base * lks : NULL, m->lv ? m->lv + base * lvs : NULL,
+				   m->lg ? m->lg + base * lgs : NULL, m->lb ? m->lb + base * lgs : NULL, (int)L, lks,
+				   lvs, lgs);
+}
+
+static int forward_layers(struct cuda_model *m, const struct meta *mt, int N, int S, int n_out)
+{
+	const struct model_config *c = &m->cfg;
+	int E = c->n_embd, nh = c->n_head, nkv = c->n_head_kv, hd = c->head_dim;
+	embed_kernel<<<N, 128, 0, m->st>>>(m->tok_embd, mt->tokens, m->x, E);
+	for (int il = 0; il < c->n_layer; il++) {
+		const struct dlayer *l = &m->layers[il];
+		add_norm_kernel<<<N, 256, 0, m->st>>>(m->x, m->y, l->attn_norm, m->h, E, c->norm_eps, il > 0, NULL);
+		if (l->attn) {
+			const struct dmat *w[3] = { &l->wq, &l->wk, &l->wv };
+			float *y[3] = { m->a1, m->a2, m->a3 };
+			int ys[3] = { m->w1, m->w2, m->w3 };
+			matmul_n(m, 3, w, m->h, E, N, y, ys);
+			size_t kv_slot = (size_t)m->n_ctx * m->kvd, kv_layer = kv_slot * m->n_slots * l->index;
+			attn_qk_kernel<<<dim3((unsigned)N, (unsigned)((nh + nkv + 3) / 4)), 128, 0, m->st>>>(*mt, m->a1, m->w1, m->a2, m->w2, m->a3, m->w3, l->q_norm, l->k_norm, nh,
+						   nkv, hd, c->n_rot, c->rope_theta, c->norm_eps, m->kc + kv_layer,
+						   m->vc + kv_layer, kv_slot, m->kvd);
+			attn_kernel<<<dim3((unsigned)N, (unsigned)nh), 32 * ATT_WARPS, 0, m->st>>>(
+				*mt, m->a1, m->w1, m->a4, m->w4, m->kc + kv_layer, m->vc + kv_layer, kv_slot, m->kvd, nh,
+				nkv, hd);
+			matmul(m, &l->wo, m->a4, m->w4, N, m->y, E);
+		} else {
+			layer_gdn(m, l, mt, N, S);
+			int rc = gdn_step(m, l->index, mt, S, 1);
+			if (rc)
+				return rc;
+			gdn_post_kernel<<<dim3((unsigned)N, (unsigned)((m->Hv + 3) / 4)), 128, 0, m->st>>>(m->a4, m->w4, m->a3, m->w3, l->ssm_norm, m->Hv, m->d, c->norm_eps);
+			matmul(m, &l->ssm_out, m->a4, m->w4, N, m->y, E);
+		}
+		add_norm_kernel<<<N, 256, 0, m->st>>>(m->x, m->y, l->post_norm, m->h, E, c->norm_eps, 1, NULL);
+		const struct dmat *w[2] = { &l->ffn_gate, &l->ffn_up };
+		float *y[2] = { m->a1, m->a2 };
+		int ys[2] = { m->w1, m->w2 };
+		matmul_n(m, 2, w, m->h, E, N, y, ys);
+		size_t cnt = (size_t)N * c->n_ff;
+		silu_mul_kernel<<<(unsigned)((cnt + 255) / 256), 256, 0, m->st>>>(m->a1, m->w1, m->a2, m->w2, c->n_ff, N);
+		matmul(m, &l->ffn_down, m->a1, m->w1, N, m->y, E);
+	}
+	if (n_out > 0) {
+		add_norm_kernel<<<n_out, 256, 0, m->st>>>(m->x, m->y, m->output_norm, m->h, E, c->norm_eps, 1, mt->want);
+		matmul(m, &m->output, m->h, E, n_out, m->logits, c->n_vocab);
+	}
+	cudaError_t e = cudaGetLastError();
+	return e == cudaSuccess ? 0 : cuda_fail(m, e, "forward pass");
+}
+
+/* forward_layers, replayed from a CUDA graph when the pass's shape was seen before: a decode
+ * step of a steady set of streams is one launch instead of ~12 a layer (the launches, not the
+ * kernels, bound one-stream decode without it). The kernels read everything that changes
+ * between passes of one shape (tokens, slots, positions, kept rows) from the metadata. */
+static int run_pass(struct cuda_model *m, const struct meta *mt, int N, int S, int n_out)
+{
+	struct graph_slot *g = NULL, *victim = &m->graphs[0];
+	for (int i = 0; i < GRAPHS; i++) {
+		struct graph_slot *x = &m->graphs[i];
+		if (x->uses && x->N == N && x->S == S && x->n_out == n_out)
+			g = x;
+		if (x->last < victim->last)
+			victim = x;
+	}
+	m->graph_clock++;
+	if (!m->use_graphs)
+		return forward_layers(m, mt, N, S, n_out);
+	if (!g) {
+		if (victim->exec)
+			cudaGraphExecDestroy(victim->exec);
+		*victim = (struct graph_slot){ N, S, n_out, 1, m->graph_clock, NULL };
+		return forward_layers(m, mt, N, S, n_out);
+	}
+	g->last = m->graph_clock;
+	g->uses++;
+	cudaError_t e;
+	if (!g->exec) {
+		cudaGraph_t graph = NULL;
+		if ((e = cudaStreamBeginCapture(m->st, cudaStreamCaptureModeThreadLocal)) != cudaSuccess)
+			return cuda_fail(m, e, "graph capture");
+		int rc = forward_layers(m, mt, N, S, n_out);
+		e = cudaStreamEndCapture(m->st, &graph);
+		if (rc == 0 && e == cudaSuccess)
+			e = cudaGraphInstantiate(&g->exec, graph, 0);
+		if (graph)
+			cudaGraphDestroy(graph);
+		if (rc || e != cudaSuccess) {
+			g->exec = NULL;
+			return rc ? rc : cuda_fail(m, e, "graph capture");
+		}
+	}
+	e = cudaGraphLaunch(g->exec, m->st);
+	return e == cudaSuccess ? 0 : cuda_fail(m, e, "graph launch");
+}
+
+extern "C" void cuda_model_set_graphs(struct cuda_model *m, int on)
+{
+	m->use_graphs = on;
+}
+
+extern "C" void cuda_model_set_small_rows(struct cuda_model *m, int rows)
+{
+	m->small_rows = rows > 0 ? rows : SMALL_ROWS;
+	graphs_drop(m); /* captured passes chose their kernels */
+}
+
+extern "C" int cuda_model_forward(struct cuda_model *m, const struct model_batch *b, const uint8_t *keep, float *logits)
+{
+	int N = b->n_rows, rc = 0;
+	if (N <= 0)
+		return N == 0 ? 0 : -EINVAL;
+	/* one allocation for the host index arrays: rows x 3, segments x 6, wants, folds */
+	int *buf = (int *)malloc(sizeof(int) * ((size_t)N * 11 + 1));
+	if (!buf)
+		return -ENOMEM;
+	struct pass_meta p;
+	p.N = N;
+	p.tokens = buf, p.row_seg = buf + N, p.row_pos = buf + 2 * N;
+	p.seg_slot = buf + 3 * N, p.seg_r0 = buf + 4 * N, p.seg_n = buf + 5 * N, p.seg_c = buf + 6 * N;
+	p.seg_wb = buf + 7 * N, p.seg_spec = buf + 8 * N, p.want = buf + 9 * N;
+	int *folds = buf + 10 * N, n_fold = 0, S = 0, n_out = 0;
+	for (int r = 0; r < N; r++) {
+		int tok = b->tokens[r], slot = b->slots[r];
+		if (tok < 0 || tok >= m->cfg.n_vocab || slot < 0 || slot >= m->n_slots) {
+			rc = -EINVAL;
+			goto out;
+		}
+		if (S == 0 || p.seg_slot[S - 1] != slot) {
+			for (int i = 0; i < S; i++)
+				if (p.seg_slot[i] == slot) {
+					rc = -EINVAL; /* a slot's rows must be consecutive */
+					goto out;
+				}
+			p.seg_slot[S] = slot;
+			p.seg_r0[S] = r;
+			p.seg_n[S] = 0;
+			p.seg_spec[S] = keep && keep[r];
+			S++;
+		}
+		int s = S - 1, at = m->pos[slot] + p.seg_n[s];
+		if ((b->pos && b->pos[r] != at) || at >= m->n_ctx) {
+			rc = -EINVAL;
+			goto out;
+		}
+		p.tokens[r] = tok;
+		p.row_seg[r] = s;
+		p.row_pos[r] = at;
+		p.seg_n[s]++;
+		if (!b->want_logits || b->want_logits[r])
+			p.want[n_out++] = r;
+	}
+	p.S = S;
+	p.n_out = n_out;
+	for (int s = 0; s < S; s++) {
+		if (p.seg_spec[s] && m->rb_rows == 0) {
+			rc = -EINVAL;
+			goto out;
+		}
+		if (p.seg_spec[s] && p.seg_n[s] > m->rb_rows) {
+			rc = -E2BIG;
+			goto out;
+		}
+	}
+	/* kept rows are folded first where the segment is not kept or its rows would not fit */
+	for (int s = 0; s < S; s++) {
+		int slot = p.seg_slot[s];
+		if (m->rb_rows && m->rb_n[slot] > 0 && (!p.seg_spec[s] || m->rb_n[slot] + p.seg_n[s] > m->rb_rows))
+			folds[n_fold++] = slot;
+	}
+	if ((rc = ensure_rows(m, N)) || (rc = fold(m, folds, n_fold)))
+		goto out;
+	for (int s = 0; s < S; s++) {
+		p.seg_c[s] = p.seg_spec[s] ? m->rb_n[p.seg_slot[s]] : 0;
+		p.seg_wb[s] = !p.seg_spec[s];
+	}
+	{
+		struct meta mt;
+		if ((rc = meta_upload(m, &p, &mt)) || (rc = run_pass(m, &mt, N, S, n_out)))
+			goto out;
+	}
+	if (n_out > 0 && logits) {
+		cudaError_t e = cudaMemcpyAsync(logits, m->logits, sizeof(float) * (size_t)n_out * m->cfg.n_vocab,
+						cudaMemcpyDeviceToHost, m->st);
+		if (e == cudaSuccess)
+			e = cudaStreamSynchronize(m->st);
+		if (e != cudaSuccess) {
+			rc = cuda_fail(m, e, "logits");
+			goto out;
+		}
+	} else {
+		cudaError_t e = cudaStreamSynchronize(m->st);
+		if (e != cudaSuccess) {
+			rc = cuda_fail(m, e, "forward pass");
+			goto out;
+		}
+	}
+	for (int s = 0; s < S; s++) {
+		m->pos[p.seg_slot[s]] += p.seg_n[s];
+		if (p.seg_spec[s])
+			m->rb_n[p.seg_slot[s]] += p.seg_n[s];
+	}
+out:
+	free(buf);
+	return rc;
+}
+
+/* ======== state pool and lifecycle ======== */
+
+extern "C" int cuda_device_query(int dev, char *name, size_t name_len, size_t *free_bytes, size_t *total_bytes,
+				 char *err, size_t errlen)
+{
+	int n = 0;
+	cudaError_t e = cudaGetDeviceCount(&n);
+	if (e != cudaSuccess || n == 0) {
+		set_err(err, errlen, "no CUDA device: %s", e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+		return -ENODEV;
+	}
+	if (dev < 0 || dev >= n) {
+		set_err(err, errlen, "no CUDA device %d: this machine has %d (cuda:0..cuda:%d)", dev, n, n - 1);
+		return -ENODEV;
+	}
+	struct cudaDeviceProp pr;
+	size_t fr = 0, to = 0;
+	if ((e = cudaSetDevice(dev)) != cudaSuccess || (e = cudaGetDeviceProperties(&pr, dev)) != cudaSuccess ||
+	    (e = cudaMemGetInfo(&fr, &to)) != cudaSuccess) {
+		set_err(err, errlen, "no CUDA device: device %d: %s", dev, cudaGetErrorString(e));
+		return -ENODEV;
+	}
+	if (pr.major < 9) {
+		set_err(err, errlen, "CUDA device %d (%s) has compute capability %d.%d; this build is for 9.0 (sm_90)", dev,
+			pr.name, pr.major, pr.minor);
+		return -ENODEV;
+	}
+	if (name && name_len)
+		snprintf(name, name_len, "%s", pr.name);
+	if (free_bytes)
+		*free_bytes = fr;
+	if (total_bytes)
+		*total_bytes = to;
+	return 0;
+}
+
+extern "C" int cuda_device_copy_bandwidth(int dev, double *bytes_per_s)
+{
+	const size_t n = (size_t)1 << 30;
+	void *a = NULL, *b = NULL;
+	cudaEvent_t e0 = NULL, e1 = NULL;
+	float best = 0;
+	int rc = cudaSetDevice(dev) == cudaSuccess && cudaMalloc(&a, n) == cudaSuccess && cudaMalloc(&b, n) == cudaSuccess &&
+			 cudaMemset(a, 1, n) == cudaSuccess && cudaEventCreate(&e0) == cudaSuccess &&
+			 cudaEventCreate(&e1) == cudaSuccess
+		 ? 0
+		 : -ENOMEM;
+	for (int i = 0; !rc && i < 8; i++) {
+		float ms = 0;
+		cudaEventRecord(e0, 0);
+		cudaMemcpy(b, a, n, cudaMemcpyDeviceToDevice);
+		cudaEventRecord(e1, 0);
+		if (cudaEventSynchronize(e1) != cudaSuccess || cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess)
+			rc = -ENODEV;
+		else if (i > 0 && (best == 0 || ms < best))
+			best = ms; /* the first copy is a warm-up */
+	}
+	if (!rc)
+		*bytes_per_s = 2.0 * (double)n / (best * 1e-3);
+	cudaFree(a);
+	cudaFree(b);
+	if (e0)
+		cudaEventDestroy(e0);
+	if (e1)
+		cudaEventDestroy(e1);
+	return rc;
+}
+
+static int state_alloc(float **p, size_t floats, const char *what, char *err, size_t errlen)
+{
+	cudaError_t e = cudaMalloc((void **)p, sizeof(float) * (floats ? floats : 1));
+	if (e == cudaSuccess)
+		e = cudaMemset(*p, 0, sizeof(float) * (floats ? floats : 1));
+	if (e != cudaSuccess) {
+		*p = NULL;
+		set_err(err, errlen, "cannot allocate the %s (%.1f MiB) on the GPU: %s; use fewer --parallel or a shorter "
+			"--context", what, (double)floats * 4 / 1048576.0, cudaGetErrorString(e));
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+extern "C" struct cuda_model *cuda_model_create(int dev, const struct model_config *cfg, model_tensor_find_fn find,
+						void *ctx, const char *source, int n_slots, int n_ctx, int rb_rows,
+						char *err, size_t errlen)
+{
+	if (cuda_device_query(dev, NULL, 0, NULL, NULL, err, errlen))
+		return NULL;
+	struct cuda_model *m = (struct cuda_model *)calloc(1, sizeof *m);
+	if (!m) {
+		set_err(err, errlen, "out of memory");
+		return NULL;
+	}
+	struct loader ld = { find, ctx, source, err, errlen };
+	const struct model_config *c = &m->cfg;
+	m->dev = dev;
+	m->cfg = *cfg;
+	m->use_graphs = 1;
+	m->small_rows = SMALL_ROWS;
+	cudaDeviceGetAttribute(&m->n_sm, cudaDevAttrMultiProcessorCount, dev);
+	{
+		cudaError_t e = cudaStreamCreate(&m->st);
+		if (e != cudaSuccess) {
+			set_err(err, errlen, "cannot create a CUDA stream: %s", cudaGetErrorString(e));
+			free(m);
+			return NULL;
+		}
+	}
+	m->Hk = c->ssm_n_k_heads;
+	m->Hv = c->ssm_n_v_heads;
+	m->d = c->ssm_head_dim;
+	m->kw = c->ssm_conv_kernel;
+	m->hist = m->kw - 1;
+	m->cd = 2 * m->Hk * m->d + m->Hv * m->d;
+	m->kvd = c->n_head_kv * c->head_dim;
+	m->n_slots = n_slots;
+	m->n_ctx = n_ctx;
+	m->rb_rows = rb_rows;
+	if ((m->d != 32 && m->d != 64 && m->d != 128) || c->head_dim % 32 || c->head_dim > 32 * ATT_PER ||
+	    m->kw > MAX_KW || m->kw < 2 || c->n_embd % 8 || c->n_head % c->n_head_kv) {
+		set_err(err, errlen, "%s: the CUDA engine needs ssm.state_size 32, 64 or 128 (has %d), key_length a multiple "
+			"of 32 up to %d (has %d), ssm.conv_kernel 2..%d (has %d) and embedding_length a multiple of 8; "
+			"use --device cpu", source, m->d, 32 * ATT_PER, c->head_dim, MAX_KW, m->kw);
+		goto fail;
+	}
+	m->layers = (struct dlayer *)calloc((size_t)c->n_layer, sizeof *m->layers);
+	m->pos = (int *)calloc((size_t)n_slots, sizeof(int));
+	m->rb_n = (int *)calloc((size_t)n_slots, sizeof(int));
+	if (!m->layers || !m->pos || !m->rb_n) {
+		set_err(err, errlen, "out of memory");
+		goto fail;
+	}
+	for (int il = 0; il < c->n_layer; il++) {
+		struct dlayer *l = &m->layers[il];
+		l->attn = (il + 1) % c->full_attn_interval == 0;
+		l->index = l->attn ? m->n_attn++ : m->n_gdn++;
+		if (load_layer(m, &ld, il))
+			goto fail;
+	}
+	if (get_mat(m, &ld, &m->tok_embd, "token_embd.weight", c->n_embd, c->n_vocab) ||
+	    get_f32(m, &ld, &m->output_norm, "output_norm.weight", c->n_embd, 1))
+		goto fail;
+	if (find(ctx, "output.weight")) {
+		if (get_mat(m, &ld, &m->output, "output.weight", c->n_embd, c->n_vocab))
+			goto fail;
+	} else {
+		m->output = m->tok_embd; /* tied embeddings */
+	}
+	{
+		size_t S = (size_t)n_slots, L = (size_t)(rb_rows > 0 ? rb_rows : 1);
+		if (state_alloc(&m->ssm, ssm_layer(m) * m->n_gdn, "GDN states", err, errlen) ||
+		    state_alloc(&m->conv, S * conv_slot(m) * m->n_gdn, "conv windows", err, errlen) ||
+		    state_alloc(&m->kc, S * n_ctx * m->kvd * m->n_attn, "KV cache", err, errlen) ||
+		    state_alloc(&m->vc, S * n_ctx * m->kvd * m->n_attn, "KV cache", err, errlen))
+			goto fail;
+		if (rb_rows > 0 &&
+		    (state_alloc(&m->lx, S * L * m->cd * m->n_gdn, "rollback log", err, errlen) ||
+		     state_alloc(&m->lk, S * L * m->Hk * m->d * m->n_gdn, "rollback log", err, errlen) ||
+		     state_alloc(&m->lv, S * L * m->Hv * m->d * m->n_gdn, "rollback log", err, errlen) ||
+		     state_alloc(&m->lg, S * L * m->Hv * m->n_gdn, "rollback log", err, errlen) ||
+		     state_alloc(&m->lb, S * L * m->Hv * m->n_gdn, "rollback log", err, errlen)))
+			goto fail;
+	}
+	m->w1 = imax(imax(m->cd, c->n_head * 2 * c->head_dim), c->n_ff);
+	m->w2 = imax(imax(m->cd, c->n_ff), m->kvd);
+	m->w3 = imax(m->Hv * m->d, m->kvd);
+	m->w4 = imax(m->Hv * m->d, c->n_head * c->head_dim);
+	m->w1 = (m->w1 + 7) & ~7, m->w2 = (m->w2 + 7) & ~7, m->w3 = (m->w3 + 7) & ~7, m->w4 = (m->w4 + 7) & ~7;
+	if (ensure_rows(m, 64)) {
+		set_err(err, errlen, "%s", m->error);
+		goto fail;
+	}
+	return m;
+fail:
+	cuda_model_destroy(m);
+	return NULL;
+}
+
+extern "C" void cuda_model_destroy(struct cuda_model *m)
+{
+	if (!m)
+		return;
+	graphs_drop(m);
+	if (m->st)
+		cudaStreamDestroy(m->st);
+	for (int i = 0; i < m->n_allocs; i++)
+		cudaFree(m->allocs[i]);
+	float *bufs[] = { m->ssm, m->conv, m->kc, m->vc, m->lx, m->lk, m->lv, m->lg, m->lb, m->x, m->h, m->y,
+			  m->a1, m->a2, m->a3, m->a4, m->gb, m->ab, m->logits };
+	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+		cudaFree(bufs[i]);
+	cudaFree(m->meta);
+	cudaFreeHost(m->hmeta);
+	free(m->allocs);
+	free(m->layers);
+	free(m->pos);
+	free(m->rb_n);
+	free(m);
+}
+
+static int slot_ok(const struct cuda_model *m, int slot)
+{
+	return slot >= 0 && slot < m->n_slots;
+}
+
+extern "C" int cuda_model_slot_reset(struct cuda_model *m, int slot)
+{
+	if (!slot_ok(m, slot))
+		return -EINVAL;
+	size_t ss = (size_t)m->Hv * m->d * m->d;
+	cudaError_t e = cudaSuccess;
+	for (int gi = 0; gi < m->n_gdn && e == cudaSuccess; gi++) {
+		e = cudaMemset(m->ssm + ssm_layer(m) * gi + ss * slot, 0, sizeof(float) * ss);
+		if (e == cudaSuccess)
+			e = cudaMemset(m->conv + ((size_t)gi * m->n_slots + slot) * conv_slot(m), 0,
+				       sizeof(float) * conv_slot(m));
+	}
+	if (e != cudaSuccess)
+		return cuda_fail(m, e, "slot reset");
+	m->pos[slot] = 0;
+	m->rb_n[slot] = 0;
+	return 0;
+}
+
+static cudaError_t copy_part(float *base, size_t per_slot, int n_layers, int n_slots, int dst, int src, size_t floats)
+{
+	cudaError_t e = cudaSuccess;
+	for (int i = 0; i < n_layers && e == cudaSuccess && floats; i++)
+		e = cudaMemcpy(base + ((size_t)i * n_slots + dst) * per_slot, base + ((size_t)i * n_slots + src) * per_slot,
+			       sizeof(float) * floats, cudaMemcpyDeviceToDevice);
+	return e;
+}
+
+extern "C" int cuda_model_slot_copy(struct cuda_model *m, int dst, int src)
+{
+	if (!slot_ok(m, dst) || !slot_ok(m, src))
+		return -EINVAL;
+	if (dst == src)
+		return 0;
+	size_t ss = (size_t)m->Hv * m->d * m->d, kv = (size_t)m->n_ctx * m->kvd, L = (size_t)m->rb_rows;
+	size_t used = (size_t)m->pos[src] * m->kvd;
+	cudaError_t e = copy_part(m->ssm, ss, m->n_gdn, m->n_slots, dst, src, ss);
+	if (e == cudaSuccess)
+		e = copy_part(m->conv, conv_slot(m), m->n_gdn, m->n_slots, dst, src, conv_slot(m));
+	if (e == cudaSuccess)
+		e = copy_part(m->kc, kv, m->n_attn, m->n_slots, dst, src, used);
+	if (e == cudaSuccess)
+		e = copy_part(m->vc, kv, m->n_attn, m->n_slots, dst, src, used);
+	if (L && e == cudaSuccess) {
+		size_t parts[5] = { L * m->cd, L * m->Hk * m->d, L * m->Hv * m->d, L * m->Hv, L * m->Hv };
+		float *bases[5] = { m->lx, m->lk, m->lv, m->lg, m->lb };
+		for (int i = 0; i < 5 && e == cudaSuccess; i++)
+			e = copy_part(bases[i], parts[i], m->n_gdn, m->n_slots, dst, src, parts[i]);
+	}
+	if (e != cudaSuccess)
+		return cuda_fail(m, e, "slot copy");
+	m->pos[dst] = m->pos[src];
+	m->rb_n[dst] = m->rb_n[src];
+	return 0;
+}
+
+extern "C" int cuda_model_slot_rollback(struct cuda_model *m, int slot, int n)
+{
+	if (!slot_ok(m, slot) || n < 0)
+		return -EINVAL;
+	if (n == 0)
+		return 0;
+	if (n > m->rb_n[slot])
+		return -ERANGE;
+	m->rb_n[slot] -= n;
+	m->pos[slot] -= n; /* KV rows past pos are dead and get overwritten */
+	return 0;
+}
+
+extern "C" int cuda_model_slot_pos(const struct cuda_model *m, int slot)
+{
+	return slot_ok(m, slot) ? m->pos[slot] : -EINVAL;
+}
+
+extern "C" void cuda_model_memory(const struct cuda_model *m, struct model_state_memory *out, size_t *weight_bytes)
+{
+	size_t S = (size_t)m->n_slots, f = sizeof(float), L = (size_t)m->rb_rows;
+	out->kv = 2 * S * m->n_ctx * m->kvd * m->n_attn * f;
+	out->gdn_state = ssm_layer(m) * m->n_gdn * f;
+	out->conv = S * conv_slot(m) * m->n_gdn * f;
+	out->rollback = L * S * m->n_gdn * f * ((size_t)m->cd + (size_t)m->Hk * m->d + (size_t)m->Hv * m->d + 2 * (size_t)m->Hv);
+	out->snapshot_ring = L ? ((size_t)m->Hv * m->d * m->d + conv_slot(m)) * m->n_gdn * (L + 1) * S * f : 0;
+	if (weight_bytes)
+		*weight_bytes = m->weight_bytes;
+}
+
+extern "C" const char *cuda_model_error(const struct cuda_model *m)
+{
+	return m->error;
+}

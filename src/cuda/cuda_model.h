@@ -1,0 +1,63 @@
+/* cuda_model — the qwen35 forward pass (model/model.h's math) on one NVIDIA GPU: weights
+ * uploaded once, the per-sequence state pool (GDN states, conv windows, attention KV cache,
+ * the rollback log) in device memory, and a batched pass over rows of many sequences that
+ * copies back only the logits asked for. The CUDA engine (engine_cuda.h) wraps it.
+ *
+ * Rollback is by log only (model.h's MODEL_ROLLBACK_LOG semantics): a kept segment replays
+ * its slot's kept rows on the base state inside the GDN kernel and appends its new rows to
+ * the log; the base is written when the kept rows are folded into it.
+ * Does not: tokenize, sample, or know the server. Plain C interface, no CUDA types, so C code
+ * includes it; the implementation is cuda_model.cu.
+ * Threads: one call at a time per model. Ownership: arguments are borrowed. */
+#ifndef SIXI_CUDA_CUDA_MODEL_H
+#define SIXI_CUDA_CUDA_MODEL_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct cuda_model;
+
+/* What device `dev` is: name, free and total memory. 0, or -ENODEV with "no CUDA device: why"
+ * in err (no driver, no GPU, dev out of range). */
+int cuda_device_query(int dev, char *name, size_t name_len, size_t *free_bytes, size_t *total_bytes, char *err,
+		      size_t errlen);
+
+/* Device-to-device copy bandwidth of device dev (bytes read + written per second, best of
+ * several 1 GiB copies): the memory ceiling benchmarks compare with. 0 or -ENODEV/-ENOMEM. */
+int cuda_device_copy_bandwidth(int dev, double *bytes_per_s);
+
+/* Uploads the weights (looked up by GGUF name, as model_create does; F32, F16, BF16, Q8_0)
+ * to device dev and allocates n_slots states of n_ctx positions, with a log of rb_rows rows
+ * per slot (0: no rollback). NULL with "what, what to do" in err. */
+struct cuda_model *cuda_model_create(int dev, const struct model_config *cfg, model_tensor_find_fn find, void *ctx,
+				     const char *source, int n_slots, int n_ctx, int rb_rows, char *err, size_t errlen);
+void cuda_model_destroy(struct cuda_model *m);
+
+/* model_forward_keep's contract (keep may be NULL: nothing kept; logits of n_vocab floats per
+ * row that wants them, in row order). -EINVAL malformed batch, -E2BIG a kept segment longer
+ * than rb_rows, -EIO a device error (cuda_model_error says which). */
+int cuda_model_forward(struct cuda_model *m, const struct model_batch *b, const uint8_t *keep, float *logits);
+/* Passes of a shape seen before replay a CUDA graph (on, the default) or launch every kernel. */
+void cuda_model_set_graphs(struct cuda_model *m, int on);
+/* Passes of up to `rows` rows (<= 0: the default, 32) take the warp-per-output matrix kernel,
+ * wider ones the tiled one (benchmarks compare them). */
+void cuda_model_set_small_rows(struct cuda_model *m, int rows);
+int cuda_model_slot_reset(struct cuda_model *m, int slot);
+int cuda_model_slot_copy(struct cuda_model *m, int dst, int src);
+/* Drops the slot's last n kept rows: -ERANGE when n is more than it keeps. */
+int cuda_model_slot_rollback(struct cuda_model *m, int slot, int n);
+int cuda_model_slot_pos(const struct cuda_model *m, int slot);
+/* Device bytes by part (model.h's struct model_state_memory) and of the weights. */
+void cuda_model_memory(const struct cuda_model *m, struct model_state_memory *out, size_t *weight_bytes);
+/* The last device error, "" if none. */
+const char *cuda_model_error(const struct cuda_model *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

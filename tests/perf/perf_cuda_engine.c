@@ -1,0 +1,299 @@
+/* perf_cuda_engine — decode throughput of the CUDA forward pass (cuda/cuda_model.h) on random
+ * models of Qwen3.5-0.8B's and Qwen3.5-9B's shapes (BF16 and Q8_0 matrices, the real 248320-row
+ * vocabulary), made in memory from a seed: aggregate tok/s at 1, 8, 32 and 128 streams (every
+ * stream decodes one row per pass, logits of every row copied back to the host as the engine
+ * does), and the one-stream decode time against its floor: the bytes a token must read (every
+ * matrix once, the GDN states read and written, the KV rows) over the measured device copy
+ * bandwidth. The scheduler's host work is not in these figures (see the server benchmarks).
+ * Exits 77 without a GPU. Usage: perf_cuda_engine [0.8b|9b|all [STREAMS]] (default all; STREAMS: only
+ * that many streams). */
+#include "core/clock.h"
+#include "cuda/cuda_model.h"
+#include "model/gguf.h"
+#include "model/kernels.h"
+#include "model/model.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_TENSORS 512
+#define PROMPT 16
+#define STEPS 24
+
+/* Shapes as Qwen3.5's published configs give them (text part). */
+static const struct model_config q08 = {
+	.n_vocab = 248320, .n_embd = 1024, .n_layer = 24, .n_ff = 3584, .n_head = 8, .n_head_kv = 2,
+	.head_dim = 256, .n_rot = 64, .rope_theta = 1e7f, .norm_eps = 1e-6f, .ssm_conv_kernel = 4,
+	.ssm_head_dim = 128, .ssm_n_k_heads = 16, .ssm_n_v_heads = 16, .full_attn_interval = 4, .n_ctx_train = 262144,
+};
+static const struct model_config q9 = {
+	.n_vocab = 248320, .n_embd = 4096, .n_layer = 32, .n_ff = 12288, .n_head = 16, .n_head_kv = 4,
+	.head_dim = 256, .n_rot = 64, .rope_theta = 1e7f, .norm_eps = 1e-6f, .ssm_conv_kernel = 4,
+	.ssm_head_dim = 128, .ssm_n_k_heads = 16, .ssm_n_v_heads = 32, .full_attn_interval = 4, .n_ctx_train = 262144,
+};
+
+struct mem_model {
+	struct model_tensor t[MAX_TENSORS];
+	char names[MAX_TENSORS][64];
+	int n;
+	size_t matrix_bytes; /* what a pass reads of the matrices */
+};
+
+static uint64_t rng = 0x2545F4914F6CDD1Dull;
+static float urand(void)
+{
+	rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+	return (float)((rng >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
+}
+
+/* A tensor of ne0 x ne1 of `type`: 64 random rows repeated down it (the values do not change
+ * the time; a fresh draw per element would only make start-up slow). */
+static int add(struct mem_model *mm, const char *name, int ne0, int ne1, uint32_t type, float centre, float spread)
+{
+	enum { PROTO = 64 };
+	if (mm->n == MAX_TENSORS)
+		return -ENOSPC;
+	struct model_tensor *t = &mm->t[mm->n];
+	snprintf(mm->names[mm->n], sizeof mm->names[0], "%s", name);
+	size_t row = type == GGUF_TENSOR_Q8_0 ? (size_t)ne0 / 32 * 34 : (size_t)ne0 * (type == GGUF_TENSOR_F32 ? 4 : 2);
+	uint8_t *d = malloc(row * ne1);
+	float *x = malloc(sizeof(float) * (size_t)ne0);
+	if (!d || !x) {
+		free(d);
+		free(x);
+		return -ENOMEM;
+	}
+	int proto = ne1 < PROTO ? ne1 : PROTO;
+	for (int r = 0; r < proto; r++) {
+		uint8_t *o = d + row * r;
+		for (int i = 0; i < ne0; i++)
+			x[i] = centre + spread * urand();
+		if (type == GGUF_TENSOR_Q8_0) {
+			kern_quantize_q8_0(x, o, ne0);
+		} else if (type == GGUF_TENSOR_F32) {
+			memcpy(o, x, row);
+		} else {
+			for (int i = 0; i < ne0; i++) {
+				uint16_t h = kern_f32_to_bf16(x[i]);
+				memcpy(o + 2 * i, &h, 2);
+			}
+		}
+	}
+	for (int r = proto; r < ne1; r++)
+		memcpy(d + row * r, d + row * (r % proto), row);
+	free(x);
+	*t = (struct model_tensor){ .name = mm->names[mm->n], .n_dims = 2, .ne = { (uint64_t)ne0, (uint64_t)ne1, 1, 1 },
+				    .type = type, .data = d, .n_bytes = row * ne1 };
+	mm->n++;
+	return 0;
+}
+
+static const struct model_tensor *find(void *ctx, const char *name)
+{
+	struct mem_model *mm = ctx;
+	for (int i = 0; i < mm->n; i++)
+		if (strcmp(mm->t[i].name, name) == 0)
+			return &mm->t[i];
+	return NULL;
+}
+
+static int build(struct mem_model *mm, const struct model_config *c, uint32_t type)
+{
+	int E = c->n_embd, d = c->ssm_head_dim, Hk = c->ssm_n_k_heads, Hv = c->ssm_n_v_heads, hd = c->head_dim;
+	int cd = 2 * Hk * d + Hv * d, rc = 0;
+	char n[96];
+	float fe = 1.0f / sqrtf((float)E);
+	mm->n = 0;
+	mm->matrix_bytes = 0;
+#define MAT(nm, a, b, s) (snprintf(n, sizeof n, "blk.%d.%s", il, nm), rc = rc ? rc : add(mm, n, a, b, type, 0, s), \
+			  mm->matrix_bytes += rc ? 0 : mm->t[mm->n - 1].n_bytes)
+#define VEC(nm, a, b, cen, s) (snprintf(n, sizeof n, "blk.%d.%s", il, nm), rc = rc ? rc : add(mm, n, a, b, GGUF_TENSOR_F32, cen, s))
+	for (int il = 0; il < c->n_layer && !rc; il++) {
+		VEC("attn_norm.weight", E, 1, 1, 0.1f);
+		VEC("post_attention_norm.weight", E, 1, 1, 0.1f);
+		MAT("ffn_gate.weight", E, c->n_ff, fe);
+		MAT("ffn_up.weight", E, c->n_ff, fe);
+		MAT("ffn_down.weight", c->n_ff, E, 1.0f / sqrtf((float)c->n_ff));
+		if ((il + 1) % c->full_attn_interval == 0) {
+			MAT("attn_q.weight", E, c->n_head * hd * 2, fe);
+			MAT("attn_k.weight", E, c->n_head_kv * hd, fe);
+			MAT("attn_v.weight", E, c->n_head_kv * hd, fe);
+			MAT("attn_output.weight", c->n_head * hd, E, 1.0f / sqrtf((float)(c->n_head * hd)));
+			VEC("attn_q_norm.weight", hd, 1, 1, 0.1f);
+			VEC("attn_k_norm.weight", hd, 1, 1, 0.1f);
+		} else {
+			MAT("attn_qkv.weight", E, cd, fe);
+			MAT("attn_gate.weight", E, Hv * d, fe);
+			MAT("ssm_beta.weight", E, Hv, fe);
+			MAT("ssm_alpha.weight", E, Hv, fe);
+			MAT("ssm_out.weight", Hv * d, E, 1.0f / sqrtf((float)(Hv * d)));
+			VEC("ssm_conv1d.weight", c->ssm_conv_kernel, cd, 0, 0.5f);
+			VEC("ssm_dt.bias", Hv, 1, -3, 0.5f);
+			VEC("ssm_a", Hv, 1, -4, 2);
+			VEC("ssm_norm.weight", d, 1, 1, 0.1f);
+		}
+	}
+#undef MAT
+#undef VEC
+	if (!rc)
+		rc = add(mm, "token_embd.weight", E, c->n_vocab, type, 0, 1);
+	if (!rc)
+		mm->matrix_bytes += mm->t[mm->n - 1].n_bytes; /* tied: read once a pass as the output matrix */
+	if (!rc)
+		rc = add(mm, "output_norm.weight", E, 1, GGUF_TENSOR_F32, 1, 0.1f);
+	return rc;
+}
+
+static void release(struct mem_model *mm)
+{
+	for (int i = 0; i < mm->n; i++)
+		free((void *)mm->t[i].data);
+	mm->n = 0;
+}
+
+static int only_streams; /* argv[2]: run this stream count alone (e.g. under a profiler), 0: all */
+
+static int run(const char *label, const struct model_config *c, uint32_t type, double bw)
+{
+	static struct mem_model mm;
+	char err[1024];
+	if (build(&mm, c, type)) {
+		fprintf(stderr, "perf_cuda_engine: out of host memory for %s\n", label);
+		release(&mm);
+		return 1;
+	}
+	enum { SLOTS = 128, CTX = 256 };
+	struct cuda_model *m = cuda_model_create(0, c, find, &mm, label, SLOTS, CTX, 0, err, sizeof err);
+	release(&mm);
+	if (!m) {
+		fprintf(stderr, "perf_cuda_engine: %s: %s\n", label, err);
+		return 1;
+	}
+	struct model_state_memory sm;
+	size_t wbytes = 0;
+	cuda_model_memory(m, &sm, &wbytes);
+	static const int streams[] = { 1, 8, 32, 128 };
+	int32_t *tok = malloc(sizeof(int32_t) * SLOTS * PROMPT), *slot = malloc(sizeof(int32_t) * SLOTS * PROMPT);
+	uint8_t *want = malloc(SLOTS * PROMPT);
+	float *lg = malloc(sizeof(float) * (size_t)SLOTS * c->n_vocab);
+	int rc = tok && slot && want && lg ? 0 : 1;
+	double one_ms = 0;
+	printf("| %s | streams | ms/pass | aggregate tok/s |\n|---|---:|---:|---:|\n", label);
+	for (size_t k = 0; !rc && k < sizeof streams / sizeof streams[0]; k++) {
+		int S = streams[k], n = 0;
+		if (only_streams && S != only_streams)
+			continue;
+		for (int s = 0; s < S; s++) {
+			cuda_model_slot_reset(m, s);
+			for (int i = 0; i < PROMPT; i++, n++) {
+				tok[n] = (int32_t)((s * 7919 + i * 104729) % c->n_vocab);
+				slot[n] = s;
+				want[n] = i == PROMPT - 1;
+			}
+		}
+		struct model_batch b = { .n_rows = n, .tokens = tok, .slots = slot, .want_logits = want };
+		if ((rc = cuda_model_forward(m, &b, NULL, lg)))
+			break;
+		for (int s = 0; s < S; s++)
+			slot[s] = s, want[s] = 1;
+		struct model_batch d = { .n_rows = S, .tokens = tok, .slots = slot, .want_logits = want };
+		int64_t t0 = 0;
+		for (int step = 0; step < STEPS + 2 && !rc; step++) {
+			if (step == 2)
+				t0 = clock_now_ns(); /* two warm-up passes */
+			for (int s = 0; s < S; s++)
+				tok[s] = (int32_t)((step * 31 + s * 17) % c->n_vocab);
+			rc = cuda_model_forward(m, &d, NULL, lg);
+		}
+		if (rc)
+			break;
+		double ms = (double)(clock_now_ns() - t0) / 1e6 / STEPS;
+		if (S == 1)
+			one_ms = ms;
+		printf("| %s | %d | %.3f | %.0f |\n", label, S, ms, S * 1000.0 / ms);
+	}
+	double tiled_ms = 0; /* 32 streams again through the tiled kernel (the choice up to 16 rows) */
+	if (!rc && (!only_streams || only_streams == 32)) {
+		cuda_model_set_small_rows(m, 16);
+		for (int s = 0; s < 32; s++)
+			slot[s] = s, want[s] = 1;
+		struct model_batch d = { .n_rows = 32, .tokens = tok, .slots = slot, .want_logits = want };
+		int64_t t0 = 0;
+		for (int step = 0; step < STEPS + 2 && !rc; step++) {
+			if (step == 2)
+				t0 = clock_now_ns();
+			for (int s = 0; s < 32; s++)
+				tok[s] = (int32_t)((step * 37 + s * 13) % c->n_vocab);
+			rc = cuda_model_forward(m, &d, NULL, lg);
+		}
+		tiled_ms = (double)(clock_now_ns() - t0) / 1e6 / STEPS;
+		cuda_model_set_small_rows(m, 0);
+		printf("| %s | 32, tiled kernel | %.3f | %.0f |\n", label, tiled_ms, 32 * 1000.0 / tiled_ms);
+	}
+	double plain_ms = 0; /* one stream again, every kernel launched (no graph) */
+	if (!rc) {
+		cuda_model_set_graphs(m, 0);
+		cuda_model_slot_reset(m, 0);
+		struct model_batch d = { .n_rows = 1, .tokens = tok, .slots = slot, .want_logits = want };
+		slot[0] = 0, want[0] = 1;
+		int64_t t0 = 0;
+		for (int step = 0; step < STEPS + 2 && !rc; step++) {
+			if (step == 2)
+				t0 = clock_now_ns();
+			tok[0] = (int32_t)(step * 31 % c->n_vocab);
+			rc = cuda_model_forward(m, &d, NULL, lg);
+		}
+		plain_ms = (double)(clock_now_ns() - t0) / 1e6 / STEPS;
+		cuda_model_set_graphs(m, 1);
+	}
+	if (rc) {
+		fprintf(stderr, "perf_cuda_engine: %s: pass failed (%d): %s\n", label, rc, cuda_model_error(m));
+	} else {
+		/* one stream at position ~PROMPT+STEPS: the matrices, the GDN states read and written, the KV rows read */
+		double kv = (double)sm.kv / SLOTS / CTX * (PROMPT + STEPS);
+		double bytes = (double)mm.matrix_bytes + 2.0 * (double)sm.gdn_state / SLOTS + kv;
+		double floor_ms = bytes / bw * 1e3; /* bw counts a copy's bytes read + written: what DRAM moves */
+		printf("\n%s one-stream decode: %.3f ms/token; floor %.3f ms (%.1f MB read at %.2f TB/s) = %.0f %% of the floor's "
+		       "speed (%.3f ms/token with every kernel launched, no graph); weights on the GPU %.2f GB\n\n", label,
+		       one_ms, floor_ms, bytes / 1e6, bw / 1e12, 100.0 * floor_ms / one_ms, plain_ms, (double)wbytes / 1e9);
+	}
+	free(tok);
+	free(slot);
+	free(want);
+	free(lg);
+	cuda_model_destroy(m);
+	return rc ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	char name[256], err[512];
+	size_t fr = 0, to = 0;
+	if (cuda_device_query(0, name, sizeof name, &fr, &to, err, sizeof err) != 0) {
+		printf("skipped: %s\n", err);
+		return 77;
+	}
+	double bw = 0;
+	if (cuda_device_copy_bandwidth(0, &bw) != 0) {
+		fprintf(stderr, "perf_cuda_engine: cannot measure the copy bandwidth\n");
+		return 1;
+	}
+	const char *which = argc > 1 ? argv[1] : "all";
+	only_streams = argc > 2 ? atoi(argv[2]) : 0;
+	printf("device: %s, %.1f GiB; device-to-device copy %.2f TB/s (read + write counted)\n\n", name,
+	       (double)to / 1073741824.0, bw / 1e12);
+	int rc = 0;
+	if (strcmp(which, "9b") != 0) {
+		rc |= run("0.8B-shape BF16", &q08, GGUF_TENSOR_BF16, bw);
+		rc |= run("0.8B-shape Q8_0", &q08, GGUF_TENSOR_Q8_0, bw);
+	}
+	if (strcmp(which, "0.8b") != 0) {
+		rc |= run("9B-shape BF16", &q9, GGUF_TENSOR_BF16, bw);
+		rc |= run("9B-shape Q8_0", &q9, GGUF_TENSOR_Q8_0, bw);
+	}
+	return rc;
+}

@@ -1,0 +1,342 @@
+/* test_cuda_engine — the CUDA engine (cuda/engine_cuda.h) against the CPU engine (server/real.h)
+ * through the engine interface the scheduler uses, on the tiny model and on a ~100M random model
+ * (BF16 and Q8_0): logits of a batch of sequences of different lengths, prefill and decode in
+ * the same passes; greedy text; log rollback (repeated, whole-batch, with a fold) against
+ * recomputation; slot copies. Exits 77 with a message when there is no CUDA device.
+ *
+ * Tolerances: GPU vs CPU, max |a - b| <= 2e-3 x max |logit| of the row (fp32 both sides, sums in
+ * another order; measured values are printed). Rollback vs recomputation on the GPU: exact, as
+ * every pass there has at most 16 rows, where a row's floats do not depend on the batch. */
+#include "test.h"
+#include "greedy.h"
+#include "core/buf.h"
+#include "cuda/engine_cuda.h"
+#include "model/gguf.h"
+#include "model/tiny.h"
+#include "server/engine.h"
+#include "server/real.h"
+
+#include <stdint.h>
+#include <unistd.h>
+
+#define NSEQ 4
+#define NDEC 8
+#define NGREEDY 32
+
+static const struct model_config c100 = {
+	.n_embd = 768, .n_layer = 12, .n_ff = 2816, .n_head = 8, .n_head_kv = 2, .head_dim = 64,
+	.n_rot = 16, .rope_theta = 1e6f, .norm_eps = 1e-6f, .ssm_conv_kernel = 4, .ssm_head_dim = 64,
+	.ssm_n_k_heads = 4, .ssm_n_v_heads = 8, .full_attn_interval = 4, .n_ctx_train = 8192,
+};
+
+static double worst_rel; /* largest GPU-vs-CPU difference seen, relative to the row's largest logit */
+
+/* max |a - b| over a row relative to max |b|; records it. */
+static double row_rel(const float *a, const float *b, int n)
+{
+	double mx = 0, d = 0;
+	for (int i = 0; i < n; i++) {
+		if (fabs(b[i]) > mx)
+			mx = fabs(b[i]);
+		if (!(fabs((double)a[i] - b[i]) <= d)) /* NaN counts as the largest difference */
+			d = isnan(a[i]) ? INFINITY : fabs((double)a[i] - b[i]);
+	}
+	double r = mx > 0 ? d / mx : d;
+	if (r > worst_rel)
+		worst_rel = r;
+	return r;
+}
+
+/* One pass on both engines; rows' logits compared. */
+static int both(struct engine *cpu, struct engine *gpu, const struct engine_row *rows, size_t n, int n_want,
+		float *lc, float *lg, const char *what)
+{
+	int V = cpu->n_logits;
+	for (size_t i = 0; i < (size_t)n_want * V; i++)
+		lg[i] = NAN; /* poisoned: every wanted row must be written */
+	int rc1 = cpu->ops->forward(cpu, rows, n, lc), rc2 = gpu->ops->forward(gpu, rows, n, lg);
+	CHECK_EQ_INT(rc1, 0);
+	CHECK_EQ_INT(rc2, 0);
+	if (rc1 || rc2)
+		return -1;
+	for (int j = 0; j < n_want; j++) {
+		double r = row_rel(lg + (size_t)j * V, lc + (size_t)j * V, V);
+		if (!CHECK(r <= 2e-3))
+			fprintf(stderr, "  %s: row %d differs by %.3g of its largest logit\n", what, j, r);
+	}
+	return 0;
+}
+
+static void tokens_of(int seed, int n, int V, int32_t *out)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ull * (uint64_t)(seed + 1);
+	for (int i = 0; i < n; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		out[i] = (int32_t)(x % (uint64_t)V);
+	}
+}
+
+/* Several sequences of different lengths in one pass, then decode steps of all at once. */
+static void check_batches(struct engine *cpu, struct engine *gpu, const char *name)
+{
+	static const int len[NSEQ] = { 1, 5, 17, 40 };
+	int V = cpu->n_logits, total = 0;
+	for (int s = 0; s < NSEQ; s++)
+		total += len[s];
+	struct engine_row *rows = calloc((size_t)total, sizeof *rows);
+	float *lc = malloc(sizeof(float) * (size_t)V * NSEQ), *lg = malloc(sizeof(float) * (size_t)V * NSEQ);
+	int32_t *tok = malloc(sizeof(int32_t) * (size_t)total);
+	int sc[NSEQ], sg[NSEQ];
+	for (int s = 0; s < NSEQ; s++) {
+		sc[s] = cpu->ops->slot_alloc(cpu);
+		sg[s] = gpu->ops->slot_alloc(gpu);
+		CHECK(sc[s] >= 0 && sc[s] == sg[s]);
+	}
+	tokens_of(3, total, cpu->n_sample, tok);
+	int r = 0;
+	for (int s = 0; s < NSEQ; s++)
+		for (int i = 0; i < len[s]; i++, r++)
+			rows[r] = (struct engine_row){ .slot = sc[s], .token = tok[r], .pos = i, .want_logits = i == len[s] - 1 };
+	both(cpu, gpu, rows, (size_t)total, NSEQ, lc, lg, "prefill");
+	for (int step = 0; step < NDEC; step++) {
+		for (int s = 0; s < NSEQ; s++)
+			rows[s] = (struct engine_row){ .slot = sc[s], .token = greedy_argmax(lc + (size_t)s * V, cpu->n_sample),
+						       .pos = len[s] + step, .want_logits = true };
+		both(cpu, gpu, rows, NSEQ, NSEQ, lc, lg, "decode");
+	}
+	for (int s = 0; s < NSEQ; s++) {
+		cpu->ops->slot_free(cpu, sc[s]);
+		gpu->ops->slot_free(gpu, sg[s]);
+	}
+	printf("%s: %d sequences (1, 5, 17, 40 rows) in one pass, then %d decode passes: worst |gpu - cpu| = %.3g of the "
+	       "largest logit\n", name, NSEQ, NDEC, worst_rel);
+	free(rows);
+	free(lc);
+	free(lg);
+	free(tok);
+}
+
+/* Greedy tokens of one engine, 3 sequences decoded together. */
+static void greedy(struct engine *e, int32_t out[3][NGREEDY])
+{
+	int V = e->n_logits, slots[3], plen = 6;
+	float *lg = malloc(sizeof(float) * (size_t)V * 3);
+	struct engine_row rows[3 * 6];
+	int32_t tok[3 * 6];
+	tokens_of(11, 3 * plen, e->n_sample, tok);
+	for (int s = 0; s < 3; s++) {
+		slots[s] = e->ops->slot_alloc(e);
+		for (int i = 0; i < plen; i++)
+			rows[s * plen + i] = (struct engine_row){ .slot = slots[s], .token = tok[s * plen + i], .pos = i,
+								  .want_logits = i == plen - 1 };
+	}
+	CHECK_EQ_INT(e->ops->forward(e, rows, 3 * (size_t)plen, lg), 0);
+	for (int t = 0; t < NGREEDY; t++) {
+		for (int s = 0; s < 3; s++) {
+			out[s][t] = greedy_argmax(lg + (size_t)s * V, e->n_sample);
+			rows[s] = (struct engine_row){ .slot = slots[s], .token = out[s][t], .pos = plen + t, .want_logits = true };
+		}
+		CHECK_EQ_INT(e->ops->forward(e, rows, 3, lg), 0);
+	}
+	for (int s = 0; s < 3; s++)
+		e->ops->slot_free(e, slots[s]);
+	free(lg);
+}
+
+static void check_greedy(struct engine *cpu, struct engine *gpu, const char *name)
+{
+	int32_t a[3][NGREEDY], b[3][NGREEDY];
+	greedy(cpu, a);
+	greedy(gpu, b);
+	int same = 0;
+	for (int s = 0; s < 3; s++) {
+		int k = 0;
+		while (k < NGREEDY && a[s][k] == b[s][k])
+			k++;
+		CHECK_EQ_INT(k, NGREEDY);
+		same += k;
+	}
+	printf("%s: greedy text, 3 sequences: %d of %d tokens equal to the CPU engine's\n", name, same, 3 * NGREEDY);
+}
+
+static int max_diff_zero(const float *a, const float *b, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (a[i] != b[i])
+			return 0;
+	return 1;
+}
+
+/* Three slots verify drafts together (keep), roll back different amounts (one twice), verify
+ * again, then a plain pass folds; a fresh slot per sequence fed only the surviving rows must
+ * give the same logits bit for bit. A slot copy must decode like its source. */
+static void check_rollback(struct engine *gpu, const char *name)
+{
+	enum { P = 12, K = 5 };
+	int V = gpu->n_logits, a[3], fresh[3];
+	static const int back[3] = { 4, 0, 5 };
+	float *la = malloc(sizeof(float) * (size_t)V * 3 * K), *lb = malloc(sizeof(float) * (size_t)V * 3 * K);
+	int32_t tok[3][P + 2 * K];
+	struct engine_row rows[3 * (P + 2 * K)];
+	uint8_t keep[3 * K];
+	memset(keep, 1, sizeof keep);
+	for (int s = 0; s < 3; s++) {
+		tokens_of(20 + s, P + 2 * K, gpu->n_sample, tok[s]);
+		a[s] = gpu->ops->slot_alloc(gpu);
+		fresh[s] = gpu->ops->slot_alloc(gpu);
+	}
+	/* path A: prompt, keep K drafted rows, roll back, keep K again, roll back one more, keep 1, fold */
+	for (int s = 0; s < 3; s++) {
+		for (int i = 0; i < P; i++)
+			rows[i] = (struct engine_row){ .slot = a[s], .token = tok[s][i], .pos = i, .want_logits = false };
+		CHECK_EQ_INT(gpu->ops->forward(gpu, rows, P, la), 0);
+	}
+	int pos[3] = { P, P, P };
+	int n = 0;
+	for (int s = 0; s < 3; s++)
+		for (int i = 0; i < K; i++)
+			rows[n++] = (struct engine_row){ .slot = a[s], .token = tok[s][P + i], .pos = P + i, .want_logits = true };
+	CHECK_EQ_INT(gpu->ops->forward_keep(gpu, rows, (size_t)n, keep, la), 0);
+	for (int s = 0; s < 3; s++) {
+		CHECK_EQ_INT(gpu->ops->rollback(gpu, a[s], back[s]), 0);
+		pos[s] = P + K - back[s];
+	}
+	CHECK(gpu->ops->rollback(gpu, a[1], K + 1) != 0); /* more than it keeps */
+	/* the second segment: rows after what survived, new tokens from index P + K */
+	n = 0;
+	int m = 3; /* rows per slot this time: within the log's 9 rows only where the kept rows fit */
+	for (int s = 0; s < 3; s++)
+		for (int i = 0; i < m; i++)
+			rows[n++] = (struct engine_row){ .slot = a[s], .token = tok[s][P + K + i], .pos = pos[s] + i,
+							 .want_logits = true };
+	CHECK_EQ_INT(gpu->ops->forward_keep(gpu, rows, (size_t)n, keep, la), 0);
+	CHECK_EQ_INT(gpu->ops->rollback(gpu, a[0], 1), 0); /* a second rollback of the same slot */
+	pos[0] += m - 1;
+	pos[1] += m;
+	pos[2] += m;
+	/* a plain pass: the kept rows are folded into the base first */
+	for (int s = 0; s < 3; s++)
+		rows[s] = (struct engine_row){ .slot = a[s], .token = tok[s][P + 2 * K - 1], .pos = pos[s], .want_logits = true };
+	CHECK_EQ_INT(gpu->ops->forward(gpu, rows, 3, la), 0);
+
+	/* path B: each surviving history fed to a fresh slot in plain passes */
+	for (int s = 0; s < 3; s++) {
+		int32_t hist[P + 2 * K + 1];
+		int h = 0;
+		for (int i = 0; i < P + K - back[s]; i++)
+			hist[h++] = tok[s][i];
+		for (int i = 0; i < (s == 0 ? m - 1 : m); i++)
+			hist[h++] = tok[s][P + K + i];
+		CHECK_EQ_INT(h, pos[s]);
+		for (int i = 0; i < h; i++)
+			rows[i] = (struct engine_row){ .slot = fresh[s], .token = hist[i], .pos = i, .want_logits = false };
+		CHECK_EQ_INT(gpu->ops->forward(gpu, rows, (size_t)P, lb), 0);
+		if (h > P)
+			CHECK_EQ_INT(gpu->ops->forward(gpu, rows + P, (size_t)(h - P), lb), 0);
+	}
+	for (int s = 0; s < 3; s++)
+		rows[s] = (struct engine_row){ .slot = fresh[s], .token = tok[s][P + 2 * K - 1], .pos = pos[s], .want_logits = true };
+	CHECK_EQ_INT(gpu->ops->forward(gpu, rows, 3, lb), 0);
+	int exact = max_diff_zero(la, lb, 3 * V);
+	CHECK(exact);
+	double r = 0;
+	for (int s = 0; s < 3; s++) {
+		double rs = row_rel(la + (size_t)s * V, lb + (size_t)s * V, V);
+		r = rs > r ? rs : r;
+	}
+	printf("%s: log rollback on the GPU (3 slots, rolled back 4+1, 0, 5 rows, then a fold) vs recomputation: %s "
+	       "(max diff %.3g of the largest logit)\n", name, exact ? "bit-identical" : "DIFFERENT", r);
+
+	/* a copy decodes like its source (same pass: bit for bit) */
+	int c = gpu->ops->slot_alloc(gpu);
+	CHECK(c >= 0);
+	CHECK_EQ_INT(gpu->ops->slot_copy(gpu, c, a[1]), 0);
+	rows[0] = (struct engine_row){ .slot = a[1], .token = 7, .pos = pos[1] + 1, .want_logits = true };
+	rows[1] = (struct engine_row){ .slot = c, .token = 7, .pos = pos[1] + 1, .want_logits = true };
+	CHECK_EQ_INT(gpu->ops->forward(gpu, rows, 2, la), 0);
+	CHECK(max_diff_zero(la, la + V, V));
+	gpu->ops->slot_free(gpu, c);
+	for (int s = 0; s < 3; s++) {
+		gpu->ops->slot_free(gpu, a[s]);
+		gpu->ops->slot_free(gpu, fresh[s]);
+	}
+	free(la);
+	free(lb);
+}
+
+static void check_model(const char *path, const char *name)
+{
+	char err[1024];
+	struct engine *cpu = real_engine_open(path, 8, 256, 0, err, sizeof err);
+	if (!CHECK(cpu != NULL)) {
+		fprintf(stderr, "cpu: %s\n", err);
+		return;
+	}
+	struct engine *gpu = cuda_engine_open(path, 0, 8, 256, 9, err, sizeof err);
+	if (!CHECK(gpu != NULL)) {
+		fprintf(stderr, "gpu: %s\n", err);
+		engine_destroy(cpu);
+		return;
+	}
+	CHECK_EQ_INT(gpu->n_logits, cpu->n_logits);
+	CHECK_EQ_INT(gpu->n_sample, cpu->n_sample);
+	worst_rel = 0;
+	check_batches(cpu, gpu, name);
+	check_greedy(cpu, gpu, name);
+	check_rollback(gpu, name);
+	/* the engine's pieces of text are the CPU engine's */
+	struct buf b1, b2;
+	buf_init(&b1);
+	buf_init(&b2);
+	CHECK_EQ_INT(cpu->ops->detokenize(cpu, 300, &b1), 0);
+	CHECK_EQ_INT(gpu->ops->detokenize(gpu, 300, &b2), 0);
+	CHECK(b1.len == b2.len && memcmp(b1.data, b2.data, b1.len) == 0);
+	buf_finish(&b1);
+	buf_finish(&b2);
+	/* bad batches are refused with nothing changed */
+	struct engine_row bad = { .slot = 0, .token = 1, .pos = 0, .want_logits = true };
+	float *lg = malloc(sizeof(float) * (size_t)gpu->n_logits);
+	CHECK_EQ_INT(gpu->ops->forward(gpu, &bad, 1, lg), -EINVAL); /* slot 0 not allocated */
+	int s = gpu->ops->slot_alloc(gpu);
+	bad.slot = s;
+	bad.pos = 3;
+	CHECK_EQ_INT(gpu->ops->forward(gpu, &bad, 1, lg), -EINVAL); /* wrong position */
+	gpu->ops->slot_free(gpu, s);
+	free(lg);
+	engine_destroy(gpu);
+	engine_destroy(cpu);
+}
+
+int main(void)
+{
+	char name[256], err[512];
+	size_t free_b = 0, total_b = 0;
+	if (cuda_engine_device(0, name, sizeof name, &free_b, &total_b, err, sizeof err) != 0) {
+		printf("skipped: %s\n", err);
+		return 77;
+	}
+	printf("device: %s, %.1f GiB free\n", name, (double)free_b / 1073741824.0);
+	char dir[] = "/tmp/sixi-cuda-XXXXXX";
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	char tiny[300], bf16[300], q8[300];
+	snprintf(tiny, sizeof tiny, "%s/tiny.gguf", dir);
+	snprintf(bf16, sizeof bf16, "%s/100m-bf16.gguf", dir);
+	snprintf(q8, sizeof q8, "%s/100m-q8_0.gguf", dir);
+	if (!CHECK_EQ_INT(model_write_tiny(tiny, err, sizeof err), 0) ||
+	    !CHECK_EQ_INT(model_write_random(bf16, &c100, GGUF_TENSOR_BF16, 7, err, sizeof err), 0) ||
+	    !CHECK_EQ_INT(model_write_random(q8, &c100, GGUF_TENSOR_Q8_0, 7, err, sizeof err), 0)) {
+		fprintf(stderr, "%s\n", err);
+	} else {
+		check_model(tiny, "tiny (F32)");
+		check_model(bf16, "~100M BF16");
+		check_model(q8, "~100M Q8_0");
+	}
+	unlink(tiny);
+	unlink(bf16);
+	unlink(q8);
+	rmdir(dir);
+	return test_done();
+}

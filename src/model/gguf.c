@@ -499,7 +499,8 @@ static int parse(struct gguf *g, char *err, size_t errlen)
 		if (g->data_offset > g->size || t->offset > g->size - g->data_offset ||
 		    t->n_bytes > g->size - g->data_offset - t->offset) {
 			err_set(err, errlen, "%s: truncated or corrupt: tensor '%s' (%llu bytes at data offset %llu) "
-				"extends past the end of the file (%zu bytes)", g->name, t->name,
+				"extends past the end of the file (%zu bytes); the file is incomplete: copy, download or "
+				"convert it again", g->name, t->name,
 				(unsigned long long)t->n_bytes, (unsigned long long)t->offset, g->size);
 			return -EINVAL;
 		}

@@ -756,11 +756,16 @@ static void tile_block(struct matmul_job *j, const struct kern_mat *w, int o0, i
 {
 	int a = act_index(quant_act_type(w->type));
 	const uint8_t *xq = j->xq[a];
+	float out[64];
 	for (int k = 0; k < n_w; k++) {
 		const void *row = (const uint8_t *)w->data + (size_t)(o0 + k) * w->row_bytes;
-		for (int r = 0; r < j->n_rows; r++)
-			y[(size_t)r * y_stride + o0 + k] =
-				quant_row_dot(w->type, row, xq + (size_t)r * j->xq_row[a], w->n_in, j->p->use_avx2);
+		for (int r0 = 0; r0 < j->n_rows; r0 += 64) {
+			int nr = j->n_rows - r0 < 64 ? j->n_rows - r0 : 64;
+			quant_rows_dot(w->type, row, xq + (size_t)r0 * j->xq_row[a], j->xq_row[a], nr, w->n_in, out,
+				       j->p->use_avx2);
+			for (int r = 0; r < nr; r++)
+				y[(size_t)(r0 + r) * y_stride + o0 + k] = out[r];
+		}
 	}
 }
 

@@ -580,12 +580,6 @@ AVX2 static inline float hsum8(__m256 v)
 	return _mm_cvtss_f32(s);
 }
 
-/* Pairwise sums of a*b for 32 signed bytes each, as 16 int16 (|a|, |b| <= 127 or a = -128). */
-AVX2 static inline __m256i mul_i8_pairs(__m256i a, __m256i b)
-{
-	return _mm256_maddubs_epi16(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
-}
-
 /* 16 packed bytes -> 32 nibbles: low nibbles in the low lane, high nibbles in the high lane. */
 AVX2 static inline __m256i nibbles_16(const uint8_t *p)
 {
@@ -602,75 +596,76 @@ AVX2 static inline __m256i bits_32(uint32_t bits)
 	return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
 }
 
-AVX2 static float dot32_avx2(uint32_t type, const uint8_t *w, const uint8_t *xq, int n)
+/* The kernels below take NR activation rows (1..4, a constant after inlining, so the per-row
+ * accumulators live in registers): the weight block is unpacked once and applied to every
+ * row. Each row's operations are the same whatever NR is, so a row's result never depends on
+ * how many rows share the call. xq rows are xs bytes apart; out[r] receives row r's sum. */
+#define ROWS_MAX 4
+#define INL __attribute__((target("avx2,fma,f16c"), always_inline)) static inline
+
+INL void dot32_rows(uint32_t type, const uint8_t *w, const uint8_t *xq, size_t xs, int n, int nr, float *out)
 {
 	const __m256i ones = _mm256_set1_epi16(1);
 	const __m256i iq4 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)iq4nl_values));
 	int one = type == GGUF_TENSOR_Q4_1 || type == GGUF_TENSOR_Q5_1;
-	int bb = quant_block_bytes(type), xb = one ? 36 : 34;
-	__m256 acc = _mm256_setzero_ps();
-	float summ = 0;
+	int bb = quant_block_bytes(type), xb = one ? 36 : 34, yo = one ? 4 : 2;
+	__m256 acc[ROWS_MAX];
+	float summ[ROWS_MAX];
+	for (int r = 0; r < nr; r++)
+		acc[r] = _mm256_setzero_ps(), summ[r] = 0;
 	for (int b = 0; b < n / QK; b++, w += bb, xq += xb) {
-		__m256i y = _mm256_loadu_si256((const __m256i *)(xq + (one ? 4 : 2))), p;
+		__m256i q;
+		uint32_t qh;
 		switch (type) {
-		case GGUF_TENSOR_Q8_0:
-			p = mul_i8_pairs(_mm256_loadu_si256((const __m256i *)(w + 2)), y);
-			break;
-		case GGUF_TENSOR_Q4_0:
-			p = mul_i8_pairs(_mm256_sub_epi8(nibbles_16(w + 2), _mm256_set1_epi8(8)), y);
-			break;
-		case GGUF_TENSOR_IQ4_NL:
-			p = mul_i8_pairs(_mm256_shuffle_epi8(iq4, nibbles_16(w + 2)), y);
-			break;
-		case GGUF_TENSOR_Q4_1:
-			p = _mm256_maddubs_epi16(nibbles_16(w + 4), y);
-			break;
-		case GGUF_TENSOR_Q5_0: {
-			uint32_t qh;
+		case GGUF_TENSOR_Q8_0: q = _mm256_loadu_si256((const __m256i *)(w + 2)); break;
+		case GGUF_TENSOR_Q4_0: q = _mm256_sub_epi8(nibbles_16(w + 2), _mm256_set1_epi8(8)); break;
+		case GGUF_TENSOR_IQ4_NL: q = _mm256_shuffle_epi8(iq4, nibbles_16(w + 2)); break;
+		case GGUF_TENSOR_Q4_1: q = nibbles_16(w + 4); break;
+		case GGUF_TENSOR_Q5_0:
 			memcpy(&qh, w + 2, 4);
 			/* nibble - 16 where the fifth bit is clear: nibble | 0xF0 */
-			__m256i q = _mm256_or_si256(nibbles_16(w + 6), _mm256_andnot_si256(bits_32(qh), _mm256_set1_epi8((char)0xF0)));
-			p = mul_i8_pairs(q, y);
+			q = _mm256_or_si256(nibbles_16(w + 6), _mm256_andnot_si256(bits_32(qh), _mm256_set1_epi8((char)0xF0)));
 			break;
-		}
-		default: { /* Q5_1 */
-			uint32_t qh;
+		default: /* Q5_1 */
 			memcpy(&qh, w + 4, 4);
-			__m256i q = _mm256_or_si256(nibbles_16(w + 8), _mm256_and_si256(bits_32(qh), _mm256_set1_epi8(0x10)));
-			p = _mm256_maddubs_epi16(q, y);
+			q = _mm256_or_si256(nibbles_16(w + 8), _mm256_and_si256(bits_32(qh), _mm256_set1_epi8(0x10)));
 			break;
 		}
+		/* signed values: |q| against y with q's sign; unsigned (Q4_1, Q5_1): as they are */
+		__m256i qa = one ? q : _mm256_sign_epi8(q, q);
+		float dw = half(w), mw = one ? half(w + 2) : 0;
+		for (int r = 0; r < nr; r++) {
+			const uint8_t *x = xq + (size_t)r * xs;
+			__m256i y = _mm256_loadu_si256((const __m256i *)(x + yo));
+			__m256i p = _mm256_maddubs_epi16(qa, one ? y : _mm256_sign_epi8(y, q));
+			__m256 sf = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones));
+			acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(dw * half(x)), sf, acc[r]);
+			if (one)
+				summ[r] += mw * half(x + 2);
 		}
-		__m256 s = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones));
-		acc = _mm256_fmadd_ps(_mm256_set1_ps(half(w) * half(xq)), s, acc);
-		if (one)
-			summ += half(w + 2) * half(xq + 2);
 	}
-	return hsum8(acc) + summ;
+	for (int r = 0; r < nr; r++)
+		out[r] = hsum8(acc[r]) + summ[r];
 }
 
 /* Q4_K and Q5_K against Q8_K: 4 chunks of 64 (two sub-blocks of 32 each). */
-AVX2 static float dot_k45_avx2(int five, const uint8_t *w, const uint8_t *xq, int n)
+INL void k45_rows(int five, const uint8_t *w, const uint8_t *xq, size_t xs, int n, int nr, float *out)
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0F), b1 = _mm256_set1_epi8(1);
-	__m256 acc = _mm256_setzero_ps();
-	float summ = 0;
+	__m256 acc[ROWS_MAX];
+	float summ[ROWS_MAX];
+	for (int r = 0; r < nr; r++)
+		acc[r] = _mm256_setzero_ps(), summ[r] = 0;
 	int bb = five ? 176 : 144;
 	for (int b = 0; b < n / QK_K; b++, w += bb, xq += 292) {
 		int sc[8], mn[8];
 		for (int j = 0; j < 8; j++)
 			scale_min_k4(j, w + 4, &sc[j], &mn[j]);
-		int16_t bs[16];
-		memcpy(bs, xq + 260, 32);
-		int im = 0;
-		for (int j = 0; j < 8; j++)
-			im += mn[j] * (bs[2 * j] + bs[2 * j + 1]);
-		float dx;
-		memcpy(&dx, xq, 4);
 		const uint8_t *qs = w + 16 + (five ? 32 : 0);
-		const int8_t *y = (const int8_t *)(xq + 4);
 		__m256i hb = five ? _mm256_loadu_si256((const __m256i *)(w + 16)) : _mm256_setzero_si256();
-		__m256i si = _mm256_setzero_si256();
+		__m256i si[ROWS_MAX];
+		for (int r = 0; r < nr; r++)
+			si[r] = _mm256_setzero_si256();
 		for (int c = 0; c < 4; c++) {
 			__m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
 			__m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
@@ -679,34 +674,46 @@ AVX2 static float dot_k45_avx2(int five, const uint8_t *w, const uint8_t *xq, in
 				lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * c), b1), 4));
 				hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * c + 1), b1), 4));
 			}
-			__m256i p0 = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(y + 64 * c)));
-			__m256i p1 = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(y + 64 * c + 32)));
-			si = _mm256_add_epi32(si, _mm256_madd_epi16(p0, _mm256_set1_epi16((short)sc[2 * c])));
-			si = _mm256_add_epi32(si, _mm256_madd_epi16(p1, _mm256_set1_epi16((short)sc[2 * c + 1])));
+			__m256i s0 = _mm256_set1_epi16((short)sc[2 * c]), s1 = _mm256_set1_epi16((short)sc[2 * c + 1]);
+			for (int r = 0; r < nr; r++) {
+				const int8_t *y = (const int8_t *)(xq + (size_t)r * xs + 4);
+				__m256i p0 = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(y + 64 * c)));
+				__m256i p1 = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(y + 64 * c + 32)));
+				si[r] = _mm256_add_epi32(si[r], _mm256_add_epi32(_mm256_madd_epi16(p0, s0), _mm256_madd_epi16(p1, s1)));
+			}
 		}
-		acc = _mm256_fmadd_ps(_mm256_set1_ps(half(w) * dx), _mm256_cvtepi32_ps(si), acc);
-		summ += half(w + 2) * dx * (float)im;
+		float d = half(w), dmin = half(w + 2);
+		for (int r = 0; r < nr; r++) {
+			const uint8_t *x = xq + (size_t)r * xs;
+			int16_t bs[16];
+			memcpy(bs, x + 260, 32);
+			int im = 0;
+			for (int j = 0; j < 8; j++)
+				im += mn[j] * (bs[2 * j] + bs[2 * j + 1]);
+			float dx;
+			memcpy(&dx, x, 4);
+			acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * dx), _mm256_cvtepi32_ps(si[r]), acc[r]);
+			summ[r] += dmin * dx * (float)im;
+		}
 	}
-	return hsum8(acc) - summ;
+	for (int r = 0; r < nr; r++)
+		out[r] = hsum8(acc[r]) - summ[r];
 }
 
 /* Q6_K against Q8_K: the unsigned 6-bit values times y, less 32 * y's sums (from bsums). */
-AVX2 static float dot_q6_k_avx2(const uint8_t *w, const uint8_t *xq, int n)
+INL void q6_k_rows(const uint8_t *w, const uint8_t *xq, size_t xs, int n, int nr, float *out)
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
-	__m256 acc = _mm256_setzero_ps();
+	__m256 acc[ROWS_MAX];
+	for (int r = 0; r < nr; r++)
+		acc[r] = _mm256_setzero_ps();
 	for (int b = 0; b < n / QK_K; b++, w += 210, xq += 292) {
+		const int8_t *sc = (const int8_t *)(w + 192);
+		__m256i si[ROWS_MAX];
+		for (int r = 0; r < nr; r++)
+			si[r] = _mm256_setzero_si256();
 		const uint8_t *ql = w, *qh = w + 128;
-		const int8_t *sc = (const int8_t *)(w + 192), *y = (const int8_t *)(xq + 4);
-		int16_t bs[16];
-		memcpy(bs, xq + 260, 32);
-		int corr = 0;
-		for (int g = 0; g < 16; g++)
-			corr += sc[g] * bs[g];
-		float dx;
-		memcpy(&dx, xq, 4);
-		__m256i si = _mm256_setzero_si256();
-		for (int h = 0; h < 2; h++, ql += 64, qh += 32, y += 128, sc += 8) {
+		for (int h = 0; h < 2; h++, ql += 64, qh += 32) {
 			__m256i l0 = _mm256_loadu_si256((const __m256i *)ql), l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
 			__m256i hh = _mm256_loadu_si256((const __m256i *)qh);
 			__m256i q[4];
@@ -718,52 +725,117 @@ AVX2 static float dot_q6_k_avx2(const uint8_t *w, const uint8_t *xq, int n)
 			q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
 					       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 6), m2), 4));
 			for (int k = 0; k < 4; k++) {
-				__m256i p = _mm256_maddubs_epi16(q[k], _mm256_loadu_si256((const __m256i *)(y + 32 * k)));
-				__m256i s = _mm256_set_m128i(_mm_set1_epi16(sc[2 * k + 1]), _mm_set1_epi16(sc[2 * k]));
-				si = _mm256_add_epi32(si, _mm256_madd_epi16(p, s));
+				const int8_t *s8 = sc + 8 * h + 2 * k;
+				__m256i s = _mm256_set_m128i(_mm_set1_epi16(s8[1]), _mm_set1_epi16(s8[0]));
+				for (int r = 0; r < nr; r++) {
+					const int8_t *y = (const int8_t *)(xq + (size_t)r * xs + 4) + 128 * h + 32 * k;
+					__m256i p = _mm256_maddubs_epi16(q[k], _mm256_loadu_si256((const __m256i *)y));
+					si[r] = _mm256_add_epi32(si[r], _mm256_madd_epi16(p, s));
+				}
 			}
 		}
-		__m256 f = _mm256_cvtepi32_ps(_mm256_sub_epi32(si, _mm256_setr_epi32(32 * corr, 0, 0, 0, 0, 0, 0, 0)));
-		acc = _mm256_fmadd_ps(_mm256_set1_ps(half(w + 208) * dx), f, acc);
+		float d = half(w + 208);
+		for (int r = 0; r < nr; r++) {
+			const uint8_t *x = xq + (size_t)r * xs;
+			int16_t bs[16];
+			memcpy(bs, x + 260, 32);
+			int corr = 0;
+			for (int g = 0; g < 16; g++)
+				corr += sc[g] * bs[g];
+			float dx;
+			memcpy(&dx, x, 4);
+			__m256 f = _mm256_cvtepi32_ps(_mm256_sub_epi32(si[r], _mm256_setr_epi32(32 * corr, 0, 0, 0, 0, 0, 0, 0)));
+			acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * dx), f, acc[r]);
+		}
 	}
-	return hsum8(acc);
+	for (int r = 0; r < nr; r++)
+		out[r] = hsum8(acc[r]);
 }
 
-AVX2 static float dot_iq4_xs_avx2(const uint8_t *w, const uint8_t *xq, int n)
+INL void iq4_xs_rows(const uint8_t *w, const uint8_t *xq, size_t xs, int n, int nr, float *out)
 {
 	const __m256i iq4 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)iq4nl_values));
-	__m256 acc = _mm256_setzero_ps();
+	__m256 acc[ROWS_MAX];
+	for (int r = 0; r < nr; r++)
+		acc[r] = _mm256_setzero_ps();
 	for (int b = 0; b < n / QK_K; b++, w += 136, xq += 292) {
 		uint16_t sh;
 		memcpy(&sh, w + 2, 2);
-		const int8_t *y = (const int8_t *)(xq + 4);
-		float dx;
-		memcpy(&dx, xq, 4);
-		__m256i si = _mm256_setzero_si256();
+		__m256i si[ROWS_MAX];
+		for (int r = 0; r < nr; r++)
+			si[r] = _mm256_setzero_si256();
 		for (int ib = 0; ib < 8; ib++) {
 			int ls = (((w[4 + ib / 2] >> 4 * (ib % 2)) & 0xF) | (((sh >> 2 * ib) & 3) << 4)) - 32;
 			__m256i q = _mm256_shuffle_epi8(iq4, nibbles_16(w + 8 + 16 * ib));
-			__m256i p = mul_i8_pairs(q, _mm256_loadu_si256((const __m256i *)(y + 32 * ib)));
-			si = _mm256_add_epi32(si, _mm256_madd_epi16(p, _mm256_set1_epi16((short)ls)));
+			__m256i qa = _mm256_sign_epi8(q, q), s = _mm256_set1_epi16((short)ls);
+			for (int r = 0; r < nr; r++) {
+				const int8_t *y = (const int8_t *)(xq + (size_t)r * xs + 4) + 32 * ib;
+				__m256i p = _mm256_maddubs_epi16(qa, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)y), q));
+				si[r] = _mm256_add_epi32(si[r], _mm256_madd_epi16(p, s));
+			}
 		}
-		acc = _mm256_fmadd_ps(_mm256_set1_ps(half(w) * dx), _mm256_cvtepi32_ps(si), acc);
+		float d = half(w);
+		for (int r = 0; r < nr; r++) {
+			float dx;
+			memcpy(&dx, xq + (size_t)r * xs, 4);
+			acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * dx), _mm256_cvtepi32_ps(si[r]), acc[r]);
+		}
 	}
-	return hsum8(acc);
+	for (int r = 0; r < nr; r++)
+		out[r] = hsum8(acc[r]);
 }
+
+/* One instance per type and row count, so NR is a constant in each. */
+#define ROWS_FN(name, call)                                                                             \
+	AVX2 static void name(uint32_t type, const uint8_t *w, const uint8_t *xq, size_t xs, int n, int nr, \
+			      float *out)                                                               \
+	{                                                                                               \
+		(void)type;                                                                             \
+		switch (nr) {                                                                           \
+		case 4: call(4); break;                                                                 \
+		case 3: call(3); break;                                                                 \
+		case 2: call(2); break;                                                                 \
+		default: call(1); break;                                                                \
+		}                                                                                       \
+	}
+#define CALL_32(k) dot32_rows(type, w, xq, xs, n, k, out)
+#define CALL_Q4K(k) k45_rows(0, w, xq, xs, n, k, out)
+#define CALL_Q5K(k) k45_rows(1, w, xq, xs, n, k, out)
+#define CALL_Q6K(k) q6_k_rows(w, xq, xs, n, k, out)
+#define CALL_IQ4XS(k) iq4_xs_rows(w, xq, xs, n, k, out)
+ROWS_FN(rows_32, CALL_32)
+ROWS_FN(rows_q4_k, CALL_Q4K)
+ROWS_FN(rows_q5_k, CALL_Q5K)
+ROWS_FN(rows_q6_k, CALL_Q6K)
+ROWS_FN(rows_iq4_xs, CALL_IQ4XS)
 #endif
+
+void quant_rows_dot(uint32_t type, const void *w, const void *xq, size_t xq_row_bytes, int n_rows, int n,
+		    float *out, int use_avx2)
+{
+	for (int r0 = 0; r0 < n_rows; r0 += 4) {
+		int nr = n_rows - r0 < 4 ? n_rows - r0 : 4;
+		const uint8_t *x = (const uint8_t *)xq + (size_t)r0 * xq_row_bytes;
+#if QUANT_X86
+		if (use_avx2) {
+			switch (type) {
+			case GGUF_TENSOR_Q4_K: rows_q4_k(type, w, x, xq_row_bytes, n, nr, out + r0); break;
+			case GGUF_TENSOR_Q5_K: rows_q5_k(type, w, x, xq_row_bytes, n, nr, out + r0); break;
+			case GGUF_TENSOR_Q6_K: rows_q6_k(type, w, x, xq_row_bytes, n, nr, out + r0); break;
+			case GGUF_TENSOR_IQ4_XS: rows_iq4_xs(type, w, x, xq_row_bytes, n, nr, out + r0); break;
+			default: rows_32(type, w, x, xq_row_bytes, n, nr, out + r0); break;
+			}
+			continue;
+		}
+#endif
+		for (int r = 0; r < nr; r++)
+			out[r0 + r] = dot_portable(type, w, x + (size_t)r * xq_row_bytes, n);
+	}
+}
 
 float quant_row_dot(uint32_t type, const void *w, const void *xq, int n, int use_avx2)
 {
-#if QUANT_X86
-	if (use_avx2) {
-		switch (type) {
-		case GGUF_TENSOR_Q4_K: return dot_k45_avx2(0, w, xq, n);
-		case GGUF_TENSOR_Q5_K: return dot_k45_avx2(1, w, xq, n);
-		case GGUF_TENSOR_Q6_K: return dot_q6_k_avx2(w, xq, n);
-		case GGUF_TENSOR_IQ4_XS: return dot_iq4_xs_avx2(w, xq, n);
-		default: return dot32_avx2(type, w, xq, n);
-		}
-	}
-#endif
-	return dot_portable(type, w, xq, n);
+	float s;
+	quant_rows_dot(type, w, xq, 0, 1, n, &s, use_avx2);
+	return s;
 }

@@ -43,4 +43,8 @@ void quant_act_quantize(uint32_t act, const float *x, void *out, int n);
  * quant_act_quantize(quant_act_type(type))). use_avx2: the AVX2 kernel (the caller has
  * checked the CPU); the portable one otherwise. */
 float quant_row_dot(uint32_t type, const void *w, const void *xq, int n, int use_avx2);
+/* The same for n_rows activation rows, xq_row_bytes apart, into out[0..n_rows): each weight
+ * block is read once for up to 4 rows. out[r] is bit for bit quant_row_dot of row r. */
+void quant_rows_dot(uint32_t type, const void *w, const void *xq, size_t xq_row_bytes, int n_rows, int n,
+		    float *out, int use_avx2);
 #endif

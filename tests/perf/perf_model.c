@@ -1,9 +1,10 @@
 /* perf_model — decode throughput of the CPU forward pass.
  *
  *   perf_model [--threads N] [--steps N] [--isa auto|avx512|avx2|portable] [--model FILE.gguf]... [--json]
- *   perf_model --write-tiny PATH | --write-100m PATH
+ *   perf_model --write-tiny PATH | --write-100m PATH [--type T]
  *   perf_model --model FILE.gguf --greedy TEXT [--steps N]
- *   perf_model --import-hf DIR OUT.gguf [--type f32|f16|bf16|q8_0]
+ *   perf_model --import-hf DIR OUT.gguf [--type T]
+ * (T: f32, f16, bf16 or a block type of model/quant.h, e.g. q4_k; sixi's own quantiser)
  *
  * Without --model it writes two random models to a temporary directory: the embedded tiny
  * default and a ~100M-parameter one (F32), both with the tiny vocabulary. For each model it
@@ -20,11 +21,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "core/clock.h"
 #include "model/gguf.h"
 #include "model/model.h"
+#include "model/quant.h"
 #include "model/safetensors.h"
 #include "model/tiny.h"
 #include "model/tokenizer.h"
@@ -201,16 +204,18 @@ int main(int argc, char **argv)
 			hf_dir = argv[i + 1], hf_out = argv[i + 2], i += 2;
 		else if (strcmp(argv[i], "--type") == 0 && i + 1 < argc) {
 			const char *t = argv[++i];
-			hf_type = strcmp(t, "f16") == 0	   ? GGUF_TENSOR_F16
-				  : strcmp(t, "bf16") == 0 ? GGUF_TENSOR_BF16
-				  : strcmp(t, "q8_0") == 0 ? GGUF_TENSOR_Q8_0
-							   : GGUF_TENSOR_F32;
+			hf_type = GGUF_TENSOR_F32;
+			for (uint32_t k = 0; k < 40; k++)
+				if (strcasecmp(t, gguf_type_name(k)) == 0 &&
+				    (k <= GGUF_TENSOR_F16 || k == GGUF_TENSOR_BF16 || quant_type_is_block(k)))
+					hf_type = k;
 		}
 		else {
 			fprintf(stderr, "usage: perf_model [--threads N] [--steps N] [--isa auto|avx512|avx2|portable] [--model FILE.gguf]... [--json]\n"
-					"       perf_model --write-tiny PATH | --write-100m PATH\n"
+					"       perf_model --write-tiny PATH | --write-100m PATH [--type T]\n"
 					"       perf_model --model FILE.gguf --greedy TEXT [--steps N]\n"
-					"       perf_model --import-hf DIR OUT.gguf [--type f32|f16|bf16|q8_0]\n");
+					"       perf_model --import-hf DIR OUT.gguf [--type T]\n"
+					"  T: f32, f16, bf16, or a block type: q4_0 q4_1 q5_0 q5_1 q8_0 q4_k q5_k q6_k iq4_nl iq4_xs\n");
 			return 2;
 		}
 	}
@@ -231,7 +236,7 @@ int main(int argc, char **argv)
 	}
 	if (write_tiny || write_100m) {
 		if ((write_tiny && model_write_tiny(write_tiny, err0, sizeof(err0))) ||
-		    (write_100m && model_write_random(write_100m, &c100, GGUF_TENSOR_F32, 7, err0, sizeof(err0)))) {
+		    (write_100m && model_write_random(write_100m, &c100, hf_type, 7, err0, sizeof(err0)))) {
 			fprintf(stderr, "perf_model: %s\n", err0);
 			return 1;
 		}

@@ -153,6 +153,32 @@ static void check_roundtrip(uint32_t type, int avx2)
 	free(xq);
 }
 
+/* Several rows in one call: each row bit for bit its single-row result, on both paths. */
+static void check_rows(uint32_t type, int avx2)
+{
+	enum { N = 512, R = 7 };
+	uint32_t act = quant_act_type(type);
+	size_t xb = gguf_type_row_bytes(act, N);
+	float x[N], w[N], one[R], many[R];
+	uint8_t *q = malloc(gguf_type_row_bytes(type, N)), *xq = malloc(xb * R);
+	for (int i = 0; i < N; i++)
+		w[i] = urand();
+	quant_row_quantize(type, w, q, N);
+	for (int r = 0; r < R; r++) {
+		for (int i = 0; i < N; i++)
+			x[i] = urand() * (float)(r + 1);
+		quant_act_quantize(act, x, xq + xb * r, N);
+	}
+	for (int path = 0; path <= avx2; path++) {
+		quant_rows_dot(type, q, xq, xb, R, N, many, path);
+		for (int r = 0; r < R; r++)
+			one[r] = quant_row_dot(type, q, xq + xb * r, N, path);
+		CHECK(memcmp(one, many, sizeof one) == 0);
+	}
+	free(q);
+	free(xq);
+}
+
 int main(void)
 {
 	int avx2 = have_avx2();
@@ -164,6 +190,7 @@ int main(void)
 			     quant_block_bytes(types[i]));
 		check_fixture(types[i], avx2);
 		check_roundtrip(types[i], avx2);
+		check_rows(types[i], avx2);
 	}
 	CHECK(!kern_type_supported(GGUF_TENSOR_Q2_K));
 	CHECK(!kern_type_supported(GGUF_TENSOR_Q3_K));

@@ -122,6 +122,22 @@ static void scale_min_k4(int j, const uint8_t *s, int *sc, int *mn)
 	}
 }
 
+/* The 8 scales and 8 mins of a Q4_K/Q5_K block as bytes, by 32-bit lanes (the same
+ * values scale_min_k4 gives one at a time). */
+static inline void scales_k4(const uint8_t *s, uint8_t sc[8], uint8_t mn[8])
+{
+	uint32_t a, b, c, v[4];
+	memcpy(&a, s, 4);
+	memcpy(&b, s + 4, 4);
+	memcpy(&c, s + 8, 4);
+	v[0] = a & 0x3f3f3f3fu;
+	v[1] = (c & 0x0f0f0f0fu) | ((a >> 6) & 0x03030303u) << 4;
+	v[2] = b & 0x3f3f3f3fu;
+	v[3] = ((c >> 4) & 0x0f0f0f0fu) | ((b >> 6) & 0x03030303u) << 4;
+	memcpy(sc, v, 8);
+	memcpy(mn, v + 2, 8);
+}
+
 static void unpack(uint32_t type, const uint8_t *b, struct blk *u)
 {
 	switch (type) {
@@ -580,6 +596,15 @@ AVX2 static inline float hsum8(__m256 v)
 	return _mm_cvtss_f32(s);
 }
 
+/* Each of 8 mins twice, as 16 int16: madd with the 16 bsums gives min_j * (bs[2j] + bs[2j+1]). */
+AVX2 static inline __m256i mins_twice(const uint8_t mn[8])
+{
+	int64_t m;
+	memcpy(&m, mn, 8);
+	__m256i t = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(m));
+	return _mm256_or_si256(t, _mm256_slli_epi32(t, 16));
+}
+
 /* 16 packed bytes -> 32 nibbles: low nibbles in the low lane, high nibbles in the high lane. */
 AVX2 static inline __m256i nibbles_16(const uint8_t *p)
 {
@@ -652,15 +677,14 @@ INL void dot32_rows(uint32_t type, const uint8_t *w, const uint8_t *xq, size_t x
 INL void k45_rows(int five, const uint8_t *w, const uint8_t *xq, size_t xs, int n, int nr, float *out)
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0F), b1 = _mm256_set1_epi8(1);
-	__m256 acc[ROWS_MAX];
-	float summ[ROWS_MAX];
+	__m256 acc[ROWS_MAX], accm[ROWS_MAX];
 	for (int r = 0; r < nr; r++)
-		acc[r] = _mm256_setzero_ps(), summ[r] = 0;
+		acc[r] = _mm256_setzero_ps(), accm[r] = _mm256_setzero_ps();
 	int bb = five ? 176 : 144;
 	for (int b = 0; b < n / QK_K; b++, w += bb, xq += 292) {
-		int sc[8], mn[8];
-		for (int j = 0; j < 8; j++)
-			scale_min_k4(j, w + 4, &sc[j], &mn[j]);
+		uint8_t sc[8], mn[8];
+		scales_k4(w + 4, sc, mn);
+		__m256i mins = mins_twice(mn);
 		const uint8_t *qs = w + 16 + (five ? 32 : 0);
 		__m256i hb = five ? _mm256_loadu_si256((const __m256i *)(w + 16)) : _mm256_setzero_si256();
 		__m256i si[ROWS_MAX];
@@ -682,22 +706,17 @@ INL void k45_rows(int five, const uint8_t *w, const uint8_t *xq, size_t xs, int 
 				si[r] = _mm256_add_epi32(si[r], _mm256_add_epi32(_mm256_madd_epi16(p0, s0), _mm256_madd_epi16(p1, s1)));
 			}
 		}
-		float d = half(w), dmin = half(w + 2);
+		__m256 d = _mm256_set1_ps(half(w)), dmin = _mm256_set1_ps(half(w + 2));
 		for (int r = 0; r < nr; r++) {
 			const uint8_t *x = xq + (size_t)r * xs;
-			int16_t bs[16];
-			memcpy(bs, x + 260, 32);
-			int im = 0;
-			for (int j = 0; j < 8; j++)
-				im += mn[j] * (bs[2 * j] + bs[2 * j + 1]);
-			float dx;
-			memcpy(&dx, x, 4);
-			acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * dx), _mm256_cvtepi32_ps(si[r]), acc[r]);
-			summ[r] += dmin * dx * (float)im;
+			__m256 dx = _mm256_broadcast_ss((const float *)x);
+			__m256i im = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(x + 260)), mins);
+			acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(si[r]), acc[r]);
+			accm[r] = _mm256_fmadd_ps(_mm256_mul_ps(dmin, dx), _mm256_cvtepi32_ps(im), accm[r]);
 		}
 	}
 	for (int r = 0; r < nr; r++)
-		out[r] = hsum8(acc[r]) - summ[r];
+		out[r] = hsum8(acc[r]) - hsum8(accm[r]);
 }
 
 /* Q6_K against Q8_K: the unsigned 6-bit values times y, less 32 * y's sums (from bsums). */
@@ -709,6 +728,8 @@ INL void q6_k_rows(const uint8_t *w, const uint8_t *xq, size_t xs, int n, int nr
 		acc[r] = _mm256_setzero_ps();
 	for (int b = 0; b < n / QK_K; b++, w += 210, xq += 292) {
 		const int8_t *sc = (const int8_t *)(w + 192);
+		/* 32 * sum_g sc[g] * bsums[g]: the values were stored + 32 */
+		__m256i sc16 = _mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc)), 5);
 		__m256i si[ROWS_MAX];
 		for (int r = 0; r < nr; r++)
 			si[r] = _mm256_setzero_si256();
@@ -734,18 +755,12 @@ INL void q6_k_rows(const uint8_t *w, const uint8_t *xq, size_t xs, int n, int nr
 				}
 			}
 		}
-		float d = half(w + 208);
+		__m256 d = _mm256_set1_ps(half(w + 208));
 		for (int r = 0; r < nr; r++) {
 			const uint8_t *x = xq + (size_t)r * xs;
-			int16_t bs[16];
-			memcpy(bs, x + 260, 32);
-			int corr = 0;
-			for (int g = 0; g < 16; g++)
-				corr += sc[g] * bs[g];
-			float dx;
-			memcpy(&dx, x, 4);
-			__m256 f = _mm256_cvtepi32_ps(_mm256_sub_epi32(si[r], _mm256_setr_epi32(32 * corr, 0, 0, 0, 0, 0, 0, 0)));
-			acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * dx), f, acc[r]);
+			__m256i corr = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(x + 260)), sc16);
+			__m256 f = _mm256_cvtepi32_ps(_mm256_sub_epi32(si[r], corr));
+			acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_broadcast_ss((const float *)x)), f, acc[r]);
 		}
 	}
 	for (int r = 0; r < nr; r++)
@@ -808,16 +823,151 @@ ROWS_FN(rows_q4_k, CALL_Q4K)
 ROWS_FN(rows_q5_k, CALL_Q5K)
 ROWS_FN(rows_q6_k, CALL_Q6K)
 ROWS_FN(rows_iq4_xs, CALL_IQ4XS)
+/* ---- dot products: AVX-512 (BW, VL, VNNI) for the K-quants of the common presets ---- */
+
+/* Q4_K/Q5_K: a 64-element chunk (two sub-blocks) is one 512-bit vector, against 64
+ * contiguous activation bytes; the sub-block scales multiply the pair sums inside
+ * vpdpwssd. Q6_K: two 32-element groups per vector, four 16-element scales. */
+#define INL512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c"), always_inline)) static inline
+#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+
+INL512 __m512i join256(__m256i lo, __m256i hi)
+{
+	return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+INL512 void k45_rows_512(int five, const uint8_t *w, const uint8_t *xq, size_t xs, int n, int nr, float *out)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0F), b1 = _mm256_set1_epi8(1);
+	__m512 acc[ROWS_MAX];
+	__m256 accm[ROWS_MAX];
+	for (int r = 0; r < nr; r++)
+		acc[r] = _mm512_setzero_ps(), accm[r] = _mm256_setzero_ps();
+	int bb = five ? 176 : 144;
+	for (int b = 0; b < n / QK_K; b++, w += bb, xq += 292) {
+		uint8_t sc[8], mn[8];
+		scales_k4(w + 4, sc, mn);
+		__m256i mins = mins_twice(mn);
+		const uint8_t *qs = w + 16 + (five ? 32 : 0);
+		__m256i hb = five ? _mm256_loadu_si256((const __m256i *)(w + 16)) : _mm256_setzero_si256();
+		__m512i si[ROWS_MAX];
+		for (int r = 0; r < nr; r++)
+			si[r] = _mm512_setzero_si512();
+		for (int c = 0; c < 4; c++) {
+			__m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
+			__m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+			if (five) {
+				lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * c), b1), 4));
+				hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * c + 1), b1), 4));
+			}
+			__m512i qv = join256(lo, hi);
+			__m512i sv = join256(_mm256_set1_epi16((short)sc[2 * c]), _mm256_set1_epi16((short)sc[2 * c + 1]));
+			for (int r = 0; r < nr; r++) {
+				__m512i y = _mm512_loadu_si512((const void *)(xq + (size_t)r * xs + 4 + 64 * c));
+				si[r] = _mm512_dpwssd_epi32(si[r], _mm512_maddubs_epi16(qv, y), sv);
+			}
+		}
+		__m512 d = _mm512_set1_ps(half(w));
+		__m256 dmin = _mm256_set1_ps(half(w + 2));
+		for (int r = 0; r < nr; r++) {
+			const uint8_t *x = xq + (size_t)r * xs;
+			__m256i im = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(x + 260)), mins);
+			acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(*(const float *)x)), _mm512_cvtepi32_ps(si[r]), acc[r]);
+			accm[r] = _mm256_fmadd_ps(_mm256_mul_ps(dmin, _mm256_broadcast_ss((const float *)x)), _mm256_cvtepi32_ps(im), accm[r]);
+		}
+	}
+	for (int r = 0; r < nr; r++)
+		out[r] = _mm512_reduce_add_ps(acc[r]) - hsum8(accm[r]);
+}
+
+INL512 void q6_k_rows_512(const uint8_t *w, const uint8_t *xq, size_t xs, int n, int nr, float *out)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
+	/* i16 lane l of a 512-bit vector takes scale l / 8 (16 elements = 8 pair sums) */
+	const __m512i spread = _mm512_setr_epi32(0, 0, 0, 0, 0x00010001, 0x00010001, 0x00010001, 0x00010001,
+						 0x00020002, 0x00020002, 0x00020002, 0x00020002, 0x00030003,
+						 0x00030003, 0x00030003, 0x00030003);
+	__m512 acc[ROWS_MAX];
+	for (int r = 0; r < nr; r++)
+		acc[r] = _mm512_setzero_ps();
+	for (int b = 0; b < n / QK_K; b++, w += 210, xq += 292) {
+		const int8_t *sc = (const int8_t *)(w + 192);
+		__m256i sc16 = _mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc)), 5);
+		__m512i si[ROWS_MAX];
+		for (int r = 0; r < nr; r++)
+			si[r] = _mm512_setzero_si512();
+		const uint8_t *ql = w, *qh = w + 128;
+		for (int h = 0; h < 2; h++, ql += 64, qh += 32) {
+			__m256i l0 = _mm256_loadu_si256((const __m256i *)ql), l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+			__m256i hh = _mm256_loadu_si256((const __m256i *)qh);
+			__m512i qv[2];
+			qv[0] = join256(_mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(hh, m2), 4)),
+					_mm256_or_si256(_mm256_and_si256(l1, m4),
+							_mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 2), m2), 4)));
+			qv[1] = join256(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+							_mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 4), m2), 4)),
+					_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+							_mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 6), m2), 4)));
+			for (int k = 0; k < 2; k++) {
+				int32_t s4;
+				memcpy(&s4, sc + 8 * h + 4 * k, 4);
+				__m512i sv = _mm512_permutexvar_epi16(spread, _mm512_castsi128_si512(_mm_cvtepi8_epi16(_mm_cvtsi32_si128(s4))));
+				for (int r = 0; r < nr; r++) {
+					__m512i y = _mm512_loadu_si512((const void *)(xq + (size_t)r * xs + 4 + 128 * h + 64 * k));
+					si[r] = _mm512_dpwssd_epi32(si[r], _mm512_maddubs_epi16(qv[k], y), sv);
+				}
+			}
+		}
+		__m512 d = _mm512_set1_ps(half(w + 208));
+		for (int r = 0; r < nr; r++) {
+			const uint8_t *x = xq + (size_t)r * xs;
+			__m256i corr = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(x + 260)), sc16);
+			__m512i t = _mm512_sub_epi32(si[r], _mm512_inserti64x4(_mm512_setzero_si512(), corr, 0));
+			acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(*(const float *)x)), _mm512_cvtepi32_ps(t), acc[r]);
+		}
+	}
+	for (int r = 0; r < nr; r++)
+		out[r] = _mm512_reduce_add_ps(acc[r]);
+}
+
+#define ROWS_FN512(name, call)                                                                          \
+	AVX512 static void name(uint32_t type, const uint8_t *w, const uint8_t *xq, size_t xs, int n, int nr, \
+				float *out)                                                             \
+	{                                                                                               \
+		(void)type;                                                                             \
+		switch (nr) {                                                                           \
+		case 4: call(4); break;                                                                 \
+		case 3: call(3); break;                                                                 \
+		case 2: call(2); break;                                                                 \
+		default: call(1); break;                                                                \
+		}                                                                                       \
+	}
+#define CALL_Q4K512(k) k45_rows_512(0, w, xq, xs, n, k, out)
+#define CALL_Q5K512(k) k45_rows_512(1, w, xq, xs, n, k, out)
+#define CALL_Q6K512(k) q6_k_rows_512(w, xq, xs, n, k, out)
+ROWS_FN512(rows_q4_k_512, CALL_Q4K512)
+ROWS_FN512(rows_q5_k_512, CALL_Q5K512)
+ROWS_FN512(rows_q6_k_512, CALL_Q6K512)
 #endif
 
+
 void quant_rows_dot(uint32_t type, const void *w, const void *xq, size_t xq_row_bytes, int n_rows, int n,
-		    float *out, int use_avx2)
+		    float *out, int isa)
 {
 	for (int r0 = 0; r0 < n_rows; r0 += 4) {
 		int nr = n_rows - r0 < 4 ? n_rows - r0 : 4;
 		const uint8_t *x = (const uint8_t *)xq + (size_t)r0 * xq_row_bytes;
 #if QUANT_X86
-		if (use_avx2) {
+		if (isa >= QUANT_ISA_AVX512 && (type == GGUF_TENSOR_Q4_K || type == GGUF_TENSOR_Q5_K || type == GGUF_TENSOR_Q6_K)) {
+			if (type == GGUF_TENSOR_Q4_K)
+				rows_q4_k_512(type, w, x, xq_row_bytes, n, nr, out + r0);
+			else if (type == GGUF_TENSOR_Q5_K)
+				rows_q5_k_512(type, w, x, xq_row_bytes, n, nr, out + r0);
+			else
+				rows_q6_k_512(type, w, x, xq_row_bytes, n, nr, out + r0);
+			continue;
+		}
+		if (isa >= QUANT_ISA_AVX2) {
 			switch (type) {
 			case GGUF_TENSOR_Q4_K: rows_q4_k(type, w, x, xq_row_bytes, n, nr, out + r0); break;
 			case GGUF_TENSOR_Q5_K: rows_q5_k(type, w, x, xq_row_bytes, n, nr, out + r0); break;
@@ -833,9 +983,21 @@ void quant_rows_dot(uint32_t type, const void *w, const void *xq, size_t xq_row_
 	}
 }
 
-float quant_row_dot(uint32_t type, const void *w, const void *xq, int n, int use_avx2)
+int quant_isa_best(void)
+{
+#if QUANT_X86
+	if (__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+	    __builtin_cpu_supports("avx512vnni"))
+		return QUANT_ISA_AVX512;
+	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? QUANT_ISA_AVX2 : QUANT_ISA_PORTABLE;
+#else
+	return QUANT_ISA_PORTABLE;
+#endif
+}
+
+float quant_row_dot(uint32_t type, const void *w, const void *xq, int n, int isa)
 {
 	float s;
-	quant_rows_dot(type, w, xq, 0, 1, n, &s, use_avx2);
+	quant_rows_dot(type, w, xq, 0, 1, n, &s, isa);
 	return s;
 }

@@ -6,7 +6,8 @@
  * (for the GGUF writer; simpler than llama.cpp's search, same format), the activation format
  * llama.cpp's CPU backend pairs with it (Q8_0 for Q4_0/Q5_0/Q8_0/IQ4_NL, Q8_1 for Q4_1/Q5_1,
  * Q8_K for the 256-element types) and the fused dot product of one weight row with one
- * quantised activation row, portable and AVX2 (chosen by the caller).
+ * quantised activation row, portable, AVX2, and AVX-512 VNNI for the K-quants (chosen by the
+ * caller).
  *
  * Block layouts are those of ggml-common.h (little-endian, packed, no padding); fp16 scales
  * are IEEE halves. Does not: own memory (every buffer is the caller's), check shapes (callers
@@ -39,12 +40,18 @@ void quant_row_quantize(uint32_t type, const float *x, void *out, int n);
  * reference). */
 void quant_act_quantize(uint32_t act, const float *x, void *out, int n);
 
+/* Kernel levels: the caller picks one the CPU has (quant_isa_best says which it has).
+ * AVX512 needs AVX-512 BW, VL and VNNI and is used for Q4_K, Q5_K and Q6_K (the other types
+ * take the AVX2 kernels at that level). */
+enum { QUANT_ISA_PORTABLE = 0, QUANT_ISA_AVX2 = 1, QUANT_ISA_AVX512 = 2 };
+int quant_isa_best(void);
+
 /* Sum over the row of w (n elements of `type`) times xq (the same n, quantised with
- * quant_act_quantize(quant_act_type(type))). use_avx2: the AVX2 kernel (the caller has
- * checked the CPU); the portable one otherwise. */
-float quant_row_dot(uint32_t type, const void *w, const void *xq, int n, int use_avx2);
+ * quant_act_quantize(quant_act_type(type))), with the kernels of level isa. */
+float quant_row_dot(uint32_t type, const void *w, const void *xq, int n, int isa);
 /* The same for n_rows activation rows, xq_row_bytes apart, into out[0..n_rows): each weight
- * block is read once for up to 4 rows. out[r] is bit for bit quant_row_dot of row r. */
+ * block is read once for up to 4 rows. out[r] is bit for bit quant_row_dot of row r at the
+ * same level (levels differ from each other in fp32 summation order only). */
 void quant_rows_dot(uint32_t type, const void *w, const void *xq, size_t xq_row_bytes, int n_rows, int n,
-		    float *out, int use_avx2);
+		    float *out, int isa);
 #endif

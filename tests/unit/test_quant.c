@@ -2,7 +2,7 @@
  *  - decoding is bit for bit llama.cpp's reference dequantize_row_* on committed rows
  *    (tests/fixtures/quant: one row from llama.cpp's own quantiser, one of random bytes);
  *  - activations quantised as llama.cpp's x86 CPU backend does (Q8_0, Q8_1, Q8_K), bit for bit;
- *  - the fused dot products (portable and AVX2) equal llama.cpp's vec_dot to fp32 rounding;
+ *  - the fused dot products (portable, AVX2, AVX-512 VNNI where the CPU has them) equal llama.cpp's vec_dot to fp32 rounding;
  *  - sixi's quantiser round-trips random rows within each type's error bound, and the fused
  *    dot of a quantised row equals the fp32 dot of its decoded row to within the activation
  *    quantisation error. */
@@ -33,12 +33,10 @@ static float xval(int i)
 	return (float)((int)(h & 0xffff) - 32768) / 16384.0f;
 }
 
-static int have_avx2(void)
+/* The best kernel level this CPU has; every level up to it is checked. */
+static int best_isa(void)
 {
-	struct kern_pool *p = kern_pool_create(1, "avx2");
-	int ok = p && strcmp(kern_pool_isa(p), "portable") != 0;
-	kern_pool_destroy(p);
-	return ok;
+	return quant_isa_best();
 }
 
 /* Fixture: u32 type, n, rows, act type; act row; then per row: weight bytes, n floats, one float. */
@@ -81,8 +79,8 @@ static void check_fixture(uint32_t type, int avx2)
 		/* same integers, fp32 sums in another order: within a few ulps of the magnitude */
 		float dp = quant_row_dot(type, p, xq, n, 0);
 		CHECK(fabsf(dp - ref) <= 1e-5f * mag);
-		if (avx2) {
-			float da = quant_row_dot(type, p, xq, n, 1);
+		for (int isa = 1; isa <= avx2; isa++) {
+			float da = quant_row_dot(type, p, xq, n, isa);
 			CHECK(fabsf(da - ref) <= 1e-5f * mag);
 		}
 		printf("%-6s row %d: decode %s, dot %.7g (llama.cpp %.7g)\n", gguf_type_name(type), r,
@@ -138,8 +136,8 @@ static void check_roundtrip(uint32_t type, int avx2)
 		float dp = quant_row_dot(type, q, xq, n, 0);
 		double de = fabs(dp - ref) / mag;
 		worst_dot = de > worst_dot ? de : worst_dot;
-		if (avx2)
-			CHECK(fabsf(quant_row_dot(type, q, xq, n, 1) - dp) <= 1e-5f * (float)mag);
+		for (int isa = 1; isa <= avx2; isa++)
+			CHECK(fabsf(quant_row_dot(type, q, xq, n, isa) - dp) <= 1e-5f * (float)mag);
 	}
 	printf("%-6s sixi quantiser: worst relative RMS error %.4f (bound %.3f); fused dot vs fp32 of the decoded row: "
 	       "%.2e of sum |w x|\n", gguf_type_name(type), worst, bound, worst_dot);
@@ -181,8 +179,8 @@ static void check_rows(uint32_t type, int avx2)
 
 int main(void)
 {
-	int avx2 = have_avx2();
-	printf("AVX2 kernels %s\n", avx2 ? "checked" : "not available on this CPU");
+	int avx2 = best_isa(); /* highest level checked: 0 portable, 1 AVX2, 2 AVX-512 VNNI */
+	printf("kernel levels checked: portable%s%s\n", avx2 >= 1 ? ", AVX2" : "", avx2 >= 2 ? ", AVX-512 VNNI" : "");
 	for (size_t i = 0; i < N_TYPES; i++) {
 		CHECK(kern_type_supported(types[i]));
 		CHECK(quant_type_is_block(types[i]));

@@ -536,7 +536,7 @@ struct kern_pool {
 	size_t scratch_n;
 	float **acc;     /* per thread: 64 * (acc_rows + 4) floats, partial sums between K blocks */
 	int acc_rows;
-	int quant_isa;   /* QUANT_ISA_* for block weights: AVX-512 VNNI unless "avx2" or "portable" */
+	int quant_isa;   /* QUANT_ISA_* for block weights: AVX-512 VNNI with the AVX-512 tiles */
 	uint8_t *actq;   /* the pass's activations quantised for block weights (Q8_0, Q8_1, Q8_K rows) */
 	size_t actq_bytes;
 };
@@ -622,10 +622,9 @@ struct kern_pool *kern_pool_create(int n_threads, const char *isa)
 #endif
 	p->quant_isa = QUANT_ISA_PORTABLE;
 	if (p->use_avx2)
-		/* the VNNI kernels take fewer instructions even where 512-bit operations run as two
-		 * halves (measured 1.37x at 32 rows on such a CPU), so "auto" takes them too */
-		p->quant_isa = (!isa || strcmp(isa, "avx2") != 0) && quant_isa_best() == QUANT_ISA_AVX512
-				       ? QUANT_ISA_AVX512 : QUANT_ISA_AVX2;
+		/* with the AVX-512 tiles (where 512-bit operations run at full width, or asked
+		 * for): the VNNI kernels; where they run as two halves they measured slower */
+		p->quant_isa = p->use_avx512 && quant_isa_best() == QUANT_ISA_AVX512 ? QUANT_ISA_AVX512 : QUANT_ISA_AVX2;
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv_start, NULL);
 	atomic_init(&p->generation, 0);

@@ -588,6 +588,14 @@ static float dot_portable(uint32_t type, const uint8_t *w, const uint8_t *xq, in
 #if QUANT_X86
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
 
+/* fp16 to fp32 in one instruction (exact, as kern_f16_to_f32). */
+AVX2 static inline float hf(const uint8_t *p)
+{
+	uint16_t h;
+	memcpy(&h, p, 2);
+	return _cvtsh_ss(h);
+}
+
 AVX2 static inline float hsum8(__m256 v)
 {
 	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -626,6 +634,8 @@ AVX2 static inline __m256i bits_32(uint32_t bits)
  * row. Each row's operations are the same whatever NR is, so a row's result never depends on
  * how many rows share the call. xq rows are xs bytes apart; out[r] receives row r's sum. */
 #define ROWS_MAX 4
+/* the row loops unrolled, so that the per-row accumulators are registers, not an array */
+#define UNROLL _Pragma("GCC unroll 4")
 #define INL __attribute__((target("avx2,fma,f16c"), always_inline)) static inline
 
 INL void dot32_rows(uint32_t type, const uint8_t *w, const uint8_t *xq, size_t xs, int n, int nr, float *out)
@@ -636,6 +646,7 @@ INL void dot32_rows(uint32_t type, const uint8_t *w, const uint8_t *xq, size_t x
 	int bb = quant_block_bytes(type), xb = one ? 36 : 34, yo = one ? 4 : 2;
 	__m256 acc[ROWS_MAX];
 	float summ[ROWS_MAX];
+	UNROLL
 	for (int r = 0; r < nr; r++)
 		acc[r] = _mm256_setzero_ps(), summ[r] = 0;
 	for (int b = 0; b < n / QK; b++, w += bb, xq += xb) {
@@ -658,17 +669,19 @@ INL void dot32_rows(uint32_t type, const uint8_t *w, const uint8_t *xq, size_t x
 		}
 		/* signed values: |q| against y with q's sign; unsigned (Q4_1, Q5_1): as they are */
 		__m256i qa = one ? q : _mm256_sign_epi8(q, q);
-		float dw = half(w), mw = one ? half(w + 2) : 0;
+		float dw = hf(w), mw = one ? hf(w + 2) : 0;
+		UNROLL
 		for (int r = 0; r < nr; r++) {
 			const uint8_t *x = xq + (size_t)r * xs;
 			__m256i y = _mm256_loadu_si256((const __m256i *)(x + yo));
 			__m256i p = _mm256_maddubs_epi16(qa, one ? y : _mm256_sign_epi8(y, q));
 			__m256 sf = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones));
-			acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(dw * half(x)), sf, acc[r]);
+			acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(dw * hf(x)), sf, acc[r]);
 			if (one)
-				summ[r] += mw * half(x + 2);
+				summ[r] += mw * hf(x + 2);
 		}
 	}
+	UNROLL
 	for (int r = 0; r < nr; r++)
 		out[r] = hsum8(acc[r]) + summ[r];
 }
@@ -677,9 +690,10 @@ INL void dot32_rows(uint32_t type, const uint8_t *w, const uint8_t *xq, size_t x
 INL void k45_rows(int five, const uint8_t *w, const uint8_t *xq, size_t xs, int n, int nr, float *out)
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0F), b1 = _mm256_set1_epi8(1);
-	__m256 acc[ROWS_MAX], accm[ROWS_MAX];
+	__m256 acc[ROWS_MAX];
+	UNROLL
 	for (int r = 0; r < nr; r++)
-		acc[r] = _mm256_setzero_ps(), accm[r] = _mm256_setzero_ps();
+		acc[r] = _mm256_setzero_ps();
 	int bb = five ? 176 : 144;
 	for (int b = 0; b < n / QK_K; b++, w += bb, xq += 292) {
 		uint8_t sc[8], mn[8];
@@ -688,8 +702,10 @@ INL void k45_rows(int five, const uint8_t *w, const uint8_t *xq, size_t xs, int 
 		const uint8_t *qs = w + 16 + (five ? 32 : 0);
 		__m256i hb = five ? _mm256_loadu_si256((const __m256i *)(w + 16)) : _mm256_setzero_si256();
 		__m256i si[ROWS_MAX];
+		UNROLL
 		for (int r = 0; r < nr; r++)
 			si[r] = _mm256_setzero_si256();
+		UNROLL
 		for (int c = 0; c < 4; c++) {
 			__m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
 			__m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
@@ -699,6 +715,7 @@ INL void k45_rows(int five, const uint8_t *w, const uint8_t *xq, size_t xs, int 
 				hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * c + 1), b1), 4));
 			}
 			__m256i s0 = _mm256_set1_epi16((short)sc[2 * c]), s1 = _mm256_set1_epi16((short)sc[2 * c + 1]);
+			UNROLL
 			for (int r = 0; r < nr; r++) {
 				const int8_t *y = (const int8_t *)(xq + (size_t)r * xs + 4);
 				__m256i p0 = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(y + 64 * c)));
@@ -706,17 +723,19 @@ INL void k45_rows(int five, const uint8_t *w, const uint8_t *xq, size_t xs, int 
 				si[r] = _mm256_add_epi32(si[r], _mm256_add_epi32(_mm256_madd_epi16(p0, s0), _mm256_madd_epi16(p1, s1)));
 			}
 		}
-		__m256 d = _mm256_set1_ps(half(w)), dmin = _mm256_set1_ps(half(w + 2));
+		__m256 d = _mm256_set1_ps(hf(w)), dmin = _mm256_set1_ps(hf(w + 2));
+		UNROLL
 		for (int r = 0; r < nr; r++) {
 			const uint8_t *x = xq + (size_t)r * xs;
 			__m256 dx = _mm256_broadcast_ss((const float *)x);
 			__m256i im = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(x + 260)), mins);
 			acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(si[r]), acc[r]);
-			accm[r] = _mm256_fmadd_ps(_mm256_mul_ps(dmin, dx), _mm256_cvtepi32_ps(im), accm[r]);
+			acc[r] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, dx), _mm256_cvtepi32_ps(im), acc[r]);
 		}
 	}
+	UNROLL
 	for (int r = 0; r < nr; r++)
-		out[r] = hsum8(acc[r]) - hsum8(accm[r]);
+		out[r] = hsum8(acc[r]);
 }
 
 /* Q6_K against Q8_K: the unsigned 6-bit values times y, less 32 * y's sums (from bsums). */
@@ -724,6 +743,7 @@ INL void q6_k_rows(const uint8_t *w, const uint8_t *xq, size_t xs, int n, int nr
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
 	__m256 acc[ROWS_MAX];
+	UNROLL
 	for (int r = 0; r < nr; r++)
 		acc[r] = _mm256_setzero_ps();
 	for (int b = 0; b < n / QK_K; b++, w += 210, xq += 292) {
@@ -731,6 +751,7 @@ INL void q6_k_rows(const uint8_t *w, const uint8_t *xq, size_t xs, int n, int nr
 		/* 32 * sum_g sc[g] * bsums[g]: the values were stored + 32 */
 		__m256i sc16 = _mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc)), 5);
 		__m256i si[ROWS_MAX];
+		UNROLL
 		for (int r = 0; r < nr; r++)
 			si[r] = _mm256_setzero_si256();
 		const uint8_t *ql = w, *qh = w + 128;
@@ -748,6 +769,7 @@ INL void q6_k_rows(const uint8_t *w, const uint8_t *xq, size_t xs, int n, int nr
 			for (int k = 0; k < 4; k++) {
 				const int8_t *s8 = sc + 8 * h + 2 * k;
 				__m256i s = _mm256_set_m128i(_mm_set1_epi16(s8[1]), _mm_set1_epi16(s8[0]));
+				UNROLL
 				for (int r = 0; r < nr; r++) {
 					const int8_t *y = (const int8_t *)(xq + (size_t)r * xs + 4) + 128 * h + 32 * k;
 					__m256i p = _mm256_maddubs_epi16(q[k], _mm256_loadu_si256((const __m256i *)y));
@@ -755,7 +777,8 @@ INL void q6_k_rows(const uint8_t *w, const uint8_t *xq, size_t xs, int n, int nr
 				}
 			}
 		}
-		__m256 d = _mm256_set1_ps(half(w + 208));
+		__m256 d = _mm256_set1_ps(hf(w + 208));
+		UNROLL
 		for (int r = 0; r < nr; r++) {
 			const uint8_t *x = xq + (size_t)r * xs;
 			__m256i corr = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(x + 260)), sc16);
@@ -763,6 +786,7 @@ INL void q6_k_rows(const uint8_t *w, const uint8_t *xq, size_t xs, int n, int nr
 			acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_broadcast_ss((const float *)x)), f, acc[r]);
 		}
 	}
+	UNROLL
 	for (int r = 0; r < nr; r++)
 		out[r] = hsum8(acc[r]);
 }
@@ -771,31 +795,36 @@ INL void iq4_xs_rows(const uint8_t *w, const uint8_t *xq, size_t xs, int n, int 
 {
 	const __m256i iq4 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)iq4nl_values));
 	__m256 acc[ROWS_MAX];
+	UNROLL
 	for (int r = 0; r < nr; r++)
 		acc[r] = _mm256_setzero_ps();
 	for (int b = 0; b < n / QK_K; b++, w += 136, xq += 292) {
 		uint16_t sh;
 		memcpy(&sh, w + 2, 2);
 		__m256i si[ROWS_MAX];
+		UNROLL
 		for (int r = 0; r < nr; r++)
 			si[r] = _mm256_setzero_si256();
 		for (int ib = 0; ib < 8; ib++) {
 			int ls = (((w[4 + ib / 2] >> 4 * (ib % 2)) & 0xF) | (((sh >> 2 * ib) & 3) << 4)) - 32;
 			__m256i q = _mm256_shuffle_epi8(iq4, nibbles_16(w + 8 + 16 * ib));
 			__m256i qa = _mm256_sign_epi8(q, q), s = _mm256_set1_epi16((short)ls);
+			UNROLL
 			for (int r = 0; r < nr; r++) {
 				const int8_t *y = (const int8_t *)(xq + (size_t)r * xs + 4) + 32 * ib;
 				__m256i p = _mm256_maddubs_epi16(qa, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)y), q));
 				si[r] = _mm256_add_epi32(si[r], _mm256_madd_epi16(p, s));
 			}
 		}
-		float d = half(w);
+		float d = hf(w);
+		UNROLL
 		for (int r = 0; r < nr; r++) {
 			float dx;
 			memcpy(&dx, xq + (size_t)r * xs, 4);
 			acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * dx), _mm256_cvtepi32_ps(si[r]), acc[r]);
 		}
 	}
+	UNROLL
 	for (int r = 0; r < nr; r++)
 		out[r] = hsum8(acc[r]);
 }
@@ -841,6 +870,7 @@ INL512 void k45_rows_512(int five, const uint8_t *w, const uint8_t *xq, size_t x
 	const __m256i m4 = _mm256_set1_epi8(0x0F), b1 = _mm256_set1_epi8(1);
 	__m512 acc[ROWS_MAX];
 	__m256 accm[ROWS_MAX];
+	UNROLL
 	for (int r = 0; r < nr; r++)
 		acc[r] = _mm512_setzero_ps(), accm[r] = _mm256_setzero_ps();
 	int bb = five ? 176 : 144;
@@ -851,8 +881,10 @@ INL512 void k45_rows_512(int five, const uint8_t *w, const uint8_t *xq, size_t x
 		const uint8_t *qs = w + 16 + (five ? 32 : 0);
 		__m256i hb = five ? _mm256_loadu_si256((const __m256i *)(w + 16)) : _mm256_setzero_si256();
 		__m512i si[ROWS_MAX];
+		UNROLL
 		for (int r = 0; r < nr; r++)
 			si[r] = _mm512_setzero_si512();
+		UNROLL
 		for (int c = 0; c < 4; c++) {
 			__m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
 			__m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
@@ -862,13 +894,15 @@ INL512 void k45_rows_512(int five, const uint8_t *w, const uint8_t *xq, size_t x
 			}
 			__m512i qv = join256(lo, hi);
 			__m512i sv = join256(_mm256_set1_epi16((short)sc[2 * c]), _mm256_set1_epi16((short)sc[2 * c + 1]));
+			UNROLL
 			for (int r = 0; r < nr; r++) {
 				__m512i y = _mm512_loadu_si512((const void *)(xq + (size_t)r * xs + 4 + 64 * c));
 				si[r] = _mm512_dpwssd_epi32(si[r], _mm512_maddubs_epi16(qv, y), sv);
 			}
 		}
-		__m512 d = _mm512_set1_ps(half(w));
-		__m256 dmin = _mm256_set1_ps(half(w + 2));
+		__m512 d = _mm512_set1_ps(hf(w));
+		__m256 dmin = _mm256_set1_ps(hf(w + 2));
+		UNROLL
 		for (int r = 0; r < nr; r++) {
 			const uint8_t *x = xq + (size_t)r * xs;
 			__m256i im = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(x + 260)), mins);
@@ -876,6 +910,7 @@ INL512 void k45_rows_512(int five, const uint8_t *w, const uint8_t *xq, size_t x
 			accm[r] = _mm256_fmadd_ps(_mm256_mul_ps(dmin, _mm256_broadcast_ss((const float *)x)), _mm256_cvtepi32_ps(im), accm[r]);
 		}
 	}
+	UNROLL
 	for (int r = 0; r < nr; r++)
 		out[r] = _mm512_reduce_add_ps(acc[r]) - hsum8(accm[r]);
 }
@@ -888,12 +923,14 @@ INL512 void q6_k_rows_512(const uint8_t *w, const uint8_t *xq, size_t xs, int n,
 						 0x00020002, 0x00020002, 0x00020002, 0x00020002, 0x00030003,
 						 0x00030003, 0x00030003, 0x00030003);
 	__m512 acc[ROWS_MAX];
+	UNROLL
 	for (int r = 0; r < nr; r++)
 		acc[r] = _mm512_setzero_ps();
 	for (int b = 0; b < n / QK_K; b++, w += 210, xq += 292) {
 		const int8_t *sc = (const int8_t *)(w + 192);
 		__m256i sc16 = _mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc)), 5);
 		__m512i si[ROWS_MAX];
+		UNROLL
 		for (int r = 0; r < nr; r++)
 			si[r] = _mm512_setzero_si512();
 		const uint8_t *ql = w, *qh = w + 128;
@@ -912,13 +949,15 @@ INL512 void q6_k_rows_512(const uint8_t *w, const uint8_t *xq, size_t xs, int n,
 				int32_t s4;
 				memcpy(&s4, sc + 8 * h + 4 * k, 4);
 				__m512i sv = _mm512_permutexvar_epi16(spread, _mm512_castsi128_si512(_mm_cvtepi8_epi16(_mm_cvtsi32_si128(s4))));
+				UNROLL
 				for (int r = 0; r < nr; r++) {
 					__m512i y = _mm512_loadu_si512((const void *)(xq + (size_t)r * xs + 4 + 128 * h + 64 * k));
 					si[r] = _mm512_dpwssd_epi32(si[r], _mm512_maddubs_epi16(qv[k], y), sv);
 				}
 			}
 		}
-		__m512 d = _mm512_set1_ps(half(w + 208));
+		__m512 d = _mm512_set1_ps(hf(w + 208));
+		UNROLL
 		for (int r = 0; r < nr; r++) {
 			const uint8_t *x = xq + (size_t)r * xs;
 			__m256i corr = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(x + 260)), sc16);
@@ -926,6 +965,7 @@ INL512 void q6_k_rows_512(const uint8_t *w, const uint8_t *xq, size_t xs, int n,
 			acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(*(const float *)x)), _mm512_cvtepi32_ps(t), acc[r]);
 		}
 	}
+	UNROLL
 	for (int r = 0; r < nr; r++)
 		out[r] = _mm512_reduce_add_ps(acc[r]);
 }

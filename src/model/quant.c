@@ -28,6 +28,9 @@
 
 #define QK 32   /* elements of a Q4_0 .. Q8_1, IQ4_NL block */
 #define QK_K 256 /* elements of a K-quant, IQ4_XS, Q8_K block */
+#ifndef ROWS_STEP
+#define ROWS_STEP 4 /* activation rows per weight read in the SIMD kernels (at most ROWS_MAX) */
+#endif
 
 /* The 16 levels of IQ4_NL and IQ4_XS (ggml-common.h's kvalues_iq4nl). */
 static const int8_t iq4nl_values[16] = { -127, -104, -83, -65, -49, -35, -22, -10,
@@ -994,8 +997,8 @@ ROWS_FN512(rows_q6_k_512, CALL_Q6K512)
 void quant_rows_dot(uint32_t type, const void *w, const void *xq, size_t xq_row_bytes, int n_rows, int n,
 		    float *out, int isa)
 {
-	for (int r0 = 0; r0 < n_rows; r0 += 4) {
-		int nr = n_rows - r0 < 4 ? n_rows - r0 : 4;
+	for (int r0 = 0; r0 < n_rows; r0 += ROWS_STEP) {
+		int nr = n_rows - r0 < ROWS_STEP ? n_rows - r0 : ROWS_STEP;
 		const uint8_t *x = (const uint8_t *)xq + (size_t)r0 * xq_row_bytes;
 #if QUANT_X86
 		if (isa >= QUANT_ISA_AVX512 && (type == GGUF_TENSOR_Q4_K || type == GGUF_TENSOR_Q5_K || type == GGUF_TENSOR_Q6_K)) {

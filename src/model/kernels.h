@@ -1,9 +1,13 @@
-/* kernels — the CPU matrix work of the model: weight-row decoding (F32, F16, BF16, Q8_0),
- * dot products and the batched matrix-vector product, each with a portable path and an
- * AVX2/FMA path chosen at run time, plus a small pthread pool that splits work by rows.
+/* kernels — the CPU matrix work of the model: weight-row decoding (F32, F16, BF16 and the
+ * block types of quant.h), dot products and the batched matrix-vector product, each with a
+ * portable path and an AVX2/FMA path chosen at run time, plus a small pthread pool that splits
+ * work by rows. Block weights are not widened: the pass's activations are quantised once per
+ * call as llama.cpp pairs with the type (Q8_0, Q8_1, Q8_K) and quant.h's fused dot products
+ * read the packed weights.
  *
  * Does not: own weights (they are borrowed: the model's huge-page copy or a file mapping),
- * allocate per call (per-thread buffers grow to the largest call seen), or know about layers. Precision: weights are widened to fp32 and every sum is fp32.
+ * allocate per call (per-thread buffers grow to the largest call seen), or know about layers. Precision: float weights are widened to fp32 and every sum is fp32; block weights
+ * meet 8-bit activations in exact integer sums per block, accumulated in fp32.
  * Workload: one matmul per projection per pass; a pass holds 1..a few hundred rows, so the
  * kernel reads each weight row once and applies it to every row of the pass.
  * Ownership: arguments are borrowed; kern_pool_create's result is the caller's to destroy. */

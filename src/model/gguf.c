@@ -45,7 +45,7 @@ static const struct type_info type_table[] = {
 	{0, "F32", 1, 4},     {1, "F16", 1, 2},      {2, "Q4_0", 32, 18},  {3, "Q4_1", 32, 20},
 	{6, "Q5_0", 32, 22},  {7, "Q5_1", 32, 24},   {8, "Q8_0", 32, 34},  {9, "Q8_1", 32, 36},
 	{10, "Q2_K", 256, 84}, {11, "Q3_K", 256, 110}, {12, "Q4_K", 256, 144}, {13, "Q5_K", 256, 176},
-	{14, "Q6_K", 256, 210}, {15, "Q8_K", 256, 292}, {24, "I8", 1, 1},   {25, "I16", 1, 2},
+	{14, "Q6_K", 256, 210}, {15, "Q8_K", 256, 292}, {20, "IQ4_NL", 32, 18}, {23, "IQ4_XS", 256, 136}, {24, "I8", 1, 1},   {25, "I16", 1, 2},
 	{26, "I32", 1, 4},    {27, "I64", 1, 8},     {28, "F64", 1, 8},    {30, "BF16", 1, 2},
 };
 
@@ -499,7 +499,8 @@ static int parse(struct gguf *g, char *err, size_t errlen)
 		if (g->data_offset > g->size || t->offset > g->size - g->data_offset ||
 		    t->n_bytes > g->size - g->data_offset - t->offset) {
 			err_set(err, errlen, "%s: truncated or corrupt: tensor '%s' (%llu bytes at data offset %llu) "
-				"extends past the end of the file (%zu bytes)", g->name, t->name,
+				"extends past the end of the file (%zu bytes); the file is incomplete: copy, download or "
+				"convert it again", g->name, t->name,
 				(unsigned long long)t->n_bytes, (unsigned long long)t->offset, g->size);
 			return -EINVAL;
 		}

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "model/gguf.h"
+#include "model/quant.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define KERN_X86 1
@@ -161,7 +162,7 @@ void kern_quantize_q8_0(const float *x, void *out, int n)
 int kern_type_supported(uint32_t type)
 {
 	return type == GGUF_TENSOR_F32 || type == GGUF_TENSOR_F16 || type == GGUF_TENSOR_BF16 ||
-	       type == GGUF_TENSOR_Q8_0;
+	       quant_type_is_block(type);
 }
 
 static void row_to_f32_portable(uint32_t type, const void *row, float *out, int n)
@@ -196,7 +197,7 @@ static void row_to_f32_portable(uint32_t type, const void *row, float *out, int 
 		}
 		break;
 	default:
-		memset(out, 0, (size_t)n * 4); /* callers check kern_type_supported at load */
+		quant_row_dequantize(type, row, out, n); /* zeros for types kern_type_supported refuses */
 	}
 }
 
@@ -535,6 +536,9 @@ struct kern_pool {
 	size_t scratch_n;
 	float **acc;     /* per thread: 64 * (acc_rows + 4) floats, partial sums between K blocks */
 	int acc_rows;
+	int quant_isa;   /* QUANT_ISA_* for block weights: AVX-512 VNNI with the AVX-512 tiles */
+	uint8_t *actq;   /* the pass's activations quantised for block weights (Q8_0, Q8_1, Q8_K rows) */
+	size_t actq_bytes;
 };
 
 struct worker_arg {
@@ -616,6 +620,11 @@ struct kern_pool *kern_pool_create(int n_threads, const char *isa)
 	else if (p->use_avx2 && (!isa || strcmp(isa, "auto") == 0))
 		p->use_avx512 = avx512_full;
 #endif
+	p->quant_isa = QUANT_ISA_PORTABLE;
+	if (p->use_avx2)
+		/* with the AVX-512 tiles (where 512-bit operations run at full width, or asked
+		 * for): the VNNI kernels; where they run as two halves they measured slower */
+		p->quant_isa = p->use_avx512 && quant_isa_best() == QUANT_ISA_AVX512 ? QUANT_ISA_AVX512 : QUANT_ISA_AVX2;
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv_start, NULL);
 	atomic_init(&p->generation, 0);
@@ -667,6 +676,7 @@ void kern_pool_destroy(struct kern_pool *p)
 		for (int i = 0; i < p->n_threads; i++)
 			free(p->acc[i]);
 	free(p->acc);
+	free(p->actq);
 	free(p->threads);
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->cv_start);
@@ -722,7 +732,48 @@ struct matmul_job {
 	int tile0[KERN_MATMUL_MAX + 1]; /* matrix i owns global tiles [tile0[i], tile0[i+1]) */
 	const float *x;
 	int x_stride, n_rows;
+	const uint8_t *xq[3];  /* x quantised as Q8_0, Q8_1, Q8_K (where a matrix needs it): n_rows rows */
+	size_t xq_row[3];      /* bytes per quantised row */
 };
+
+/* Index of the activation format in matmul_job.xq: 0 Q8_0, 1 Q8_1, 2 Q8_K. */
+static int act_index(uint32_t act)
+{
+	return act == GGUF_TENSOR_Q8_0 ? 0 : act == GGUF_TENSOR_Q8_1 ? 1 : 2;
+}
+
+static const uint32_t act_types[3] = { GGUF_TENSOR_Q8_0, GGUF_TENSOR_Q8_1, GGUF_TENSOR_Q8_K };
+
+/* Quantise rows [n_rows*ith/nth, n_rows*(ith+1)/nth) of x into each needed format. */
+static void act_part(void *arg, int ith, int nth)
+{
+	struct matmul_job *j = arg;
+	int r0 = (int)((long)j->n_rows * ith / nth), r1 = (int)((long)j->n_rows * (ith + 1) / nth);
+	int n_in = j->w[0]->n_in;
+	for (int a = 0; a < 3; a++)
+		for (int r = r0; j->xq[a] && r < r1; r++)
+			quant_act_quantize(act_types[a], j->x + (size_t)r * j->x_stride,
+					   (uint8_t *)j->xq[a] + (size_t)r * j->xq_row[a], n_in);
+}
+
+/* Block weights: each of the tile's rows against every quantised activation row (the weight
+ * row stays in L1 while the activations stream from L2). */
+static void tile_block(struct matmul_job *j, const struct kern_mat *w, int o0, int n_w, float *y, int y_stride)
+{
+	int a = act_index(quant_act_type(w->type));
+	const uint8_t *xq = j->xq[a];
+	float out[64];
+	for (int k = 0; k < n_w; k++) {
+		const void *row = (const uint8_t *)w->data + (size_t)(o0 + k) * w->row_bytes;
+		for (int r0 = 0; r0 < j->n_rows; r0 += 64) {
+			int nr = j->n_rows - r0 < 64 ? j->n_rows - r0 : 64;
+			quant_rows_dot(w->type, row, xq + (size_t)r0 * j->xq_row[a], j->xq_row[a], nr, w->n_in, out,
+				       j->p->quant_isa);
+			for (int r = 0; r < nr; r++)
+				y[(size_t)(r0 + r) * y_stride + o0 + k] = out[r];
+		}
+	}
+}
 
 static int tiles_of(const struct kern_mat *w)
 {
@@ -745,6 +796,10 @@ static void matmul_part(void *arg, int ith, int nth)
 		int y_stride = j->y_stride[mi];
 		int o0 = (t - j->tile0[mi]) * ROWS_PER_TILE;
 		int n_w = w->n_out - o0 < ROWS_PER_TILE ? w->n_out - o0 : ROWS_PER_TILE;
+		if (quant_type_is_block(w->type)) {
+			tile_block(j, w, o0, n_w, y, y_stride);
+			continue;
+		}
 		const float *wf;
 		if (w->type == GGUF_TENSOR_F32 && w->row_bytes == (size_t)w->n_in * 4) {
 			wf = (const float *)((const uint8_t *)w->data + (size_t)o0 * w->row_bytes);
@@ -823,6 +878,33 @@ void kern_matmul_n(struct kern_pool *p, int n_mat, const struct kern_mat *const 
 	int n_tiles = j.tile0[n_mat];
 	if (n_tiles == 0)
 		return;
+	/* Block weights read x quantised the way llama.cpp pairs with their type; each needed
+	 * format is made once per call, rows split over the pool when there are many. */
+	size_t need[3] = { 0, 0, 0 }, total = 0;
+	for (int i = 0; i < n_mat; i++) {
+		uint32_t act = quant_act_type(w[i]->type);
+		if (act)
+			need[act_index(act)] = (size_t)(n_in / quant_block_elems(act)) * (size_t)quant_block_bytes(act);
+	}
+	for (int a = 0; a < 3; a++)
+		total += need[a] * (size_t)n_rows;
+	if (total) {
+		if (p->actq_bytes < total) {
+			uint8_t *b = realloc(p->actq, total);
+			if (!b)
+				abort(); /* activations of one pass, a few hundred KiB at most */
+			p->actq = b;
+			p->actq_bytes = total;
+		}
+		size_t off = 0;
+		for (int a = 0; a < 3; a++) {
+			j.xq[a] = need[a] ? p->actq + off : NULL;
+			j.xq_row[a] = need[a];
+			off += need[a] * (size_t)n_rows;
+		}
+		int nq = n_rows * (double)n_in < 65536.0 ? 1 : p->n_threads < n_rows ? p->n_threads : n_rows;
+		kern_pool_run(p, act_part, &j, nq);
+	}
 	/* Small products are not worth waking threads for. */
 	int nth = p->n_threads;
 	if (work < 65536.0 * nth)

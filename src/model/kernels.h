@@ -1,9 +1,13 @@
-/* kernels — the CPU matrix work of the model: weight-row decoding (F32, F16, BF16, Q8_0),
- * dot products and the batched matrix-vector product, each with a portable path and an
- * AVX2/FMA path chosen at run time, plus a small pthread pool that splits work by rows.
+/* kernels — the CPU matrix work of the model: weight-row decoding (F32, F16, BF16 and the
+ * block types of quant.h), dot products and the batched matrix-vector product, each with a
+ * portable path and an AVX2/FMA path chosen at run time, plus a small pthread pool that splits
+ * work by rows. Block weights are not widened: the pass's activations are quantised once per
+ * call as llama.cpp pairs with the type (Q8_0, Q8_1, Q8_K) and quant.h's fused dot products
+ * read the packed weights.
  *
  * Does not: own weights (they are borrowed: the model's huge-page copy or a file mapping),
- * allocate per call (per-thread buffers grow to the largest call seen), or know about layers. Precision: weights are widened to fp32 and every sum is fp32.
+ * allocate per call (per-thread buffers grow to the largest call seen), or know about layers. Precision: float weights are widened to fp32 and every sum is fp32; block weights
+ * meet 8-bit activations in exact integer sums per block, accumulated in fp32.
  * Workload: one matmul per projection per pass; a pass holds 1..a few hundred rows, so the
  * kernel reads each weight row once and applies it to every row of the pass.
  * Ownership: arguments are borrowed; kern_pool_create's result is the caller's to destroy. */
@@ -27,7 +31,8 @@ struct kern_pool;
 /* n_threads <= 0: one thread per online CPU. isa: NULL or "auto" picks the fastest the CPU
  * has (AVX-512 matrix tiles where 512-bit FMAs run at full width, else AVX2/FMA), "avx512"
  * asks for the AVX-512 tiles wherever the CPU has them, "avx2" stops at AVX2, "portable"
- * forces the plain C path (tests compare them). NULL and errno on failure. */
+ * forces the plain C path (tests compare them). Block weights (quant.h) take the AVX-512 VNNI
+ * kernels with the AVX-512 tiles (when the CPU has VNNI), else AVX2. NULL and errno on failure. */
 struct kern_pool *kern_pool_create(int n_threads, const char *isa);
 void kern_pool_destroy(struct kern_pool *p);
 int kern_pool_threads(const struct kern_pool *p);

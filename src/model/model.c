@@ -276,30 +276,17 @@ struct model {
 
 static uint64_t row_bytes(uint32_t type, uint64_t n)
 {
-	switch (type) {
-	case GGUF_TENSOR_F32:
-		return 4 * n;
-	case GGUF_TENSOR_F16:
-	case GGUF_TENSOR_BF16:
-		return 2 * n;
-	case GGUF_TENSOR_Q8_0:
-		return n % 32 ? 0 : n / 32 * 34;
-	default:
-		return 0;
-	}
+	return kern_type_supported(type) ? gguf_type_row_bytes(type, n) : 0;
 }
 
-static const char *type_name(uint32_t t)
+/* The one message for a weight type the kernels cannot read. */
+static void refuse_type(char *err, size_t errlen, const char *source, const char *name, uint32_t type)
 {
-	switch (t) {
-	case GGUF_TENSOR_F32: return "F32";
-	case GGUF_TENSOR_F16: return "F16";
-	case GGUF_TENSOR_BF16: return "BF16";
-	case GGUF_TENSOR_Q8_0: return "Q8_0";
-	case GGUF_TENSOR_Q4_0: return "Q4_0";
-	case GGUF_TENSOR_Q4_K: return "Q4_K";
-	default: return "unknown";
-	}
+	err_set(err, errlen,
+		"%s: tensor '%s' has type %s (%u), which sixi cannot read; supported: F32, F16, BF16, Q4_0, "
+		"Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS (quantize the original to one of "
+		"these, e.g. llama-quantize's presets Q4_0, Q4_K_M, Q5_K_M, Q6_K, Q8_0, IQ4_XS)",
+		source, name, gguf_type_name(type), type);
 }
 
 struct loader {
@@ -321,8 +308,7 @@ static const struct model_tensor *get_tensor(struct loader *ld, const char *name
 		return NULL;
 	}
 	if (!kern_type_supported(t->type)) {
-		err_set(ld->err, ld->errlen, "%s: tensor '%s' has type %s (%u); supported: F32, F16, BF16, Q8_0",
-			ld->source, name, type_name(t->type), t->type);
+		refuse_type(ld->err, ld->errlen, ld->source, name, t->type);
 		return NULL;
 	}
 	uint64_t ne[4] = { 1, 1, 1, 1 };
@@ -338,7 +324,7 @@ static const struct model_tensor *get_tensor(struct loader *ld, const char *name
 	uint64_t rb = row_bytes(t->type, ne0);
 	if (rb == 0 || t->n_bytes != rb * ne1 || !t->data) {
 		err_set(ld->err, ld->errlen, "%s: tensor '%s': %llu bytes of data do not match its %s shape", ld->source,
-			name, (unsigned long long)t->n_bytes, type_name(t->type));
+			name, (unsigned long long)t->n_bytes, gguf_type_name(t->type));
 		return NULL;
 	}
 	return t;
@@ -592,6 +578,16 @@ struct model *model_load_gguf(struct gguf *g, const char *name, int n_threads, c
 		gguf_close(g);
 		errno = EINVAL;
 		return NULL;
+	}
+	/* Every tensor's type is checked before anything is allocated. */
+	for (size_t i = 0; i < gguf_tensor_count(g); i++) {
+		const struct gguf_tensor *t = gguf_tensor_at(g, i);
+		if (!kern_type_supported(t->type)) {
+			refuse_type(err, errlen, name, t->name, t->type);
+			gguf_close(g);
+			errno = EINVAL;
+			return NULL;
+		}
 	}
 	/* model_create needs a lookup before the model exists: use a temporary holder. */
 	struct model tmp;

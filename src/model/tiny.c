@@ -14,6 +14,7 @@
 
 #include "model/gguf.h"
 #include "model/kernels.h"
+#include "model/quant.h"
 #include "model/tokenizer.h"
 
 const char model_tiny_chat_template[] =
@@ -57,7 +58,8 @@ static void add(struct tw *t, const char *name, int ne0, int ne1, float mean, fl
 		v[i] = mean + spread * uniform(&t->r);
 	uint64_t ne[4] = { (uint64_t)ne0, (uint64_t)ne1, 1, 1 };
 	uint32_t type = GGUF_TENSOR_F32;
-	if (matrix && (t->matrix_type != GGUF_TENSOR_Q8_0 || ne0 % 32 == 0))
+	int be = quant_block_elems(t->matrix_type);
+	if (matrix && (!be || ne0 % be == 0))
 		type = t->matrix_type;
 	uint64_t nb = gguf_type_row_bytes(type, (uint64_t)ne0) * (uint64_t)ne1;
 	void *data = v;
@@ -73,8 +75,8 @@ static void add(struct tw *t, const char *name, int ne0, int ne1, float mean, fl
 		for (int r = 0; r < ne1; r++) {
 			const float *src = v + (size_t)r * ne0;
 			uint8_t *dst = conv + rb * r;
-			if (type == GGUF_TENSOR_Q8_0) {
-				kern_quantize_q8_0(src, dst, ne0);
+			if (quant_type_is_block(type)) {
+				quant_row_quantize(type, src, dst, ne0);
 			} else {
 				for (int i = 0; i < ne0; i++) {
 					uint16_t h = type == GGUF_TENSOR_F16 ? kern_f32_to_f16(src[i]) : kern_f32_to_bf16(src[i]);

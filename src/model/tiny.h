@@ -21,7 +21,8 @@ int model_write_tiny(const char *path, char *err, size_t errlen);
 
 /* Writes a random model with the tiny vocabulary and template: the vocabulary decides n_vocab
  * (cfg->n_vocab is ignored), cfg gives every other size; matrices are stored as matrix_type
- * (F32, F16, BF16, Q8_0). model_write_tiny is this with the tiny config; the benchmark uses it
+ * (F32, F16, BF16 or a block type of quant.h, quantised by sixi's own quantiser; matrices whose
+ * rows are not a multiple of the type's block stay F32). model_write_tiny is this with the tiny config; the benchmark uses it
  * to build a ~100M-parameter model. */
 int model_write_random(const char *path, const struct model_config *cfg, uint32_t matrix_type, uint64_t seed,
 		       char *err, size_t errlen);

@@ -5,7 +5,9 @@
 # both sides of a pair alike. Prints each pair's ratios, their medians, and the load
 # average at the start.
 #
-#   LLAMA_BIN=/path/to/llama.cpp/build/bin tests/perf/model_vs_llama.sh [tiny|100m|both] [THREADS] [PAIRS]
+#   LLAMA_BIN=/path/to/llama.cpp/build/bin tests/perf/model_vs_llama.sh [tiny|100m|both|FILE.gguf] [THREADS] [PAIRS]
+#
+# FILE.gguf: any qwen35 GGUF (e.g. the ~100M model quantized by llama-quantize to Q4_K_M).
 #
 # Single stream: perf_model's one-sequence decode against `llama-bench -p 0 -n STEPS`
 # (tg). 32 sequences: perf_model's 32 slots, one row each per pass, after a 32-token
@@ -29,7 +31,8 @@ CPUS="${CPUS:-0-$((THREADS - 1))}"
 	{ echo "SKIP: set LLAMA_BIN to a folder with llama-bench and llama-batched-bench"; exit 77; }
 [ -x "$B/tests/perf_model" ] || { echo "SKIP: $B/tests/perf_model not built"; exit 77; }
 case "$WHICH" in tiny) MODELS=tiny ;; 100m) MODELS=100m ;; both) MODELS="tiny 100m" ;;
-*) echo "model_vs_llama.sh: unknown model '$WHICH' (tiny, 100m or both)"; exit 2 ;; esac
+*) [ -f "$WHICH" ] || { echo "model_vs_llama.sh: unknown model '$WHICH' (tiny, 100m, both or a .gguf file)"; exit 2; }
+	MODELS=file ;; esac
 T=$(mktemp -d /tmp/sixi-mvl-XXXXXX)
 trap 'rm -rf "$T"' EXIT
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -40,7 +43,8 @@ echo "       taskset -c $CPUS llama-batched-bench -m MODEL -c 4096 -b 2048 -ub 5
 median() { sort -g | awk '{v[NR] = $1} END {if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 for M in $MODELS; do
 	F="$T/$M.gguf"
-	if [ "$M" = tiny ]; then "$B/tests/perf_model" --write-tiny "$F" >/dev/null; else "$B/tests/perf_model" --write-100m "$F" >/dev/null; fi
+	if [ "$M" = file ]; then ln -s "$(realpath "$WHICH")" "$F"; M=$(basename "$WHICH")
+	elif [ "$M" = tiny ]; then "$B/tests/perf_model" --write-tiny "$F" >/dev/null; else "$B/tests/perf_model" --write-100m "$F" >/dev/null; fi
 	[ -s "$F" ] || { echo "could not write the $M model"; exit 1; }
 	echo
 	echo "## $M ($(wc -c <"$F") bytes)"

@@ -1,6 +1,6 @@
 /* perf_matmul — GFLOP/s of kern_matmul on the ~100M model's matrix shapes, one thread.
  *
- *   perf_matmul [--isa auto|avx512|avx2|portable]... [--rows N]... [--reps N] [--small-pages]
+ *   perf_matmul [--isa auto|avx512|avx2|portable]... [--rows N]... [--reps N] [--small-pages] [--type T]
  *
  * For each kernel path and row count (default: auto and avx2; 1 and 32 rows) it times
  * kern_matmul over a set of F32 matrices of the 100M model's shapes (768->2816, 2816->768,
@@ -10,7 +10,10 @@
  * Time is the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID), best of --reps runs,
  * so that other processes on a shared machine disturb it less than wall time; GFLOP/s =
  * 2 x rows x weights / time. With one thread the pool runs every tile on the caller.
- * The peak of one core is 2 FMA pipes x 8 floats x 2 flops x clock (AVX2). */
+ * The peak of one core is 2 FMA pipes x 8 floats x 2 flops x clock (AVX2). --type T (a block
+ * type: q4_k, q6_k, q8_0, ...) stores the same weights in that type (sixi's quantiser): the
+ * fused kernels then run on int8 activations (a flop is then a multiply-add of the int8
+ * products, counted the same way). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +23,8 @@
 
 #include "model/gguf.h"
 #include "model/kernels.h"
+#include "model/quant.h"
+#include <strings.h>
 
 static double thread_cpu_s(void)
 {
@@ -32,6 +37,7 @@ int main(int argc, char **argv)
 {
 	const char *isas[8];
 	int rows[8], n_isa = 0, n_rows = 0, reps = 3, small = 0;
+	uint32_t type = GGUF_TENSOR_F32;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc && n_isa < 8)
 			isas[n_isa++] = argv[++i];
@@ -41,9 +47,19 @@ int main(int argc, char **argv)
 			reps = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--small-pages") == 0)
 			small = 1;
+		else if (strcmp(argv[i], "--type") == 0 && i + 1 < argc) {
+			const char *t = argv[++i];
+			for (uint32_t k = 0; k < 40; k++)
+				if (quant_type_is_block(k) && strcasecmp(t, gguf_type_name(k)) == 0)
+					type = k;
+			if (type == GGUF_TENSOR_F32 && strcasecmp(t, "f32") != 0) {
+				fprintf(stderr, "perf_matmul: --type must be f32 or a block type (q4_k, q6_k, q8_0, ...)\n");
+				return 2;
+			}
+		}
 		else {
 			fprintf(stderr, "usage: perf_matmul [--isa auto|avx512|avx2|portable]... [--rows N]... [--reps N] "
-					"[--small-pages]\n");
+					"[--small-pages] [--type T]\n");
 			return 2;
 		}
 	}
@@ -78,6 +94,22 @@ int main(int argc, char **argv)
 		seed = seed * 1664525u + 1013904223u;
 		w[i] = (float)(seed >> 8) / 16777216.0f - 0.5f;
 	}
+	/* the same weights in the block type, in place of the F32 ones (rows pack tighter) */
+	size_t qtotal = total * 4;
+	if (type != GGUF_TENSOR_F32) {
+		uint8_t *q = (uint8_t *)w;
+		const float *src = w;
+		qtotal = 0;
+		for (int s = 0; s < N_SHAPES; s++)
+			for (int c = 0; c < COPIES; c++)
+				for (int r = 0; r < shape[s][1]; r++, src += shape[s][0]) {
+					size_t rb = (size_t)gguf_type_row_bytes(type, (uint64_t)shape[s][0]);
+					float row[2816];
+					memcpy(row, src, sizeof(float) * (size_t)shape[s][0]);
+					quant_row_quantize(type, row, q + qtotal, shape[s][0]);
+					qtotal += rb;
+				}
+	}
 	float *x = malloc(sizeof(float) * 512 * 2816), *y = malloc(sizeof(float) * 512 * 2816);
 	if (!x || !y) {
 		fprintf(stderr, "perf_matmul: out of memory\n");
@@ -85,8 +117,8 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < 512 * 2816; i++)
 		x[i] = (float)(i % 97) / 97.0f - 0.5f;
-	printf("weights: %.0f MB in %s pages; best of %d; GFLOP/s of one core (thread CPU time)\n", total * 4 / 1e6,
-	       small ? "4 KiB" : "2 MiB", reps);
+	printf("weights: %s, %.0f MB in %s pages; best of %d; GFLOP/s of one core (thread CPU time)\n",
+	       gguf_type_name(type), qtotal / 1e6, small ? "4 KiB" : "2 MiB", reps);
 	for (int a = 0; a < n_isa; a++) {
 		struct kern_pool *p = kern_pool_create(1, isas[a]);
 		if (!p) {
@@ -97,14 +129,14 @@ int main(int argc, char **argv)
 			int nr = rows[ri];
 			printf("%-8s %3d rows:", kern_pool_isa(p), nr);
 			double all_flops = 0, all_s = 0;
-			const float *ws = w;
+			const uint8_t *ws = (const uint8_t *)w;
 			for (int s = 0; s < N_SHAPES; s++) {
 				double best = 1e30;
 				for (int r = 0; r < reps; r++) {
 					double t0 = thread_cpu_s();
 					for (int c = 0; c < COPIES; c++) {
-						struct kern_mat m = { ws + per[s] * c, GGUF_TENSOR_F32, shape[s][0], shape[s][1],
-								      (size_t)shape[s][0] * 4 };
+						size_t rb = (size_t)gguf_type_row_bytes(type, (uint64_t)shape[s][0]);
+						struct kern_mat m = { ws + rb * shape[s][1] * c, type, shape[s][0], shape[s][1], rb };
 						kern_matmul(p, &m, x, shape[s][0], nr, y, shape[s][1]);
 					}
 					double t = thread_cpu_s() - t0;
@@ -114,10 +146,10 @@ int main(int argc, char **argv)
 				all_flops += flops;
 				all_s += best;
 				printf("  %d->%d %6.1f", shape[s][0], shape[s][1], flops / best / 1e9);
-				ws += per[s] * COPIES;
+				ws += (size_t)gguf_type_row_bytes(type, (uint64_t)shape[s][0]) * shape[s][1] * COPIES;
 			}
 			printf("  | all %6.1f GFLOP/s (%.1f GB/s of weights)\n", all_flops / all_s / 1e9,
-			       (double)total * 4 / all_s / 1e9);
+			       (double)qtotal / all_s / 1e9);
 		}
 		kern_pool_destroy(p);
 	}

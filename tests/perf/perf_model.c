@@ -1,9 +1,11 @@
 /* perf_model — decode throughput of the CPU forward pass.
  *
  *   perf_model [--threads N] [--steps N] [--isa auto|avx512|avx2|portable] [--model FILE.gguf]... [--json]
- *   perf_model --write-tiny PATH | --write-100m PATH
+ *   perf_model --write-tiny PATH | --write-100m PATH [--type T]
  *   perf_model --model FILE.gguf --greedy TEXT [--steps N]
- *   perf_model --import-hf DIR OUT.gguf [--type f32|f16|bf16|q8_0]
+ *   perf_model --model FILE.gguf --logits N OUT
+ *   perf_model --import-hf DIR OUT.gguf [--type T]
+ * (T: f32, f16, bf16 or a block type of model/quant.h, e.g. q4_k; sixi's own quantiser)
  *
  * Without --model it writes two random models to a temporary directory: the embedded tiny
  * default and a ~100M-parameter one (F32), both with the tiny vocabulary. For each model it
@@ -12,7 +14,8 @@
  *   32 sequences: 32 slots, one row each per pass (rows share one read of the weights);
  *   prefill: one 256-token prompt in one pass.
  * --greedy prints the first N greedy tokens after TEXT (ids and text), to compare with
- * llama.cpp on the same file. --write-* write the two benchmark models and exit; --import-hf
+ * llama.cpp on the same file; --logits writes teacher-forced logits of N fixed ids (for the KL
+ * divergence against llama.cpp, tests/perf/kl_vs_llama.sh). --write-* write the two benchmark models and exit; --import-hf
  * converts a Hugging Face Qwen3.5 text checkpoint to GGUF (without tokenizer keys).
  * Tokens/s = rows decoded / wall time of the passes (clock_now_ns). Run by `meson test
  * --benchmark --suite perf`, never in the default test run. */
@@ -20,11 +23,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "core/clock.h"
 #include "model/gguf.h"
 #include "model/model.h"
+#include "model/quant.h"
 #include "model/safetensors.h"
 #include "model/tiny.h"
 #include "model/tokenizer.h"
@@ -173,9 +178,51 @@ static int greedy(const char *path, const char *text, int steps, int threads)
 	return rc ? 1 : 0;
 }
 
+/* Teacher-forced logits: n fixed ids ((37 i + 11) mod n_vocab) in one pass, every row's
+ * n_vocab logits written to out as float32 (row-major); the ids go to stdout, one line. */
+static int logits_dump(const char *path, int n, const char *out, int threads)
+{
+	char err[512];
+	struct model *m = model_load(path, threads, err, sizeof(err));
+	if (!m) {
+		fprintf(stderr, "perf_model: %s\n", err);
+		return 1;
+	}
+	int V = model_get_config(m)->n_vocab, rc = 1;
+	int32_t *ids = malloc(sizeof(int32_t) * (size_t)n), *slots = calloc((size_t)n, sizeof(int32_t));
+	float *lg = malloc(sizeof(float) * (size_t)V * n);
+	struct model_state *s = model_state_create(m, 1, n + 1);
+	FILE *f = NULL;
+	if (!ids || !slots || !lg || !s)
+		goto out;
+	for (int i = 0; i < n; i++)
+		ids[i] = (int32_t)((37L * i + 11) % V);
+	struct model_batch b = { n, ids, slots, NULL, NULL };
+	if (model_forward(m, s, &b, lg) != 0 || !(f = fopen(out, "wb")) ||
+	    fwrite(lg, sizeof(float) * (size_t)V, (size_t)n, f) != (size_t)n)
+		goto out;
+	for (int i = 0; i < n; i++)
+		printf("%s%d", i ? " " : "", ids[i]);
+	printf("\n");
+	rc = 0;
+out:
+	if (f && fclose(f) != 0)
+		rc = 1;
+	if (rc)
+		fprintf(stderr, "perf_model: cannot write the logits to %s\n", out);
+	model_state_destroy(s);
+	free(lg);
+	free(slots);
+	free(ids);
+	model_free(m);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	const char *greedy_text = NULL, *write_tiny = NULL, *write_100m = NULL, *hf_dir = NULL, *hf_out = NULL;
+	const char *logits_out = NULL;
+	int logits_n = 0;
 	uint32_t hf_type = GGUF_TENSOR_F32;
 	const char *isa = NULL;
 	int threads = 0, steps = 32, json = 0, n_models = 0;
@@ -191,6 +238,8 @@ int main(int argc, char **argv)
 			json = 1;
 		else if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc)
 			isa = argv[++i];
+		else if (strcmp(argv[i], "--logits") == 0 && i + 2 < argc)
+			logits_n = atoi(argv[i + 1]), logits_out = argv[i + 2], i += 2;
 		else if (strcmp(argv[i], "--greedy") == 0 && i + 1 < argc)
 			greedy_text = argv[++i];
 		else if (strcmp(argv[i], "--write-tiny") == 0 && i + 1 < argc)
@@ -201,16 +250,19 @@ int main(int argc, char **argv)
 			hf_dir = argv[i + 1], hf_out = argv[i + 2], i += 2;
 		else if (strcmp(argv[i], "--type") == 0 && i + 1 < argc) {
 			const char *t = argv[++i];
-			hf_type = strcmp(t, "f16") == 0	   ? GGUF_TENSOR_F16
-				  : strcmp(t, "bf16") == 0 ? GGUF_TENSOR_BF16
-				  : strcmp(t, "q8_0") == 0 ? GGUF_TENSOR_Q8_0
-							   : GGUF_TENSOR_F32;
+			hf_type = GGUF_TENSOR_F32;
+			for (uint32_t k = 0; k < 40; k++)
+				if (strcasecmp(t, gguf_type_name(k)) == 0 &&
+				    (k <= GGUF_TENSOR_F16 || k == GGUF_TENSOR_BF16 || quant_type_is_block(k)))
+					hf_type = k;
 		}
 		else {
 			fprintf(stderr, "usage: perf_model [--threads N] [--steps N] [--isa auto|avx512|avx2|portable] [--model FILE.gguf]... [--json]\n"
-					"       perf_model --write-tiny PATH | --write-100m PATH\n"
+					"       perf_model --write-tiny PATH | --write-100m PATH [--type T]\n"
 					"       perf_model --model FILE.gguf --greedy TEXT [--steps N]\n"
-					"       perf_model --import-hf DIR OUT.gguf [--type f32|f16|bf16|q8_0]\n");
+					"       perf_model --model FILE.gguf --logits N OUT\n"
+					"       perf_model --import-hf DIR OUT.gguf [--type T]\n"
+					"  T: f32, f16, bf16, or a block type: q4_0 q4_1 q5_0 q5_1 q8_0 q4_k q5_k q6_k iq4_nl iq4_xs\n");
 			return 2;
 		}
 	}
@@ -231,11 +283,18 @@ int main(int argc, char **argv)
 	}
 	if (write_tiny || write_100m) {
 		if ((write_tiny && model_write_tiny(write_tiny, err0, sizeof(err0))) ||
-		    (write_100m && model_write_random(write_100m, &c100, GGUF_TENSOR_F32, 7, err0, sizeof(err0)))) {
+		    (write_100m && model_write_random(write_100m, &c100, hf_type, 7, err0, sizeof(err0)))) {
 			fprintf(stderr, "perf_model: %s\n", err0);
 			return 1;
 		}
 		return 0;
+	}
+	if (logits_out) {
+		if (n_models != 1 || logits_n < 1 || logits_n > 4096) {
+			fprintf(stderr, "perf_model: --logits N OUT needs one --model and 1 <= N <= 4096\n");
+			return 2;
+		}
+		return logits_dump(models[0], logits_n, logits_out, threads);
 	}
 	if (greedy_text) {
 		if (n_models != 1) {

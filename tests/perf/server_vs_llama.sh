@@ -3,7 +3,11 @@
 # llama.cpp's llama-server on the same GGUF, the same threads and the same slots:
 # aggregate tok/s at 1, 4, 16 and 32 streams, and their ratios.
 #
-#   LLAMA_SERVER=/path/to/llama-server tests/perf/server_vs_llama.sh [tiny|100m] [THREADS]
+#   LLAMA_SERVER=/path/to/llama-server tests/perf/server_vs_llama.sh [tiny|100m|FILE.gguf] [THREADS]
+#
+# FILE.gguf: any qwen35 GGUF instead of the project's own models (e.g. the ~100M one
+# quantized by llama.cpp's llama-quantize in a preset). SWEEP=0 skips the speed sweeps and
+# compares only the greedy text (a quick check that a file loads and decodes alike).
 #
 # llama-server is built outside the project from llama.cpp's public source (any
 # commit with the qwen35 architecture), e.g.
@@ -36,6 +40,8 @@ trap cleanup EXIT
 MODEL="$T/model.gguf"
 if [ "$WHICH" = tiny ]; then
 	"$B/src/sixi-server" --write-tiny "$MODEL" 2>/dev/null
+elif [ -f "$WHICH" ]; then
+	ln -s "$(realpath "$WHICH")" "$MODEL"
 else
 	"$B/tests/perf_model" --write-100m "$MODEL" >/dev/null
 fi
@@ -70,7 +76,9 @@ wait_ready() { # port
 	done
 	return 1
 }
+SWEEP="${SWEEP:-1}"
 sweep() { # name out.json port
+	[ "$SWEEP" = 0 ] && return 0
 	timeout 900 "$B/src/sixi-bench" sweep --url "http://127.0.0.1:$3" --model "$1" --concurrency "$LEVELS" \
 		--max-tokens "$MAX_TOKENS" --rounds 2 --warmup 2 --extra "$(cat "$T/extra.json")" --db "$T/bench.db" \
 		--no-plots --json --quiet >"$2" \
@@ -114,13 +122,13 @@ sweep llama "$T/llama.json" "$P"
 greedy "$P" "$T/llama.greedy"
 stop
 
-echo "model: $WHICH ($(stat -c %s "$MODEL") bytes), threads $THREADS, $SLOTS slots x $CTX context, max_tokens $MAX_TOKENS, $(nproc) CPUs"
+echo "model: $WHICH ($(stat -L -c %s "$MODEL") bytes), threads $THREADS, $SLOTS slots x $CTX context, max_tokens $MAX_TOKENS, $(nproc) CPUs"
 echo "sixi:  $SIXI_CMD"
 echo "llama: $LLAMA_CMD"
 echo "bench: sixi-bench sweep --concurrency $LEVELS --max-tokens $MAX_TOKENS --rounds 2 --warmup 2 --extra '{\"logit_bias\": {...}}'" \
 	"($("$PY" -c "import json,sys; print(len(json.load(open(sys.argv[1]))['logit_bias']))" "$T/extra.json") byte tokens forbidden)"
 echo
-"$PY" - "$T/sixi.json" "$T/llama.json" <<'PY'
+[ "$SWEEP" = 0 ] || "$PY" - "$T/sixi.json" "$T/llama.json" <<'PY'
 import json, sys
 s = {L["level"]: L for L in json.load(open(sys.argv[1]))["levels"]}
 l = {L["level"]: L for L in json.load(open(sys.argv[2]))["levels"]}

@@ -196,6 +196,10 @@ static void check_gguf_types(struct hf_model *h, const struct ref *r, const floa
 {
 	const uint32_t types[] = { GGUF_TENSOR_F16, GGUF_TENSOR_BF16, GGUF_TENSOR_Q8_0 };
 	const double tol[] = { 1e-2, 6e-2, 0.2 }; /* this tiny random network amplifies weight rounding */
+	/* same argmax at least at this share of positions (in 12ths): Q8_0 products also round the
+	 * activations to 8 bits, as llama.cpp does (0.145 mean error, 70 of 100 measured; 0.111 and
+	 * 82 with fp32 activations) */
+	const int agree12[] = { 9, 9, 8 };
 	char path[] = "/tmp/sixi-test-model-XXXXXX";
 	int fd = mkstemp(path);
 	close(fd);
@@ -217,7 +221,7 @@ static void check_gguf_types(struct hf_model *h, const struct ref *r, const floa
 		printf("GGUF with %s matrices: mean relative logit error vs F32 %.3g, same argmax at %d of %d\n",
 		       gguf_type_name(types[i]), e, agree, r->len[2]);
 		CHECK(e < tol[i]);
-		CHECK(agree >= r->len[2] * 3 / 4);
+		CHECK(agree >= r->len[2] * agree12[i] / 12);
 		CHECK(e > 0); /* the weights really were stored in the narrower type */
 		free(out);
 		model_free(m);
@@ -283,7 +287,7 @@ static void check_bad_gguf(struct hf_model *h)
 		{ "arch", "architecture 'llama' is not supported" },
 		{ "nokey", "qwen35.ssm.conv_kernel" },
 		{ "shape", "blk.0.attn_qkv.weight" },
-		{ "type", "Q4_K" },
+		{ "type", "Q2_K" },
 	};
 	for (size_t ci = 0; ci < sizeof(cases) / sizeof(cases[0]); ci++) {
 		struct gguf_writer *bw = gguf_writer_create();
@@ -299,11 +303,12 @@ static void check_bad_gguf(struct hf_model *h)
 				ne[1] -= 1;
 				gguf_writer_add_tensor(bw, t->name, 2, ne, t->type, t->data, ne[0] * ne[1] * 4);
 			} else if (strcmp(cases[ci].what, "type") == 0 && strcmp(t->name, "blk.1.ffn_up.weight") == 0) {
-				/* 64 x 96 as Q4_K would need 256-element rows: use a 256 x 24 stand-in */
+				/* 64 x 96 as Q2_K (a type sixi does not read) would need 256-element rows: use
+				 * a 256 x 24 stand-in */
 				uint64_t ne2[4] = { 256, 24, 1, 1 };
-				uint64_t nb = gguf_type_row_bytes(GGUF_TENSOR_Q4_K, 256) * 24;
+				uint64_t nb = gguf_type_row_bytes(GGUF_TENSOR_Q2_K, 256) * 24;
 				uint8_t *z = calloc(1, nb);
-				gguf_writer_add_tensor(bw, t->name, 2, ne2, GGUF_TENSOR_Q4_K, z, nb);
+				gguf_writer_add_tensor(bw, t->name, 2, ne2, GGUF_TENSOR_Q2_K, z, nb);
 				free(z);
 			} else {
 				gguf_writer_add_tensor(bw, t->name, t->n_dims, t->ne, t->type, t->data, t->n_bytes);

@@ -1,0 +1,196 @@
+/* test_quant — the block weight types against llama.cpp and against themselves:
+ *  - decoding is bit for bit llama.cpp's reference dequantize_row_* on committed rows
+ *    (tests/fixtures/quant: one row from llama.cpp's own quantiser, one of random bytes);
+ *  - activations quantised as llama.cpp's x86 CPU backend does (Q8_0, Q8_1, Q8_K), bit for bit;
+ *  - the fused dot products (portable, AVX2, AVX-512 VNNI where the CPU has them) equal llama.cpp's vec_dot to fp32 rounding;
+ *  - sixi's quantiser round-trips random rows within each type's error bound, and the fused
+ *    dot of a quantised row equals the fp32 dot of its decoded row to within the activation
+ *    quantisation error. */
+#include "test.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/gguf.h"
+#include "model/kernels.h"
+#include "model/quant.h"
+
+static const uint32_t types[] = {
+	GGUF_TENSOR_Q4_0, GGUF_TENSOR_Q4_1, GGUF_TENSOR_Q5_0, GGUF_TENSOR_Q5_1, GGUF_TENSOR_Q8_0,
+	GGUF_TENSOR_Q4_K, GGUF_TENSOR_Q5_K, GGUF_TENSOR_Q6_K, GGUF_TENSOR_IQ4_NL, GGUF_TENSOR_IQ4_XS,
+};
+#define N_TYPES (sizeof(types) / sizeof(types[0]))
+
+/* The fixture generator's activations: exact in fp32. */
+static float xval(int i)
+{
+	uint32_t h = (uint32_t)i * 2654435761u;
+	h ^= h >> 15;
+	h *= 2246822519u;
+	h ^= h >> 13;
+	return (float)((int)(h & 0xffff) - 32768) / 16384.0f;
+}
+
+/* The best kernel level this CPU has; every level up to it is checked. */
+static int best_isa(void)
+{
+	return quant_isa_best();
+}
+
+/* Fixture: u32 type, n, rows, act type; act row; then per row: weight bytes, n floats, one float. */
+static void check_fixture(uint32_t type, int avx2)
+{
+	char rel[128];
+	snprintf(rel, sizeof rel, "tests/fixtures/quant/%s.bin", gguf_type_name(type));
+	size_t len;
+	uint8_t *f = (uint8_t *)test_slurp(test_src_path(rel), &len);
+	if (!CHECK(f != NULL)) {
+		fprintf(stderr, "cannot read %s\n", rel);
+		return;
+	}
+	uint32_t hdr[4];
+	memcpy(hdr, f, 16);
+	int n = (int)hdr[1], rows = (int)hdr[2];
+	CHECK_EQ_INT(hdr[0], type);
+	CHECK_EQ_INT(hdr[3], quant_act_type(type));
+	size_t wb = gguf_type_row_bytes(type, (uint64_t)n), xb = gguf_type_row_bytes(hdr[3], (uint64_t)n);
+	if (!CHECK(len == 16 + xb + (size_t)rows * (wb + 4 * (size_t)n + 4))) {
+		free(f);
+		return;
+	}
+	float *x = malloc(sizeof(float) * (size_t)n), *deq = malloc(sizeof(float) * (size_t)n);
+	uint8_t *xq = malloc(xb);
+	for (int i = 0; i < n; i++)
+		x[i] = xval(i);
+	quant_act_quantize(hdr[3], x, xq, n);
+	CHECK(memcmp(xq, f + 16, xb) == 0);
+	const uint8_t *p = f + 16 + xb;
+	for (int r = 0; r < rows; r++, p += wb + 4 * (size_t)n + 4) {
+		quant_row_dequantize(type, p, deq, n);
+		int same = memcmp(deq, p + wb, 4 * (size_t)n) == 0;
+		if (!CHECK(same))
+			fprintf(stderr, "%s row %d: decoded floats differ from llama.cpp's\n", gguf_type_name(type), r);
+		float ref, mag = 0;
+		memcpy(&ref, p + wb + 4 * (size_t)n, 4);
+		for (int i = 0; i < n; i++)
+			mag += fabsf(deq[i] * x[i]);
+		/* same integers, fp32 sums in another order: within a few ulps of the magnitude */
+		float dp = quant_row_dot(type, p, xq, n, 0);
+		CHECK(fabsf(dp - ref) <= 1e-5f * mag);
+		for (int isa = 1; isa <= avx2; isa++) {
+			float da = quant_row_dot(type, p, xq, n, isa);
+			CHECK(fabsf(da - ref) <= 1e-5f * mag);
+		}
+		printf("%-6s row %d: decode %s, dot %.7g (llama.cpp %.7g)\n", gguf_type_name(type), r,
+		       same ? "identical" : "DIFFERENT", dp, ref);
+	}
+	free(x);
+	free(deq);
+	free(xq);
+	free(f);
+}
+
+static uint64_t rs = 88172645463325252ull;
+static float urand(void)
+{
+	rs ^= rs << 13;
+	rs ^= rs >> 7;
+	rs ^= rs << 17;
+	return (float)((rs >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
+}
+
+/* Round trip and fused dot on random rows. Bounds: RMS error relative to the row's RMS. */
+static void check_roundtrip(uint32_t type, int avx2)
+{
+	const int n = 1024;
+	/* generous bounds over what a plain per-block quantiser reaches on uniform data */
+	double bound = 0;
+	switch (type) {
+	case GGUF_TENSOR_Q8_0: bound = 0.006; break;
+	case GGUF_TENSOR_Q6_K: bound = 0.025; break;
+	case GGUF_TENSOR_Q5_0: case GGUF_TENSOR_Q5_1: case GGUF_TENSOR_Q5_K: bound = 0.045; break;
+	default: bound = 0.09; break;
+	}
+	float *x = malloc(sizeof(float) * n), *w = malloc(sizeof(float) * n), *d = malloc(sizeof(float) * n);
+	uint8_t *q = malloc(gguf_type_row_bytes(type, n)), *xq = malloc(gguf_type_row_bytes(GGUF_TENSOR_Q8_K, n) + 2048);
+	double worst = 0, worst_dot = 0;
+	for (int trial = 0; trial < 8; trial++) {
+		for (int i = 0; i < n; i++) {
+			w[i] = urand() * (trial == 0 ? 1.0f : 0.02f) + (trial == 3 ? 0.01f : 0);
+			x[i] = urand();
+		}
+		quant_row_quantize(type, w, q, n);
+		quant_row_dequantize(type, q, d, n);
+		double e = 0, s = 0;
+		for (int i = 0; i < n; i++)
+			e += (double)(d[i] - w[i]) * (d[i] - w[i]), s += (double)w[i] * w[i];
+		double rel = sqrt(e / s);
+		worst = rel > worst ? rel : worst;
+		/* fused dot vs the fp32 dot of the decoded row: only x's 8-bit rounding differs */
+		quant_act_quantize(quant_act_type(type), x, xq, n);
+		double ref = 0, mag = 0;
+		for (int i = 0; i < n; i++)
+			ref += (double)d[i] * x[i], mag += fabs((double)d[i] * x[i]);
+		float dp = quant_row_dot(type, q, xq, n, 0);
+		double de = fabs(dp - ref) / mag;
+		worst_dot = de > worst_dot ? de : worst_dot;
+		for (int isa = 1; isa <= avx2; isa++)
+			CHECK(fabsf(quant_row_dot(type, q, xq, n, isa) - dp) <= 1e-5f * (float)mag);
+	}
+	printf("%-6s sixi quantiser: worst relative RMS error %.4f (bound %.3f); fused dot vs fp32 of the decoded row: "
+	       "%.2e of sum |w x|\n", gguf_type_name(type), worst, bound, worst_dot);
+	CHECK(worst < bound);
+	CHECK(worst > 0);
+	CHECK(worst_dot < 4e-3);
+	free(x);
+	free(w);
+	free(d);
+	free(q);
+	free(xq);
+}
+
+/* Several rows in one call: each row bit for bit its single-row result, on both paths. */
+static void check_rows(uint32_t type, int avx2)
+{
+	enum { N = 512, R = 7 };
+	uint32_t act = quant_act_type(type);
+	size_t xb = gguf_type_row_bytes(act, N);
+	float x[N], w[N], one[R], many[R];
+	uint8_t *q = malloc(gguf_type_row_bytes(type, N)), *xq = malloc(xb * R);
+	for (int i = 0; i < N; i++)
+		w[i] = urand();
+	quant_row_quantize(type, w, q, N);
+	for (int r = 0; r < R; r++) {
+		for (int i = 0; i < N; i++)
+			x[i] = urand() * (float)(r + 1);
+		quant_act_quantize(act, x, xq + xb * r, N);
+	}
+	for (int path = 0; path <= avx2; path++) {
+		quant_rows_dot(type, q, xq, xb, R, N, many, path);
+		for (int r = 0; r < R; r++)
+			one[r] = quant_row_dot(type, q, xq + xb * r, N, path);
+		CHECK(memcmp(one, many, sizeof one) == 0);
+	}
+	free(q);
+	free(xq);
+}
+
+int main(void)
+{
+	int avx2 = best_isa(); /* highest level checked: 0 portable, 1 AVX2, 2 AVX-512 VNNI */
+	printf("kernel levels checked: portable%s%s\n", avx2 >= 1 ? ", AVX2" : "", avx2 >= 2 ? ", AVX-512 VNNI" : "");
+	for (size_t i = 0; i < N_TYPES; i++) {
+		CHECK(kern_type_supported(types[i]));
+		CHECK(quant_type_is_block(types[i]));
+		CHECK_EQ_INT(gguf_type_row_bytes(types[i], (uint64_t)quant_block_elems(types[i])),
+			     quant_block_bytes(types[i]));
+		check_fixture(types[i], avx2);
+		check_roundtrip(types[i], avx2);
+		check_rows(types[i], avx2);
+	}
+	CHECK(!kern_type_supported(GGUF_TENSOR_Q2_K));
+	CHECK(!kern_type_supported(GGUF_TENSOR_Q3_K));
+	return test_done();
+}

@@ -37,24 +37,21 @@ static int cpbuf_push(struct cpbuf *b, uint32_t cp)
 	return 0;
 }
 
-static const struct unicode_decomp *decomp_find(uint32_t cp)
+/* bsearch order for the tables whose entries start with their code point. */
+static int cmp_cp(const void *key, const void *entry)
 {
-	size_t lo = 0, hi = unicode_decomps_count;
-	if (cp < 0xA0) /* U+00A0 is the first code point with a mapping */
-		return NULL;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (cp < unicode_decomps[mid].cp)
-			hi = mid;
-		else if (cp > unicode_decomps[mid].cp)
-			lo = mid + 1;
-		else
-			return &unicode_decomps[mid];
-	}
-	return NULL;
+	uint32_t k = *(const uint32_t *)key, e = *(const uint32_t *)entry;
+	return (k > e) - (k < e);
 }
 
-/* Appends the full decomposition of cp (recursion depth is bounded by the data: 4 levels). */
+static const struct unicode_decomp *decomp_find(uint32_t cp)
+{
+	if (cp < 0xA0) /* U+00A0 is the first code point with a mapping */
+		return NULL;
+	return bsearch(&cp, unicode_decomps, unicode_decomps_count, sizeof unicode_decomps[0], cmp_cp);
+}
+
+/* Appends the full decomposition of cp (the mappings' recursion is a few levels deep). */
 static int decompose_cp(uint32_t cp, bool compat, struct cpbuf *out)
 {
 	if (cp >= HANGUL_S && cp < HANGUL_S + HANGUL_SN) {
@@ -222,17 +219,7 @@ int unicode_normalize(enum unicode_form form, const char *s, size_t n, char **ou
 
 static const struct unicode_lower *lower_find(uint32_t cp)
 {
-	size_t lo = 0, hi = unicode_lowers_count;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (cp < unicode_lowers[mid].cp)
-			hi = mid;
-		else if (cp > unicode_lowers[mid].cp)
-			lo = mid + 1;
-		else
-			return &unicode_lowers[mid];
-	}
-	return NULL;
+	return bsearch(&cp, unicode_lowers, unicode_lowers_count, sizeof unicode_lowers[0], cmp_cp);
 }
 
 int unicode_lowercase(const char *s, size_t n, char **out, size_t *out_len)

@@ -1153,7 +1153,7 @@ int tok_encode(const struct tokenizer *t, const char *text, size_t n, bool add_s
 		rc = partition_special(t, t->raw_match, t->n_raw_match, text, n, parse_special, &f);
 	if (!rc && !t->norm) {
 		rc = encode_frags(t, &s, text, &f, true, &pos, &out);
-	} else {
+	} else if (!rc) {
 		for (size_t i = 0; i < f.n && !rc; i++) {
 			const struct frag *fr = &f.v[i];
 			if (fr->id >= 0) {

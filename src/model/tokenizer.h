@@ -5,6 +5,13 @@
  * tokenizer.ggml.token_type) are matched before splitting. Loads from GGUF metadata or
  * from a Hugging Face tokenizer.json.
  *
+ * Normalization: a tokenizer.json's "normalizer" (NFC, NFD, NFKC, NFKD, Lowercase, Strip,
+ * Replace, Prepend, Sequence) is applied as Hugging Face's tokenizers library applies it, to
+ * the text between added tokens (tokenizer_norm.h); an unsupported type fails the load.
+ * A GGUF vocabulary keeps llama.cpp's behaviour: no normalizer at all (GGUF has no key for
+ * one), so its ids for text that is not already normalized can differ from the
+ * tokenizer.json it was converted from (test_tokenizer shows it for NFC).
+ *
  * Ownership: struct tokenizer is opaque and immutable after loading, so one tokenizer
  * may serve many threads. Arguments are borrowed; arrays and strings returned through
  * out-parameters are the caller's to free(); pointers returned directly (tok_piece)

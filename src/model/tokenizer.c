@@ -660,6 +660,119 @@ static void split_qwen(const struct cps *c, size_t lo, size_t hi, bool marks, si
 	}
 }
 
+/* gpt-4o (o200k), the regex's alternatives in order:
+ *   [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?
+ *   [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?
+ *   \p{N}{1,3} |  ?[^\s\p{L}\p{N}]+[\r\n/]* | \s*[\r\n]+ | \s+(?!\S) | \s+
+ * "upper" is {Lu, Lt, Lm, Lo, M}, "lower" {Ll, Lm, Lo, M}; they share Lm, Lo and M, which is
+ * where the first alternative backtracks. */
+static bool is_upper(const struct cps *c, size_t i, size_t hi)
+{
+	if (i >= hi)
+		return false;
+	if (c->cat[i] == UCAT_MARK)
+		return true;
+	enum unicode_letter k = c->cat[i] == UCAT_LETTER ? unicode_letter_kind(c->cp[i]) : ULET_NONE;
+	return k == ULET_LU || k == ULET_LT || k == ULET_LM || k == ULET_LO;
+}
+
+static bool is_lower(const struct cps *c, size_t i, size_t hi)
+{
+	if (i >= hi)
+		return false;
+	if (c->cat[i] == UCAT_MARK)
+		return true;
+	enum unicode_letter k = c->cat[i] == UCAT_LETTER ? unicode_letter_kind(c->cp[i]) : ULET_NONE;
+	return k == ULET_LL || k == ULET_LM || k == ULET_LO;
+}
+
+/* End of (?i:'s|'t|'re|'ve|'m|'ll|'d)? at p (p itself when there is none). */
+static size_t contraction_end(const struct cps *c, size_t p, size_t hi)
+{
+	if (cp_at(c, p, hi) != '\'' || p + 1 >= hi || c->cp[p + 1] >= 0x80)
+		return p;
+	uint32_t n1 = c->cp[p + 1] | 0x20, n2 = cp_at(c, p + 2, hi) < 0x80 ? cp_at(c, p + 2, hi) | 0x20 : 0;
+	if (n1 == 's' || n1 == 't' || n1 == 'm' || n1 == 'd')
+		return p + 2;
+	if ((n1 == 'r' && n2 == 'e') || (n1 == 'v' && n2 == 'e') || (n1 == 'l' && n2 == 'l'))
+		return p + 3;
+	return p;
+}
+
+/* upper* lower+ from s, as a backtracking engine matches it: the end, or 0 for no match. */
+static size_t o200k_word1(const struct cps *c, size_t s, size_t hi)
+{
+	size_t q = s;
+	while (is_upper(c, q, hi))
+		q++;
+	if (is_lower(c, q, hi)) {
+		while (is_lower(c, q, hi))
+			q++;
+		return q;
+	}
+	for (size_t k = q; k > s; k--) /* upper* gives back its last characters until one is lower */
+		if (is_lower(c, k - 1, hi))
+			return k;
+	return 0;
+}
+
+static void split_o200k(const struct cps *c, size_t lo, size_t hi, struct ends *out)
+{
+	size_t pos = lo;
+	while (pos < hi) {
+		size_t p = 0;
+		bool pre_ok = !is_crlf(c, pos, hi) && !is_l(c, pos, hi) && !is_n(c, pos, hi);
+		/* the two word alternatives in order, each with its optional prefix tried first */
+		if (pre_ok)
+			p = o200k_word1(c, pos + 1, hi);
+		if (!p)
+			p = o200k_word1(c, pos, hi);
+		if (!p) { /* upper+ lower* */
+			size_t s = pre_ok && is_upper(c, pos + 1, hi) ? pos + 1 : is_upper(c, pos, hi) ? pos : SIZE_MAX;
+			if (s != SIZE_MAX) {
+				p = s;
+				while (is_upper(c, p, hi))
+					p++;
+				while (is_lower(c, p, hi))
+					p++;
+			}
+		}
+		if (p) {
+			p = contraction_end(c, p, hi);
+		} else if (is_n(c, pos, hi)) {
+			p = pos + 1;
+			while (p - pos < 3 && is_n(c, p, hi))
+				p++;
+		} else {
+#define PUNCT(i) ((i) < hi && !is_s(c, (i), hi) && !is_l(c, (i), hi) && !is_n(c, (i), hi))
+			size_t q = pos + (c->cp[pos] == ' ' && PUNCT(pos + 1) ? 1 : 0);
+			if (PUNCT(q)) {
+				while (PUNCT(q))
+					q++;
+				while (is_crlf(c, q, hi) || cp_at(c, q, hi) == '/')
+					q++;
+				p = q;
+			} else {
+				size_t e = pos, last_nl = SIZE_MAX;
+				while (is_s(c, e, hi)) {
+					if (is_crlf(c, e, hi))
+						last_nl = e;
+					e++;
+				}
+				if (last_nl != SIZE_MAX)
+					p = last_nl + 1;           /* \s*[\r\n]+ */
+				else if (e == hi || e - pos > 1)
+					p = e == hi ? e : e - 1;   /* \s+(?!\S) */
+				else
+					p = e > pos ? e : pos + 1; /* \s+ */
+			}
+#undef PUNCT
+		}
+		pos = p;
+		ends_push(out, pos);
+	}
+}
+
 /* Splits [lo, hi) into maximal runs matching or not matching a class (regex split keeping the gaps). */
 static void split_runs(const struct cps *c, size_t lo, size_t hi, bool (*in)(const struct cps *, size_t), struct ends *out)
 {
@@ -728,6 +841,9 @@ static int pre_split(enum tok_pre pre, const struct cps *c, size_t lo, size_t hi
 	switch (pre) {
 	case TOK_PRE_GPT2:
 		split_gpt2(c, lo, hi, out);
+		break;
+	case TOK_PRE_GPT4O:
+		split_o200k(c, lo, hi, out);
 		break;
 	case TOK_PRE_QWEN2:
 	case TOK_PRE_QWEN35:
@@ -1305,6 +1421,7 @@ static bool pre_from_name(const char *name, enum tok_pre *pre)
 		{"deepseek-r1-qwen", TOK_PRE_QWEN2}, {"stablelm2", TOK_PRE_QWEN2}, {"megrez", TOK_PRE_QWEN2},
 		{"qwen35", TOK_PRE_QWEN35}, {"llama3", TOK_PRE_LLAMA3}, {"llama-v3", TOK_PRE_LLAMA3},
 		{"llama-bpe", TOK_PRE_LLAMA3}, {"falcon3", TOK_PRE_LLAMA3}, {"pixtral", TOK_PRE_LLAMA3},
+		{"gpt-4o", TOK_PRE_GPT4O},
 	};
 	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
 		if (strcmp(name, map[i].name) == 0) {
@@ -1431,7 +1548,7 @@ struct tokenizer *tok_load_gguf(const struct gguf *g, char *err, size_t errlen)
 	t->pre = t->model == TOK_MODEL_BPE ? TOK_PRE_DEFAULT : TOK_PRE_NONE;
 	const char *pre = gguf_get_str(g, "tokenizer.ggml.pre");
 	if (pre && t->model == TOK_MODEL_BPE && !pre_from_name(pre, &t->pre)) {
-		err_set(err, errlen, "tokenizer.ggml.pre: '%s' is not supported (supported: default, gpt-2, qwen2, qwen35 "
+		err_set(err, errlen, "tokenizer.ggml.pre: '%s' is not supported (supported: default, gpt-2, qwen2, qwen35, llama3, gpt-4o "
 			"and their aliases)", pre);
 		goto fail;
 	}
@@ -1544,6 +1661,11 @@ static const char *const hf_qwen35_regex =
 	"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 static const char *const hf_llama3_regex =
 	"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+static const char *const hf_gpt4o_regex =
+	"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
+	"(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+"
+	"[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|"
+	"\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 static const char *const hf_gpt2_regex =
 	"'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
@@ -1573,6 +1695,8 @@ static int hf_pre(const cJSON *pt, enum tok_pre *pre, bool *byte_level)
 			*pre = TOK_PRE_GPT2;
 		else if (strcmp(re, hf_llama3_regex) == 0)
 			*pre = TOK_PRE_LLAMA3;
+		else if (strcmp(re, hf_gpt4o_regex) == 0)
+			*pre = TOK_PRE_GPT4O;
 		else
 			return -EINVAL;
 		return 0;
@@ -1724,7 +1848,7 @@ struct tokenizer *tok_load_hf_json(const char *path, char *err, size_t errlen)
 	spm = spm || byte_fallback;
 	if (!spm && (!pt || hf_pre(pt, &pre, &byte_level) || !byte_level || pre == TOK_PRE_NONE)) {
 		err_set(err, errlen, "%s: pre_tokenizer: not a byte-level split this tokenizer knows (supported: ByteLevel "
-			"with the GPT-2 regex, or Split with the Qwen2, Qwen3.5 or Llama 3 regex followed by ByteLevel; or "
+			"with the GPT-2 regex, or Split with the Qwen2, Qwen3.5, Llama 3 or GPT-4o regex followed by ByteLevel; or "
 			"SentencePiece-style BPE with byte_fallback)", path);
 		goto out;
 	}
@@ -1749,9 +1873,9 @@ struct tokenizer *tok_load_hf_json(const char *path, char *err, size_t errlen)
 	}
 	size_t n_vocab = (size_t)(max_id + 1), n_merges = (size_t)cJSON_GetArraySize(merges);
 	size_t n_entries = (size_t)cJSON_GetArraySize(vocab) + (size_t)cJSON_GetArraySize(added);
-	if (n_vocab > n_entries) {
+	if (n_vocab > 2 * n_entries + 1) { /* ids with gaps are allowed (GPT-4o's file has some), not mostly gaps */
 		err_set(err, errlen, "%s: model.vocab: ids reach %zu but there are only %zu tokens (ids must be "
-			"0..N-1 without gaps)", path, n_vocab - 1, n_entries);
+			"0..N-1 with fewer gaps than tokens)", path, n_vocab - 1, n_entries);
 		goto out;
 	}
 	if (alloc_src(&src, n_vocab, n_merges, false) || !(src.normalized = calloc(n_vocab, 1)) ||
@@ -1793,10 +1917,9 @@ struct tokenizer *tok_load_hf_json(const char *path, char *err, size_t errlen)
 		src.type[(size_t)id] = special ? TOK_TYPE_CONTROL : TOK_TYPE_USER_DEFINED;
 	}
 	for (size_t i = 0; i < n_vocab; i++) {
-		if (!src.text[i]) {
-			err_set(err, errlen, "%s: model.vocab: no token has id %zu (ids must be 0..%zu without gaps)", path, i,
-				n_vocab - 1);
-			goto out;
+		if (!src.text[i]) { /* a gap: an unused id that nothing encodes to and that decodes to nothing */
+			src.text[i] = "";
+			src.type[i] = TOK_TYPE_UNUSED;
 		}
 	}
 	size_t i = 0;

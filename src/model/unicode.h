@@ -22,6 +22,9 @@ enum unicode_cat {
 	UCAT_SEPARATOR, /* Z* */
 };
 
+/* Letter subcategories (for the GPT-4o split, which tells cases apart). */
+enum unicode_letter { ULET_NONE = 0, ULET_LU, ULET_LL, ULET_LT, ULET_LM, ULET_LO };
+
 struct unicode_range {
 	uint32_t first, last; /* inclusive code points */
 	uint8_t cat;          /* enum unicode_cat; the combining class in unicode_ccc_ranges */
@@ -48,6 +51,8 @@ struct unicode_lower {
 
 /* Generated tables (unicode_data.c), each sorted by code point (unicode_comps by pair). */
 extern const char unicode_data_version[];
+extern const struct unicode_range unicode_letter_ranges[]; /* .cat holds an enum unicode_letter */
+extern const size_t unicode_letter_ranges_count;
 extern const struct unicode_range unicode_ccc_ranges[]; /* .cat holds the combining class */
 extern const size_t unicode_ccc_ranges_count;
 extern const uint32_t unicode_decomp_pool[];
@@ -65,6 +70,8 @@ extern const size_t unicode_space_ranges_count;
 
 enum unicode_cat unicode_category(uint32_t cp);
 bool unicode_is_space(uint32_t cp);
+/* Letter subcategory of cp, ULET_NONE when it is not a letter. */
+enum unicode_letter unicode_letter_kind(uint32_t cp);
 /* Canonical combining class (0 for starters and unassigned code points). */
 unsigned unicode_ccc(uint32_t cp);
 

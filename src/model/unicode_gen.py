@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Generates src/model/unicode_data.c: the Unicode tables the tokenizers need.
 
-- general-category ranges and the White_Space property (the pre-tokenizers' splits);
+- general-category ranges, letter subcategories and the White_Space property (the
+  pre-tokenizers' splits);
 - canonical combining classes, one-level decomposition mappings (canonical and
   compatibility), primary composites (canonical pairs that are not Full_Composition_Exclusion)
   for NFC/NFD/NFKC/NFKD (UAX #15);
@@ -23,7 +24,7 @@ CATS = {'L': 'UCAT_LETTER', 'M': 'UCAT_MARK', 'N': 'UCAT_NUMBER', 'P': 'UCAT_PUN
 
 def read_unicode_data(path):
     """Per code point: general category, ccc, decomposition (compat flag, list), lowercase."""
-    cat, ccc, decomp, lower = {}, {}, {}, {}
+    cat, ccc, decomp, lower, gc2 = {}, {}, {}, {}, {}
     first = None
     with open(path, encoding='utf-8') as f:
         for line in f:
@@ -36,11 +37,13 @@ def read_unicode_data(path):
             if name.endswith(', Last>'):
                 for c in range(first, cp + 1):
                     cat[c] = gc[0]
+                    gc2[c] = gc
                     if int(fields[3]):
                         ccc[c] = int(fields[3])
                 first = None
                 continue
             cat[cp] = gc[0]
+            gc2[cp] = gc
             if int(fields[3]):
                 ccc[cp] = int(fields[3])
             if fields[5]:
@@ -51,7 +54,7 @@ def read_unicode_data(path):
                 decomp[cp] = (compat, [int(x, 16) for x in d])
             if fields[13]:
                 lower[cp] = [int(fields[13], 16)]
-    return cat, ccc, decomp, lower
+    return cat, ccc, decomp, lower, gc2
 
 
 def read_ranges(path, prop):
@@ -121,7 +124,7 @@ def ranges_of(values, default):
 
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else '/usr/share/unicode'
-    cat, ccc, decomp, lower = read_unicode_data(root + '/UnicodeData.txt')
+    cat, ccc, decomp, lower, gc2 = read_unicode_data(root + '/UnicodeData.txt')
     ws = read_ranges(root + '/PropList.txt', 'White_Space')
     fce = set()
     for a, b in read_ranges(root + '/DerivedNormalizationProps.txt', 'Full_Composition_Exclusion'):
@@ -138,6 +141,7 @@ def main():
     ver = version(root + '/DerivedNormalizationProps.txt')
 
     cats = ranges_of({cp: c for cp, c in cat.items() if c != 'C'}, None)
+    letters = ranges_of({cp: g for cp, g in gc2.items() if g[0] == 'L'}, None)
     cccs = ranges_of(ccc, 0)
     comps = sorted((d[0], d[1], cp) for cp, (compat, d) in decomp.items()
                    if not compat and len(d) == 2 and cp not in fce)
@@ -168,6 +172,13 @@ def main():
         print('\t{0x%04X, 0x%04X, UCAT_SEPARATOR},' % (a, b))
     print('};')
     print('const size_t unicode_space_ranges_count = sizeof unicode_space_ranges / sizeof unicode_space_ranges[0];')
+    print()
+    print('/* Letter subcategories (Lu, Ll, Lt, Lm, Lo) of the code points whose major category is L. */')
+    print('const struct unicode_range unicode_letter_ranges[] = {')
+    for a, b, g in letters:
+        print('\t{0x%04X, 0x%04X, ULET_%s},' % (a, b, g.upper()))
+    print('};')
+    print('const size_t unicode_letter_ranges_count = sizeof unicode_letter_ranges / sizeof unicode_letter_ranges[0];')
     print()
     print('/* Canonical combining classes other than 0. */')
     print('const struct unicode_range unicode_ccc_ranges[] = {')

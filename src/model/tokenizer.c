@@ -818,6 +818,110 @@ static void split_digits3(const struct cps *c, size_t lo, size_t hi, struct ends
 		ends_push(out, hi);
 }
 
+/* ---- deepseek-v3: three regex splits in turn, each keeping its matches and the gaps ----
+ *   \p{N}{1,3}
+ *   [\x{4E00}-\x{9FA5}\x{3040}-\x{309F}\x{30A0}-\x{30FF}]+
+ *   [!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+|
+ *     ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ */
+
+/* \p{N}{1,3}: runs of numbers in pieces of up to three, the rest gaps. */
+static void split_numbers3(const struct cps *c, size_t lo, size_t hi, struct ends *out)
+{
+	size_t pos = lo, gap = lo;
+	while (pos < hi) {
+		if (!is_n(c, pos, hi)) {
+			pos++;
+			continue;
+		}
+		if (pos > gap)
+			ends_push(out, pos);
+		size_t e = pos + 1;
+		while (e - pos < 3 && is_n(c, e, hi))
+			e++;
+		ends_push(out, e);
+		pos = gap = e;
+	}
+	if (hi > gap)
+		ends_push(out, hi);
+}
+
+static bool in_cjk_kana(const struct cps *c, size_t i)
+{
+	uint32_t ch = c->cp[i];
+	return (ch >= 0x4e00 && ch <= 0x9fa5) || (ch >= 0x3040 && ch <= 0x30ff);
+}
+
+static bool is_ascii_punct(uint32_t ch)
+{
+	return (ch >= 0x21 && ch <= 0x2f) || (ch >= 0x3a && ch <= 0x40) || (ch >= 0x5b && ch <= 0x60) ||
+	       (ch >= 0x7b && ch <= 0x7e);
+}
+
+static bool is_ascii_letter(uint32_t ch) { return (ch | 0x20) >= 'a' && (ch | 0x20) <= 'z'; }
+
+static bool is_ps(const struct cps *c, size_t i, size_t hi)
+{
+	return i < hi && (c->cat[i] == UCAT_PUNCT || c->cat[i] == UCAT_SYMBOL);
+}
+
+/* The third regex at pos: the match's end, or pos when none starts there. */
+static size_t deepseek_match(const struct cps *c, size_t pos, size_t hi)
+{
+#define LM(i) (is_l(c, (i), hi) || is_m(c, (i), hi))
+	size_t p = pos;
+	if (is_ascii_punct(c->cp[pos]) && pos + 1 < hi && is_ascii_letter(c->cp[pos + 1])) {
+		p = pos + 1;
+		while (p < hi && is_ascii_letter(c->cp[p]))
+			p++;
+		return p;
+	}
+	bool pre_ok = !is_crlf(c, pos, hi) && !is_l(c, pos, hi) && !is_ps(c, pos, hi);
+	if ((pre_ok && LM(pos + 1)) || LM(pos)) {
+		p = pre_ok && LM(pos + 1) ? pos + 1 : pos;
+		while (LM(p))
+			p++;
+		return p;
+	}
+#undef LM
+	size_t q = pos + (c->cp[pos] == ' ' && is_ps(c, pos + 1, hi) ? 1 : 0);
+	if (is_ps(c, q, hi)) {
+		while (is_ps(c, q, hi))
+			q++;
+		while (is_crlf(c, q, hi))
+			q++;
+		return q;
+	}
+	size_t e = pos, last_nl = SIZE_MAX;
+	while (is_s(c, e, hi)) {
+		if (is_crlf(c, e, hi))
+			last_nl = e;
+		e++;
+	}
+	if (last_nl != SIZE_MAX)
+		return last_nl + 1;      /* \s*[\r\n]+ */
+	if (e == hi || e - pos > 1)
+		return e == hi ? e : e - 1; /* \s+(?!\S) */
+	return e;                        /* \s+, or pos: no match */
+}
+
+static void split_deepseek(const struct cps *c, size_t lo, size_t hi, struct ends *out)
+{
+	size_t pos = lo, gap = lo;
+	while (pos < hi) {
+		size_t e = deepseek_match(c, pos, hi);
+		if (e == pos) {
+			pos++;
+			continue;
+		}
+		if (pos > gap)
+			ends_push(out, pos);
+		ends_push(out, e);
+		pos = gap = e;
+	}
+	if (hi > gap)
+		ends_push(out, hi);
+}
+
 /* Applies one split stage to every piece of in (ends), producing out. */
 static void stage(const struct cps *c, size_t lo, const struct ends *in, struct ends *out, int which)
 {
@@ -828,7 +932,10 @@ static void stage(const struct cps *c, size_t lo, const struct ends *in, struct 
 		case 0: split_runs(c, start, end, in_default_punct, out); break;
 		case 1: split_gpt2(c, start, end, out); break;
 		case 2: split_runs(c, start, end, in_number, out); break;
-		default: split_digits3(c, start, end, out); break;
+		case 3: split_digits3(c, start, end, out); break;
+		case 4: split_numbers3(c, start, end, out); break;
+		case 5: split_runs(c, start, end, in_cjk_kana, out); break;
+		default: split_deepseek(c, start, end, out); break;
 		}
 		start = end;
 	}
@@ -850,13 +957,17 @@ static int pre_split(enum tok_pre pre, const struct cps *c, size_t lo, size_t hi
 	case TOK_PRE_LLAMA3:
 		split_qwen(c, lo, hi, pre == TOK_PRE_QWEN35, pre == TOK_PRE_LLAMA3 ? 3 : 1, out);
 		break;
-	case TOK_PRE_DEFAULT: {
-		/* four successive regex splits, as llama.cpp's default BPE pre-tokenizer */
+	case TOK_PRE_DEFAULT:
+	case TOK_PRE_DEEPSEEK3: {
+		/* successive regex splits: llama.cpp's default BPE pre-tokenizer (four), deepseek-v3 (three) */
+		static const int default_stages[] = {0, 1, 2, 3}, deepseek_stages[] = {4, 5, 6};
+		const int *stages = pre == TOK_PRE_DEFAULT ? default_stages : deepseek_stages;
+		int n_stages = pre == TOK_PRE_DEFAULT ? 4 : 3;
 		struct ends a = {0}, b = {0};
 		ends_push(&a, hi);
-		for (int s = 0; s < 4; s++) {
+		for (int s = 0; s < n_stages; s++) {
 			b.n = 0;
-			stage(c, lo, &a, &b, s);
+			stage(c, lo, &a, &b, stages[s]);
 			struct ends tmp = a;
 			a = b;
 			b = tmp;
@@ -1421,7 +1532,7 @@ static bool pre_from_name(const char *name, enum tok_pre *pre)
 		{"deepseek-r1-qwen", TOK_PRE_QWEN2}, {"stablelm2", TOK_PRE_QWEN2}, {"megrez", TOK_PRE_QWEN2},
 		{"qwen35", TOK_PRE_QWEN35}, {"llama3", TOK_PRE_LLAMA3}, {"llama-v3", TOK_PRE_LLAMA3},
 		{"llama-bpe", TOK_PRE_LLAMA3}, {"falcon3", TOK_PRE_LLAMA3}, {"pixtral", TOK_PRE_LLAMA3},
-		{"gpt-4o", TOK_PRE_GPT4O},
+		{"gpt-4o", TOK_PRE_GPT4O}, {"deepseek-v3", TOK_PRE_DEEPSEEK3},
 	};
 	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
 		if (strcmp(name, map[i].name) == 0) {
@@ -1548,7 +1659,7 @@ struct tokenizer *tok_load_gguf(const struct gguf *g, char *err, size_t errlen)
 	t->pre = t->model == TOK_MODEL_BPE ? TOK_PRE_DEFAULT : TOK_PRE_NONE;
 	const char *pre = gguf_get_str(g, "tokenizer.ggml.pre");
 	if (pre && t->model == TOK_MODEL_BPE && !pre_from_name(pre, &t->pre)) {
-		err_set(err, errlen, "tokenizer.ggml.pre: '%s' is not supported (supported: default, gpt-2, qwen2, qwen35, llama3, gpt-4o "
+		err_set(err, errlen, "tokenizer.ggml.pre: '%s' is not supported (supported: default, gpt-2, qwen2, qwen35, llama3, gpt-4o, deepseek-v3 "
 			"and their aliases)", pre);
 		goto fail;
 	}
@@ -1666,6 +1777,12 @@ static const char *const hf_gpt4o_regex =
 	"(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+"
 	"[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|"
 	"\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+static const char *const hf_deepseek3_regex[3] = {
+	"\\p{N}{1,3}",
+	"[\xe4\xb8\x80-\xe9\xbe\xa5\xe3\x81\x80-\xe3\x82\x9f\xe3\x82\xa0-\xe3\x83\xbf]+",
+	"[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| "
+	"?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+",
+};
 static const char *const hf_gpt2_regex =
 	"'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
@@ -1704,6 +1821,15 @@ static int hf_pre(const cJSON *pt, enum tok_pre *pre, bool *byte_level)
 	if (strcmp(type, "Sequence") == 0) {
 		const cJSON *list = cJSON_GetObjectItemCaseSensitive(pt, "pretokenizers");
 		const cJSON *it;
+		bool deepseek = cJSON_GetArraySize(list) == 4;
+		for (int i = 0; deepseek && i < 3; i++) {
+			const char *re = json_get_str(cJSON_GetArrayItem(list, i), "pattern.Regex");
+			deepseek = re && strcmp(re, hf_deepseek3_regex[i]) == 0;
+		}
+		if (deepseek) { /* three Splits, then the ByteLevel */
+			*pre = TOK_PRE_DEEPSEEK3;
+			return hf_pre(cJSON_GetArrayItem(list, 3), pre, byte_level) || *pre != TOK_PRE_DEEPSEEK3 ? -EINVAL : 0;
+		}
 		cJSON_ArrayForEach(it, list) {
 			int rc = hf_pre(it, pre, byte_level);
 			if (rc)
@@ -1848,7 +1974,8 @@ struct tokenizer *tok_load_hf_json(const char *path, char *err, size_t errlen)
 	spm = spm || byte_fallback;
 	if (!spm && (!pt || hf_pre(pt, &pre, &byte_level) || !byte_level || pre == TOK_PRE_NONE)) {
 		err_set(err, errlen, "%s: pre_tokenizer: not a byte-level split this tokenizer knows (supported: ByteLevel "
-			"with the GPT-2 regex, or Split with the Qwen2, Qwen3.5, Llama 3 or GPT-4o regex followed by ByteLevel; or "
+			"with the GPT-2 regex, or Split with the Qwen2, Qwen3.5, Llama 3 or GPT-4o regex or DeepSeek-V3's three followed by "
+			"ByteLevel; or "
 			"SentencePiece-style BPE with byte_fallback)", path);
 		goto out;
 	}

@@ -1,6 +1,7 @@
 /* tokenizer — text to token ids and back, as llama.cpp does it for the vocabularies
  * local models ship: byte-level BPE (tokenizer.ggml.model = "gpt2") with the
- * pre-tokenizer splits "default", "gpt2", "qwen2"/"qwen35", "llama3" and "gpt-4o" (o200k),
+ * pre-tokenizer splits "default", "gpt2", "qwen2"/"qwen35", "llama3", "gpt-4o" (o200k) and
+ * "deepseek-v3",
  * and SentencePiece-style
  * ("llama") with byte fallback. Special and added tokens (token types from
  * tokenizer.ggml.token_type) are matched before splitting. Loads from GGUF metadata or
@@ -36,7 +37,7 @@ enum tok_type {
 
 enum tok_model { TOK_MODEL_BPE, TOK_MODEL_SPM };
 enum tok_pre { TOK_PRE_NONE, TOK_PRE_DEFAULT, TOK_PRE_GPT2, TOK_PRE_QWEN2, TOK_PRE_QWEN35, TOK_PRE_LLAMA3,
-	       TOK_PRE_GPT4O };
+	       TOK_PRE_GPT4O, TOK_PRE_DEEPSEEK3 };
 
 /* From the tokenizer.ggml.* keys of a GGUF (the gguf may be closed afterwards). */
 struct tokenizer *tok_load_gguf(const struct gguf *g, char *err, size_t errlen);

@@ -54,7 +54,9 @@ static int compare_splits(char *all)
 		enum tok_pre pre = strcmp(pre_name, "gpt2") == 0 ? TOK_PRE_GPT2
 				   : strcmp(pre_name, "qwen2") == 0 ? TOK_PRE_QWEN2
 				   : strcmp(pre_name, "qwen35") == 0 ? TOK_PRE_QWEN35
-				   : strcmp(pre_name, "llama3") == 0 ? TOK_PRE_LLAMA3 : TOK_PRE_DEFAULT;
+				   : strcmp(pre_name, "llama3") == 0 ? TOK_PRE_LLAMA3
+				   : strcmp(pre_name, "gpt-4o") == 0 ? TOK_PRE_GPT4O
+				   : strcmp(pre_name, "deepseek-v3") == 0 ? TOK_PRE_DEEPSEEK3 : TOK_PRE_DEFAULT;
 		size_t *ends = NULL, np = 0;
 		int rc = tok_pre_split(pre, text, strlen(text), &ends, &np);
 		CHECK_EQ_INT(rc, 0);

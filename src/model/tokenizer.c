@@ -2,18 +2,26 @@
  * behaviour (see tokenizer.h for the contract).
  *
  * Pipeline of tok_encode: validate UTF-8; cut the text at special/added tokens
- * (longest first, leftmost occurrences); then per raw fragment either
+ * (longest first, leftmost occurrences); for a tokenizer.json with a normalizer,
+ * normalize each raw fragment (tokenizer_norm.h) and cut it again at the added tokens
+ * marked "normalized", as Hugging Face's added vocabulary does; then per raw fragment either
  *   BPE: pre-split (hand-written matchers of llama.cpp's regexes over Unicode
  *        categories), map each piece's bytes to GPT-2's printable alphabet, merge
  *        adjacent symbols by lowest merge rank (ties: leftmost), look up ids; or
- *   SPM: prefix a space (first fragment and after a special), spaces -> U+2581,
+ *   SPM: prefix a space (first fragment and after a special), spaces -> U+2581
+ *        (GGUF and Metaspace; when a tokenizer.json's normalizer does it, as
+ *        Replace(" ", U+2581) and Prepend(U+2581), the text is taken as it is),
  *        merge adjacent symbols whose concatenation is a token, highest score first
  *        (ties: leftmost), unknown symbols -> <0xXX> byte tokens.
  * Both merge loops use a binary heap with lazy deletion: O(n log n) per piece.
  *
  * For the llama3 split, a piece that is a token as a whole is taken whole (ignore_merges).
  *
- * It does not: apply Unicode normalization (llama.cpp does not either), clean up
+ * GGUF vocabularies get no normalizer: llama.cpp applies none (tokenizer.ggml.* has no key
+ * for one), so a GGUF and the tokenizer.json it came from differ on text that is not
+ * normalized the way the normalizer would leave it (decomposed accents for an NFC one).
+ *
+ * It does not: clean up
  * spaces on decode (so decode(encode(x)) == x), or support WordPiece/Unigram/RWKV
  * vocabularies. Workload: a vocabulary of up to ~250k tokens loaded once; encode runs
  * per request on prompts up to a few hundred kB. */
@@ -30,6 +38,7 @@
 
 #include "core/json.h"
 #include "model/gguf.h"
+#include "model/tokenizer_norm.h"
 #include "model/unicode.h"
 
 /* ---- string -> int32 hash map (keys borrowed, open addressing) ---- */
@@ -109,6 +118,15 @@ struct tok_entry {
 	uint32_t piece_off, piece_len; /* decoded bytes in piece_pool */
 	float score;
 	uint8_t type;              /* enum tok_type */
+	bool normalized;           /* tokenizer.json added token matched in normalized text */
+};
+
+/* An added/special token as matched in text: its vocabulary text, or for a "normalized"
+ * token of a tokenizer.json, that text normalized. */
+struct tok_match {
+	int32_t id;
+	uint32_t len;
+	const char *text;          /* text_pool or match_pool */
 };
 
 struct tokenizer {
@@ -121,11 +139,16 @@ struct tokenizer {
 	char *merge_pool;          /* merge keys "left\xffright" */
 	struct strmap by_text;     /* text -> id */
 	struct strmap merges;      /* "left\xffright" -> rank */
-	int32_t *special;          /* ids matched before splitting, longest text first */
-	size_t n_special;
+	struct tok_match *raw_match;  /* matched in the raw text, longest first */
+	size_t n_raw_match;
+	struct tok_match *norm_match; /* matched in normalized text (tokenizer.json), longest first */
+	size_t n_norm_match;
+	char *match_pool;          /* normalized texts of norm_match */
+	struct tok_norm *norm;     /* tokenizer.json normalizer, NULL for none (always for GGUF) */
 	int32_t byte_tok[256];     /* BPE: id of each byte's printable char; SPM: <0xXX>; -1 absent */
 	int32_t bos, eos, eot, eom, unk, pad;
 	bool add_bos, add_eos, add_space_prefix;
+	bool spm_spaces;           /* SPM: encode maps ' ' to U+2581 and adds the prefix (else the normalizer did) */
 	bool prefix_first_only;    /* SPM: space prefix only at the start of the text, not after specials */
 	bool rank_merges;          /* merges by rank (BPE; SentencePiece-style from tokenizer.json), else by score */
 	bool ignore_merges;        /* BPE: a piece that is a token as a whole is taken whole (llama3) */
@@ -172,7 +195,10 @@ void tok_destroy(struct tokenizer *t)
 	free(t->text_pool);
 	free(t->piece_pool);
 	free(t->merge_pool);
-	free(t->special);
+	free(t->raw_match);
+	free(t->norm_match);
+	free(t->match_pool);
+	tok_norm_destroy(t->norm);
 	free(t);
 }
 
@@ -237,15 +263,15 @@ struct tok_src {
 	size_t n_merges;
 	const char **merge_l, **merge_r; /* n_merges each */
 	size_t *merge_ll, *merge_rl;
+	bool *normalized;    /* n_vocab, or NULL: tokenizer.json added tokens marked "normalized" */
 };
 
-static int cmp_special(const void *a, const void *b, void *ctx)
+static int cmp_match(const void *a, const void *b)
 {
-	const struct tokenizer *t = ctx;
-	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-	if (t->tok[x].len != t->tok[y].len)
-		return t->tok[x].len > t->tok[y].len ? -1 : 1;
-	return x < y ? -1 : x > y;
+	const struct tok_match *x = a, *y = b;
+	if (x->len != y->len)
+		return x->len > y->len ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
 }
 
 /* Decoded bytes of a token's text into out (room for len bytes); returns the length. */
@@ -332,16 +358,9 @@ static struct tokenizer *tok_build(struct tokenizer *t, const struct tok_src *sr
 	for (size_t i = 0; i < src->n_vocab; i++)
 		strmap_put(&t->by_text, t->text_pool + t->tok[i].off, t->tok[i].len, (int32_t)i);
 
-	/* special tokens: control, user-defined and unknown, longest first */
-	t->special = malloc((src->n_vocab ? src->n_vocab : 1) * sizeof *t->special);
-	if (!t->special)
-		goto oom;
-	for (size_t i = 0; i < src->n_vocab; i++) {
-		uint8_t ty = t->tok[i].type;
-		if ((ty == TOK_TYPE_CONTROL || ty == TOK_TYPE_USER_DEFINED || ty == TOK_TYPE_UNKNOWN) && t->tok[i].len)
-			t->special[t->n_special++] = (int32_t)i;
-	}
-	qsort_r(t->special, t->n_special, sizeof *t->special, cmp_special, t);
+	if (src->normalized)
+		for (size_t i = 0; i < src->n_vocab; i++)
+			t->tok[i].normalized = src->normalized[i];
 
 	/* byte tokens */
 	for (unsigned b = 0; b < 256; b++) {
@@ -385,6 +404,62 @@ oom:
 fail:
 	tok_destroy(t);
 	return NULL;
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem);
+
+static bool is_matched_type(uint8_t ty)
+{
+	return ty == TOK_TYPE_CONTROL || ty == TOK_TYPE_USER_DEFINED || ty == TOK_TYPE_UNKNOWN;
+}
+
+/* The special and added tokens (control, user-defined, unknown) as tok_encode matches
+ * them, longest first: in the raw text, or, for tokenizer.json tokens marked "normalized"
+ * when there is a normalizer, in the normalized text with their own text normalized
+ * (Hugging Face normalizes those contents the same way). Call once t->norm is set. */
+static int build_matches(struct tokenizer *t)
+{
+	size_t n_raw = 0, n_norm = 0, pool_len = 0, pool_cap = 0;
+	int rc = 0;
+	for (size_t i = 0; i < t->n_vocab; i++) {
+		if (!is_matched_type(t->tok[i].type) || !t->tok[i].len)
+			continue;
+		if (t->norm && t->tok[i].normalized)
+			n_norm++;
+		else
+			n_raw++;
+	}
+	t->raw_match = malloc((n_raw ? n_raw : 1) * sizeof *t->raw_match);
+	t->norm_match = malloc((n_norm ? n_norm : 1) * sizeof *t->norm_match);
+	if (!t->raw_match || !t->norm_match)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->n_vocab && !rc; i++) {
+		const struct tok_entry *e = &t->tok[i];
+		if (!is_matched_type(e->type) || !e->len)
+			continue;
+		const char *text = t->text_pool + e->off;
+		if (!(t->norm && e->normalized)) {
+			t->raw_match[t->n_raw_match++] = (struct tok_match){.id = (int32_t)i, .len = e->len, .text = text};
+			continue;
+		}
+		char *nt;
+		size_t nl;
+		if ((rc = tok_norm_apply(t->norm, text, e->len, &nt, &nl)))
+			break;
+		if (nl && !(rc = grow((void **)&t->match_pool, &pool_cap, pool_len + nl, 1))) {
+			memcpy(t->match_pool + pool_len, nt, nl);
+			/* .text holds the pool offset until the pool stops moving */
+			t->norm_match[t->n_norm_match++] = (struct tok_match){.id = (int32_t)i, .len = (uint32_t)nl,
+									  .text = (const char *)(uintptr_t)pool_len};
+			pool_len += nl;
+		}
+		free(nt);
+	}
+	for (size_t i = 0; i < t->n_norm_match; i++)
+		t->norm_match[i].text = t->match_pool + (uintptr_t)t->norm_match[i].text;
+	qsort(t->raw_match, t->n_raw_match, sizeof *t->raw_match, cmp_match);
+	qsort(t->norm_match, t->n_norm_match, sizeof *t->norm_match, cmp_match);
+	return rc;
 }
 
 /* ---- pre-tokenizer splits ----
@@ -512,6 +587,25 @@ static void split_gpt2(const struct cps *c, size_t lo, size_t hi, struct ends *o
 	}
 }
 
+/* The whitespace alternatives the splits end with, \s*[\r\n]+|\s+(?!\S)|\s+, at pos: the
+ * match's end, or pos when pos is not whitespace. */
+static size_t space_end(const struct cps *c, size_t pos, size_t hi)
+{
+	size_t e = pos, last_nl = SIZE_MAX;
+	while (is_s(c, e, hi)) {
+		if (is_crlf(c, e, hi))
+			last_nl = e;
+		e++;
+	}
+	if (last_nl != SIZE_MAX)
+		return last_nl + 1; /* \s*[\r\n]+ */
+	if (e == hi)
+		return e;           /* \s+(?!\S) at the end */
+	if (e - pos > 1)
+		return e - 1;       /* \s+(?!\S): the last space goes to the next piece */
+	return e;               /* \s+ */
+}
+
 /* qwen2:  (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
  * qwen35: the same with [\p{L}\p{M}]+ for the word and \p{M} excluded from the punctuation run.
  * llama3: qwen2's with \p{N}{1,3} (max_digits 3). */
@@ -562,24 +656,117 @@ static void split_qwen(const struct cps *c, size_t lo, size_t hi, bool marks, si
 					q++;
 				p = q;
 			} else {
-				size_t e = pos, last_nl = SIZE_MAX;
-				while (is_s(c, e, hi)) {
-					if (is_crlf(c, e, hi))
-						last_nl = e;
-					e++;
-				}
-				if (last_nl != SIZE_MAX)
-					p = last_nl + 1;           /* \s*[\r\n]+ */
-				else if (e == hi || e - pos > 1)
-					p = e == hi ? e : e - 1;   /* \s+(?!\S) */
-				else if (e > pos)
-					p = e;                     /* \s+ */
-				else
-					p = pos + 1;               /* unreachable: every code point is in some class */
+				p = space_end(c, pos, hi);
+				if (p == pos)
+					p = pos + 1; /* unreachable: every code point is in some class */
 			}
 #undef PUNCT
 		}
 #undef WORD
+		pos = p;
+		ends_push(out, pos);
+	}
+}
+
+/* gpt-4o (o200k), the regex's alternatives in order:
+ *   [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?
+ *   [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?
+ *   \p{N}{1,3} |  ?[^\s\p{L}\p{N}]+[\r\n/]* | \s*[\r\n]+ | \s+(?!\S) | \s+
+ * "upper" is {Lu, Lt, Lm, Lo, M}, "lower" {Ll, Lm, Lo, M}; they share Lm, Lo and M, which is
+ * where the first alternative backtracks. */
+static bool is_upper(const struct cps *c, size_t i, size_t hi)
+{
+	if (i >= hi)
+		return false;
+	if (c->cat[i] == UCAT_MARK)
+		return true;
+	enum unicode_letter k = c->cat[i] == UCAT_LETTER ? unicode_letter_kind(c->cp[i]) : ULET_NONE;
+	return k == ULET_LU || k == ULET_LT || k == ULET_LM || k == ULET_LO;
+}
+
+static bool is_lower(const struct cps *c, size_t i, size_t hi)
+{
+	if (i >= hi)
+		return false;
+	if (c->cat[i] == UCAT_MARK)
+		return true;
+	enum unicode_letter k = c->cat[i] == UCAT_LETTER ? unicode_letter_kind(c->cp[i]) : ULET_NONE;
+	return k == ULET_LL || k == ULET_LM || k == ULET_LO;
+}
+
+/* End of (?i:'s|'t|'re|'ve|'m|'ll|'d)? at p (p itself when there is none). */
+static size_t contraction_end(const struct cps *c, size_t p, size_t hi)
+{
+	if (cp_at(c, p, hi) != '\'' || p + 1 >= hi || c->cp[p + 1] >= 0x80)
+		return p;
+	uint32_t n1 = c->cp[p + 1] | 0x20, n2 = cp_at(c, p + 2, hi) < 0x80 ? cp_at(c, p + 2, hi) | 0x20 : 0;
+	if (n1 == 's' || n1 == 't' || n1 == 'm' || n1 == 'd')
+		return p + 2;
+	if ((n1 == 'r' && n2 == 'e') || (n1 == 'v' && n2 == 'e') || (n1 == 'l' && n2 == 'l'))
+		return p + 3;
+	return p;
+}
+
+/* upper* lower+ from s, as a backtracking engine matches it: the end, or 0 for no match. */
+static size_t o200k_word1(const struct cps *c, size_t s, size_t hi)
+{
+	size_t q = s;
+	while (is_upper(c, q, hi))
+		q++;
+	if (is_lower(c, q, hi)) {
+		while (is_lower(c, q, hi))
+			q++;
+		return q;
+	}
+	for (size_t k = q; k > s; k--) /* upper* gives back its last characters until one is lower */
+		if (is_lower(c, k - 1, hi))
+			return k;
+	return 0;
+}
+
+static void split_o200k(const struct cps *c, size_t lo, size_t hi, struct ends *out)
+{
+	size_t pos = lo;
+	while (pos < hi) {
+		size_t p = 0;
+		bool pre_ok = !is_crlf(c, pos, hi) && !is_l(c, pos, hi) && !is_n(c, pos, hi);
+		/* the two word alternatives in order, each with its optional prefix tried first */
+		if (pre_ok)
+			p = o200k_word1(c, pos + 1, hi);
+		if (!p)
+			p = o200k_word1(c, pos, hi);
+		if (!p) { /* upper+ lower* */
+			size_t s = pre_ok && is_upper(c, pos + 1, hi) ? pos + 1 : is_upper(c, pos, hi) ? pos : SIZE_MAX;
+			if (s != SIZE_MAX) {
+				p = s;
+				while (is_upper(c, p, hi))
+					p++;
+				while (is_lower(c, p, hi))
+					p++;
+			}
+		}
+		if (p) {
+			p = contraction_end(c, p, hi);
+		} else if (is_n(c, pos, hi)) {
+			p = pos + 1;
+			while (p - pos < 3 && is_n(c, p, hi))
+				p++;
+		} else {
+#define PUNCT(i) ((i) < hi && !is_s(c, (i), hi) && !is_l(c, (i), hi) && !is_n(c, (i), hi))
+			size_t q = pos + (c->cp[pos] == ' ' && PUNCT(pos + 1) ? 1 : 0);
+			if (PUNCT(q)) {
+				while (PUNCT(q))
+					q++;
+				while (is_crlf(c, q, hi) || cp_at(c, q, hi) == '/')
+					q++;
+				p = q;
+			} else {
+				p = space_end(c, pos, hi);
+				if (p == pos)
+					p = pos + 1; /* unreachable: every code point is in some class */
+			}
+#undef PUNCT
+		}
 		pos = p;
 		ends_push(out, pos);
 	}
@@ -630,6 +817,100 @@ static void split_digits3(const struct cps *c, size_t lo, size_t hi, struct ends
 		ends_push(out, hi);
 }
 
+/* ---- deepseek-v3: three regex splits in turn, each keeping its matches and the gaps ----
+ *   \p{N}{1,3}
+ *   [\x{4E00}-\x{9FA5}\x{3040}-\x{309F}\x{30A0}-\x{30FF}]+
+ *   [!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+|
+ *     ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ */
+
+/* \p{N}{1,3}: runs of numbers in pieces of up to three, the rest gaps. */
+static void split_numbers3(const struct cps *c, size_t lo, size_t hi, struct ends *out)
+{
+	size_t pos = lo, gap = lo;
+	while (pos < hi) {
+		if (!is_n(c, pos, hi)) {
+			pos++;
+			continue;
+		}
+		if (pos > gap)
+			ends_push(out, pos);
+		size_t e = pos + 1;
+		while (e - pos < 3 && is_n(c, e, hi))
+			e++;
+		ends_push(out, e);
+		pos = gap = e;
+	}
+	if (hi > gap)
+		ends_push(out, hi);
+}
+
+static bool in_cjk_kana(const struct cps *c, size_t i)
+{
+	uint32_t ch = c->cp[i];
+	return (ch >= 0x4e00 && ch <= 0x9fa5) || (ch >= 0x3040 && ch <= 0x30ff);
+}
+
+static bool is_ascii_punct(uint32_t ch)
+{
+	return (ch >= 0x21 && ch <= 0x2f) || (ch >= 0x3a && ch <= 0x40) || (ch >= 0x5b && ch <= 0x60) ||
+	       (ch >= 0x7b && ch <= 0x7e);
+}
+
+static bool is_ascii_letter(uint32_t ch) { return (ch | 0x20) >= 'a' && (ch | 0x20) <= 'z'; }
+
+static bool is_ps(const struct cps *c, size_t i, size_t hi)
+{
+	return i < hi && (c->cat[i] == UCAT_PUNCT || c->cat[i] == UCAT_SYMBOL);
+}
+
+/* The third regex at pos: the match's end, or pos when none starts there. */
+static size_t deepseek_match(const struct cps *c, size_t pos, size_t hi)
+{
+#define LM(i) (is_l(c, (i), hi) || is_m(c, (i), hi))
+	size_t p = pos;
+	if (is_ascii_punct(c->cp[pos]) && pos + 1 < hi && is_ascii_letter(c->cp[pos + 1])) {
+		p = pos + 1;
+		while (p < hi && is_ascii_letter(c->cp[p]))
+			p++;
+		return p;
+	}
+	bool pre_ok = !is_crlf(c, pos, hi) && !is_l(c, pos, hi) && !is_ps(c, pos, hi);
+	if ((pre_ok && LM(pos + 1)) || LM(pos)) {
+		p = pre_ok && LM(pos + 1) ? pos + 1 : pos;
+		while (LM(p))
+			p++;
+		return p;
+	}
+#undef LM
+	size_t q = pos + (c->cp[pos] == ' ' && is_ps(c, pos + 1, hi) ? 1 : 0);
+	if (is_ps(c, q, hi)) {
+		while (is_ps(c, q, hi))
+			q++;
+		while (is_crlf(c, q, hi))
+			q++;
+		return q;
+	}
+	return space_end(c, pos, hi); /* pos: no match */
+}
+
+static void split_deepseek(const struct cps *c, size_t lo, size_t hi, struct ends *out)
+{
+	size_t pos = lo, gap = lo;
+	while (pos < hi) {
+		size_t e = deepseek_match(c, pos, hi);
+		if (e == pos) {
+			pos++;
+			continue;
+		}
+		if (pos > gap)
+			ends_push(out, pos);
+		ends_push(out, e);
+		pos = gap = e;
+	}
+	if (hi > gap)
+		ends_push(out, hi);
+}
+
 /* Applies one split stage to every piece of in (ends), producing out. */
 static void stage(const struct cps *c, size_t lo, const struct ends *in, struct ends *out, int which)
 {
@@ -640,7 +921,10 @@ static void stage(const struct cps *c, size_t lo, const struct ends *in, struct 
 		case 0: split_runs(c, start, end, in_default_punct, out); break;
 		case 1: split_gpt2(c, start, end, out); break;
 		case 2: split_runs(c, start, end, in_number, out); break;
-		default: split_digits3(c, start, end, out); break;
+		case 3: split_digits3(c, start, end, out); break;
+		case 4: split_numbers3(c, start, end, out); break;
+		case 5: split_runs(c, start, end, in_cjk_kana, out); break;
+		default: split_deepseek(c, start, end, out); break;
 		}
 		start = end;
 	}
@@ -654,18 +938,25 @@ static int pre_split(enum tok_pre pre, const struct cps *c, size_t lo, size_t hi
 	case TOK_PRE_GPT2:
 		split_gpt2(c, lo, hi, out);
 		break;
+	case TOK_PRE_GPT4O:
+		split_o200k(c, lo, hi, out);
+		break;
 	case TOK_PRE_QWEN2:
 	case TOK_PRE_QWEN35:
 	case TOK_PRE_LLAMA3:
 		split_qwen(c, lo, hi, pre == TOK_PRE_QWEN35, pre == TOK_PRE_LLAMA3 ? 3 : 1, out);
 		break;
-	case TOK_PRE_DEFAULT: {
-		/* four successive regex splits, as llama.cpp's default BPE pre-tokenizer */
+	case TOK_PRE_DEFAULT:
+	case TOK_PRE_DEEPSEEK3: {
+		/* successive regex splits: llama.cpp's default BPE pre-tokenizer (four), deepseek-v3 (three) */
+		static const int default_stages[] = {0, 1, 2, 3}, deepseek_stages[] = {4, 5, 6};
+		const int *stages = pre == TOK_PRE_DEFAULT ? default_stages : deepseek_stages;
+		int n_stages = pre == TOK_PRE_DEFAULT ? 4 : 3;
 		struct ends a = {0}, b = {0};
 		ends_push(&a, hi);
-		for (int s = 0; s < 4; s++) {
+		for (int s = 0; s < n_stages; s++) {
 			b.n = 0;
-			stage(c, lo, &a, &b, s);
+			stage(c, lo, &a, &b, stages[s]);
 			struct ends tmp = a;
 			a = b;
 			b = tmp;
@@ -918,31 +1209,32 @@ struct frags {
 	size_t n, cap;
 };
 
-/* Cuts raw fragments at every occurrence of the special tokens, longest token first. */
-static int partition_special(const struct tokenizer *t, const char *text, size_t n, bool parse_special,
-			     struct frags *f)
+/* Cuts text[0..n) into fragments at every occurrence of the tokens of m[0..nm), longest first. */
+static int partition_special(const struct tokenizer *t, const struct tok_match *m, size_t nm, const char *text,
+			     size_t n, bool parse_special, struct frags *f)
 {
 	if (grow((void **)&f->v, &f->cap, 1, sizeof *f->v))
 		return -ENOMEM;
 	f->n = 0;
 	if (n)
 		f->v[f->n++] = (struct frag){.start = 0, .len = n, .id = -1};
-	for (size_t si = 0; si < t->n_special && f->n; si++) {
-		int32_t id = t->special[si];
+	for (size_t si = 0; si < nm && f->n; si++) {
+		int32_t id = m[si].id;
 		const struct tok_entry *e = &t->tok[id];
 		if (!parse_special && (e->type == TOK_TYPE_CONTROL || e->type == TOK_TYPE_UNKNOWN))
 			continue;
-		const char *tt = t->text_pool + e->off;
+		const char *tt = m[si].text;
+		size_t tl = m[si].len;
 		for (size_t fi = 0; fi < f->n; fi++) {
 			if (f->v[fi].id >= 0)
 				continue;
 			size_t start = f->v[fi].start, len = f->v[fi].len;
-			const char *hit = memmem(text + start, len, tt, e->len);
+			const char *hit = memmem(text + start, len, tt, tl);
 			if (!hit)
 				continue;
 			size_t at = (size_t)(hit - text);
 			/* replace fragment fi by [left] token [right]; right is scanned on the next iteration */
-			size_t left = at - start, right = start + len - (at + e->len);
+			size_t left = at - start, right = start + len - (at + tl);
 			size_t add = (left ? 1 : 0) + 1 + (right ? 1 : 0) - 1;
 			if (grow((void **)&f->v, &f->cap, f->n + add, sizeof *f->v))
 				return -ENOMEM;
@@ -953,7 +1245,7 @@ static int partition_special(const struct tokenizer *t, const char *text, size_t
 				f->v[k++] = (struct frag){.start = start, .len = left, .id = -1};
 			f->v[k++] = (struct frag){.start = at, .len = 0, .id = id};
 			if (right)
-				f->v[k] = (struct frag){.start = at + e->len, .len = right, .id = -1};
+				f->v[k] = (struct frag){.start = at + tl, .len = right, .id = -1};
 			fi = k - 1; /* continue with the right remainder */
 		}
 	}
@@ -989,6 +1281,8 @@ static int encode_bpe_fragment(const struct tokenizer *t, struct scratch *s, con
 static int encode_spm_fragment(const struct tokenizer *t, struct scratch *s, const char *text, size_t n,
 			       bool prefix_space, struct ids *out)
 {
+	if (!t->spm_spaces) /* the normalizer wrote U+2581 and the prefix already */
+		return merge_word(t, s, text, n, out);
 	size_t spaces = prefix_space ? 1 : 0;
 	for (size_t i = 0; i < n; i++)
 		spaces += text[i] == ' ';
@@ -1010,12 +1304,58 @@ static int encode_spm_fragment(const struct tokenizer *t, struct scratch *s, con
 	return merge_word(t, s, s->word, wl, out);
 }
 
+/* Where tok_encode is in the text: the SPM prefix goes on the first fragment and after specials. */
+struct enc_pos {
+	bool prev_special;
+};
+
+/* Encodes the fragments of f over text; first: text starts the caller's text. */
+static int encode_frags(const struct tokenizer *t, struct scratch *s, const char *text, const struct frags *f,
+			bool first, struct enc_pos *pos, struct ids *out)
+{
+	int rc = 0;
+	for (size_t i = 0; i < f->n && !rc; i++) {
+		const struct frag *fr = &f->v[i];
+		if (fr->id >= 0) {
+			rc = ids_push(out, fr->id);
+			pos->prev_special = true;
+		} else if (t->model == TOK_MODEL_BPE) {
+			rc = encode_bpe_fragment(t, s, text + fr->start, fr->len, out);
+		} else {
+			bool at_start = first && fr->start == 0;
+			bool prefix = t->add_space_prefix && pos->prev_special && (!t->prefix_first_only || at_start);
+			rc = encode_spm_fragment(t, s, text + fr->start, fr->len, prefix, out);
+			pos->prev_special = false;
+		}
+	}
+	return rc;
+}
+
+/* A raw fragment through the normalizer, cut again at the "normalized" added tokens. */
+static int encode_normalized(const struct tokenizer *t, struct scratch *s, const char *text, size_t n, bool first,
+			     bool parse_special, struct enc_pos *pos, struct ids *out)
+{
+	char *norm;
+	size_t norm_len;
+	struct frags f = {0};
+	int rc = tok_norm_apply(t->norm, text, n, &norm, &norm_len);
+	if (rc)
+		return rc;
+	rc = partition_special(t, t->norm_match, t->n_norm_match, norm, norm_len, parse_special, &f);
+	if (!rc)
+		rc = encode_frags(t, s, norm, &f, first, pos, out);
+	free(f.v);
+	free(norm);
+	return rc;
+}
+
 int tok_encode(const struct tokenizer *t, const char *text, size_t n, bool add_special, bool parse_special,
 	       int32_t **ids, size_t *n_ids)
 {
 	struct ids out = {0};
 	struct frags f = {0};
 	struct scratch s = {0};
+	struct enc_pos pos = {.prev_special = true};
 	int rc = 0;
 	*ids = NULL;
 	*n_ids = 0;
@@ -1026,19 +1366,19 @@ int tok_encode(const struct tokenizer *t, const char *text, size_t n, bool add_s
 	if (add_special && t->add_bos && t->bos >= 0)
 		rc = ids_push(&out, t->bos);
 	if (!rc)
-		rc = partition_special(t, text, n, parse_special, &f);
-	bool prev_special = true; /* SPM: a space prefix on the first fragment and after specials */
-	for (size_t i = 0; i < f.n && !rc; i++) {
-		const struct frag *fr = &f.v[i];
-		if (fr->id >= 0) {
-			rc = ids_push(&out, fr->id);
-			prev_special = true;
-		} else if (t->model == TOK_MODEL_BPE) {
-			rc = encode_bpe_fragment(t, &s, text + fr->start, fr->len, &out);
-		} else {
-			bool prefix = t->add_space_prefix && prev_special && (!t->prefix_first_only || fr->start == 0);
-			rc = encode_spm_fragment(t, &s, text + fr->start, fr->len, prefix, &out);
-			prev_special = false;
+		rc = partition_special(t, t->raw_match, t->n_raw_match, text, n, parse_special, &f);
+	if (!rc && !t->norm) {
+		rc = encode_frags(t, &s, text, &f, true, &pos, &out);
+	} else if (!rc) {
+		for (size_t i = 0; i < f.n && !rc; i++) {
+			const struct frag *fr = &f.v[i];
+			if (fr->id >= 0) {
+				rc = ids_push(&out, fr->id);
+				pos.prev_special = true;
+			} else {
+				rc = encode_normalized(t, &s, text + fr->start, fr->len, fr->start == 0, parse_special,
+						       &pos, &out);
+			}
 		}
 	}
 	if (!rc && add_special && t->add_eos && t->eos >= 0)
@@ -1181,6 +1521,7 @@ static bool pre_from_name(const char *name, enum tok_pre *pre)
 		{"deepseek-r1-qwen", TOK_PRE_QWEN2}, {"stablelm2", TOK_PRE_QWEN2}, {"megrez", TOK_PRE_QWEN2},
 		{"qwen35", TOK_PRE_QWEN35}, {"llama3", TOK_PRE_LLAMA3}, {"llama-v3", TOK_PRE_LLAMA3},
 		{"llama-bpe", TOK_PRE_LLAMA3}, {"falcon3", TOK_PRE_LLAMA3}, {"pixtral", TOK_PRE_LLAMA3},
+		{"gpt-4o", TOK_PRE_GPT4O}, {"deepseek-v3", TOK_PRE_DEEPSEEK3},
 	};
 	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
 		if (strcmp(name, map[i].name) == 0) {
@@ -1249,6 +1590,7 @@ static void free_src(struct tok_src *s)
 	free(s->merge_r);
 	free(s->merge_ll);
 	free(s->merge_rl);
+	free(s->normalized);
 }
 
 static int alloc_src(struct tok_src *s, size_t n_vocab, size_t n_merges, bool scores)
@@ -1306,7 +1648,7 @@ struct tokenizer *tok_load_gguf(const struct gguf *g, char *err, size_t errlen)
 	t->pre = t->model == TOK_MODEL_BPE ? TOK_PRE_DEFAULT : TOK_PRE_NONE;
 	const char *pre = gguf_get_str(g, "tokenizer.ggml.pre");
 	if (pre && t->model == TOK_MODEL_BPE && !pre_from_name(pre, &t->pre)) {
-		err_set(err, errlen, "tokenizer.ggml.pre: '%s' is not supported (supported: default, gpt-2, qwen2, qwen35 "
+		err_set(err, errlen, "tokenizer.ggml.pre: '%s' is not supported (supported: default, gpt-2, qwen2, qwen35, llama3, gpt-4o, deepseek-v3 "
 			"and their aliases)", pre);
 		goto fail;
 	}
@@ -1384,6 +1726,7 @@ struct tokenizer *tok_load_gguf(const struct gguf *g, char *err, size_t errlen)
 	t->ignore_merges = t->pre == TOK_PRE_LLAMA3;
 	t->add_bos = spm || t->pre == TOK_PRE_LLAMA3;
 	t->add_space_prefix = spm;
+	t->spm_spaces = spm;
 	gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &t->add_bos);
 	gguf_get_bool(g, "tokenizer.ggml.add_eos_token", &t->add_eos);
 	gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &t->add_space_prefix);
@@ -1397,6 +1740,11 @@ struct tokenizer *tok_load_gguf(const struct gguf *g, char *err, size_t errlen)
 	if (finish_specials(t, err, errlen))
 		goto fail;
 	t = tok_build(t, &src, "tokenizer.ggml", err, errlen);
+	if (t && build_matches(t)) {
+		err_set(err, errlen, "tokenizer.ggml: out of memory");
+		tok_destroy(t);
+		t = NULL;
+	}
 	free_src(&src);
 	return t;
 fail:
@@ -1413,6 +1761,17 @@ static const char *const hf_qwen35_regex =
 	"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 static const char *const hf_llama3_regex =
 	"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+static const char *const hf_gpt4o_regex =
+	"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
+	"(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+"
+	"[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|"
+	"\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+static const char *const hf_deepseek3_regex[3] = {
+	"\\p{N}{1,3}",
+	"[\xe4\xb8\x80-\xe9\xbe\xa5\xe3\x81\x80-\xe3\x82\x9f\xe3\x82\xa0-\xe3\x83\xbf]+",
+	"[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| "
+	"?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+",
+};
 static const char *const hf_gpt2_regex =
 	"'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
@@ -1442,6 +1801,8 @@ static int hf_pre(const cJSON *pt, enum tok_pre *pre, bool *byte_level)
 			*pre = TOK_PRE_GPT2;
 		else if (strcmp(re, hf_llama3_regex) == 0)
 			*pre = TOK_PRE_LLAMA3;
+		else if (strcmp(re, hf_gpt4o_regex) == 0)
+			*pre = TOK_PRE_GPT4O;
 		else
 			return -EINVAL;
 		return 0;
@@ -1449,6 +1810,15 @@ static int hf_pre(const cJSON *pt, enum tok_pre *pre, bool *byte_level)
 	if (strcmp(type, "Sequence") == 0) {
 		const cJSON *list = cJSON_GetObjectItemCaseSensitive(pt, "pretokenizers");
 		const cJSON *it;
+		bool deepseek = cJSON_GetArraySize(list) == 4;
+		for (int i = 0; deepseek && i < 3; i++) {
+			const char *re = json_get_str(cJSON_GetArrayItem(list, i), "pattern.Regex");
+			deepseek = re && strcmp(re, hf_deepseek3_regex[i]) == 0;
+		}
+		if (deepseek) { /* three Splits, then the ByteLevel */
+			*pre = TOK_PRE_DEEPSEEK3;
+			return hf_pre(cJSON_GetArrayItem(list, 3), pre, byte_level) || *pre != TOK_PRE_DEEPSEEK3 ? -EINVAL : 0;
+		}
 		cJSON_ArrayForEach(it, list) {
 			int rc = hf_pre(it, pre, byte_level);
 			if (rc)
@@ -1459,9 +1829,11 @@ static int hf_pre(const cJSON *pt, enum tok_pre *pre, bool *byte_level)
 	return -EINVAL;
 }
 
-/* SentencePiece-style text handling: a Metaspace pre-tokenizer, or normalizers that replace
- * spaces by U+2581 (and prepend one). Returns -EINVAL for a Metaspace that splits words. */
-static int hf_metaspace(const cJSON *root, bool *spm, bool *prefix, bool *first_only)
+/* SentencePiece-style text handling: a Metaspace pre-tokenizer (*metaspace: the tokenizer
+ * maps spaces itself), or normalizers that replace spaces by U+2581 (and prepend one: then
+ * the normalizer does it and *prefix only tells decoding to drop the first space).
+ * Returns -EINVAL for a Metaspace that splits words. */
+static int hf_metaspace(const cJSON *root, bool *spm, bool *prefix, bool *first_only, bool *metaspace)
 {
 	const cJSON *pt = cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer");
 	const cJSON *norm = cJSON_GetObjectItemCaseSensitive(root, "normalizer");
@@ -1474,6 +1846,7 @@ static int hf_metaspace(const cJSON *root, bool *spm, bool *prefix, bool *first_
 		if (split)
 			return -EINVAL;
 		*spm = true;
+		*metaspace = true;
 		*prefix = add_prefix && !(scheme && strcmp(scheme, "never") == 0);
 		*first_only = scheme && strcmp(scheme, "first") == 0;
 		return 0;
@@ -1558,6 +1931,8 @@ struct tokenizer *tok_load_hf_json(const char *path, char *err, size_t errlen)
 	const cJSON *it;
 	enum tok_pre pre = TOK_PRE_NONE;
 	bool byte_level = false, spm = false, prefix = false, first_only = false, byte_fallback = false;
+	bool metaspace = false;
+	struct tok_norm *norm = NULL;
 	const char *unk = json_get_str(root, "model.unk_token");
 	json_get_bool(model, "byte_fallback", &byte_fallback);
 	if (!mtype || strcmp(mtype, "BPE") != 0) {
@@ -1572,7 +1947,15 @@ struct tokenizer *tok_load_hf_json(const char *path, char *err, size_t errlen)
 		err_set(err, errlen, "%s: model.merges: missing (a BPE vocabulary needs its merge list)", path);
 		goto out;
 	}
-	if (hf_metaspace(root, &spm, &prefix, &first_only)) {
+	if (tok_norm_from_json(cJSON_GetObjectItemCaseSensitive(root, "normalizer"), &norm, e, sizeof e)) {
+		err_set(err, errlen, "%s: %s", path, e);
+		goto out;
+	}
+	if (tok_norm_steps(norm) == 0) { /* an empty Sequence changes nothing */
+		tok_norm_destroy(norm);
+		norm = NULL;
+	}
+	if (hf_metaspace(root, &spm, &prefix, &first_only, &metaspace)) {
 		err_set(err, errlen, "%s: pre_tokenizer: a Metaspace that splits words is not supported (only "
 			"split: false, as Llama and Mistral tokenizers use)", path);
 		goto out;
@@ -1580,7 +1963,8 @@ struct tokenizer *tok_load_hf_json(const char *path, char *err, size_t errlen)
 	spm = spm || byte_fallback;
 	if (!spm && (!pt || hf_pre(pt, &pre, &byte_level) || !byte_level || pre == TOK_PRE_NONE)) {
 		err_set(err, errlen, "%s: pre_tokenizer: not a byte-level split this tokenizer knows (supported: ByteLevel "
-			"with the GPT-2 regex, or Split with the Qwen2, Qwen3.5 or Llama 3 regex followed by ByteLevel; or "
+			"with the GPT-2 regex, or Split with the Qwen2, Qwen3.5, Llama 3 or GPT-4o regex or DeepSeek-V3's three followed by "
+			"ByteLevel; or "
 			"SentencePiece-style BPE with byte_fallback)", path);
 		goto out;
 	}
@@ -1605,15 +1989,19 @@ struct tokenizer *tok_load_hf_json(const char *path, char *err, size_t errlen)
 	}
 	size_t n_vocab = (size_t)(max_id + 1), n_merges = (size_t)cJSON_GetArraySize(merges);
 	size_t n_entries = (size_t)cJSON_GetArraySize(vocab) + (size_t)cJSON_GetArraySize(added);
-	if (n_vocab > n_entries) {
+	if (n_vocab > 2 * n_entries + 1) { /* ids with gaps are allowed (GPT-4o's file has some), not mostly gaps */
 		err_set(err, errlen, "%s: model.vocab: ids reach %zu but there are only %zu tokens (ids must be "
-			"0..N-1 without gaps)", path, n_vocab - 1, n_entries);
+			"0..N-1 with fewer gaps than tokens)", path, n_vocab - 1, n_entries);
 		goto out;
 	}
-	if (alloc_src(&src, n_vocab, n_merges, false) || !(t = tok_alloc())) {
+	if (alloc_src(&src, n_vocab, n_merges, false) || !(src.normalized = calloc(n_vocab, 1)) ||
+	    !(t = tok_alloc())) {
 		err_set(err, errlen, "%s: out of memory", path);
 		goto out;
 	}
+	t->norm = norm;
+	norm = NULL;
+	t->spm_spaces = metaspace;
 	t->model = spm ? TOK_MODEL_SPM : TOK_MODEL_BPE;
 	t->pre = pre;
 	t->rank_merges = true;
@@ -1634,18 +2022,20 @@ struct tokenizer *tok_load_hf_json(const char *path, char *err, size_t errlen)
 	}
 	cJSON_ArrayForEach(it, added) {
 		double id;
-		bool special = false;
+		bool special = false, normalized;
 		json_get_double(it, "id", &id);
 		json_get_bool(it, "special", &special);
+		normalized = !special; /* the library's default for an added token */
+		json_get_bool(it, "normalized", &normalized);
+		src.normalized[(size_t)id] = normalized;
 		src.text[(size_t)id] = json_get_str(it, "content");
 		src.len[(size_t)id] = strlen(src.text[(size_t)id]);
 		src.type[(size_t)id] = special ? TOK_TYPE_CONTROL : TOK_TYPE_USER_DEFINED;
 	}
 	for (size_t i = 0; i < n_vocab; i++) {
-		if (!src.text[i]) {
-			err_set(err, errlen, "%s: model.vocab: no token has id %zu (ids must be 0..%zu without gaps)", path, i,
-				n_vocab - 1);
-			goto out;
+		if (!src.text[i]) { /* a gap: an unused id that nothing encodes to and that decodes to nothing */
+			src.text[i] = "";
+			src.type[i] = TOK_TYPE_UNUSED;
 		}
 	}
 	size_t i = 0;
@@ -1681,6 +2071,10 @@ struct tokenizer *tok_load_hf_json(const char *path, char *err, size_t errlen)
 		if (finish_specials(t, err, errlen)) {
 			tok_destroy(t);
 			t = NULL;
+		} else if (build_matches(t)) {
+			err_set(err, errlen, "%s: out of memory", path);
+			tok_destroy(t);
+			t = NULL;
 		}
 	}
 	free_src(&src);
@@ -1688,6 +2082,7 @@ struct tokenizer *tok_load_hf_json(const char *path, char *err, size_t errlen)
 	return t;
 out:
 	free_src(&src);
+	tok_norm_destroy(norm);
 	tok_destroy(t);
 	cJSON_Delete(root);
 	return NULL;

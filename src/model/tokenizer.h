@@ -1,9 +1,18 @@
 /* tokenizer — text to token ids and back, as llama.cpp does it for the vocabularies
  * local models ship: byte-level BPE (tokenizer.ggml.model = "gpt2") with the
- * pre-tokenizer splits "default", "gpt2" and "qwen2"/"qwen35", and SentencePiece-style
+ * pre-tokenizer splits "default", "gpt2", "qwen2"/"qwen35", "llama3", "gpt-4o" (o200k) and
+ * "deepseek-v3",
+ * and SentencePiece-style
  * ("llama") with byte fallback. Special and added tokens (token types from
  * tokenizer.ggml.token_type) are matched before splitting. Loads from GGUF metadata or
  * from a Hugging Face tokenizer.json.
+ *
+ * Normalization: a tokenizer.json's "normalizer" (NFC, NFD, NFKC, NFKD, Lowercase, Strip,
+ * Replace, Prepend, Sequence) is applied as Hugging Face's tokenizers library applies it, to
+ * the text between added tokens (tokenizer_norm.h); an unsupported type fails the load.
+ * A GGUF vocabulary keeps llama.cpp's behaviour: no normalizer at all (GGUF has no key for
+ * one), so its ids for text that is not already normalized can differ from the
+ * tokenizer.json it was converted from (test_tokenizer shows it for NFC).
  *
  * Ownership: struct tokenizer is opaque and immutable after loading, so one tokenizer
  * may serve many threads. Arguments are borrowed; arrays and strings returned through
@@ -27,7 +36,8 @@ enum tok_type {
 };
 
 enum tok_model { TOK_MODEL_BPE, TOK_MODEL_SPM };
-enum tok_pre { TOK_PRE_NONE, TOK_PRE_DEFAULT, TOK_PRE_GPT2, TOK_PRE_QWEN2, TOK_PRE_QWEN35, TOK_PRE_LLAMA3 };
+enum tok_pre { TOK_PRE_NONE, TOK_PRE_DEFAULT, TOK_PRE_GPT2, TOK_PRE_QWEN2, TOK_PRE_QWEN35, TOK_PRE_LLAMA3,
+	       TOK_PRE_GPT4O, TOK_PRE_DEEPSEEK3 };
 
 /* From the tokenizer.ggml.* keys of a GGUF (the gguf may be closed afterwards). */
 struct tokenizer *tok_load_gguf(const struct gguf *g, char *err, size_t errlen);

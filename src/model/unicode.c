@@ -36,6 +36,20 @@ bool unicode_is_space(uint32_t cp)
 	return range_find(unicode_space_ranges, unicode_space_ranges_count, cp) != NULL;
 }
 
+enum unicode_letter unicode_letter_kind(uint32_t cp)
+{
+	const struct unicode_range *r = range_find(unicode_letter_ranges, unicode_letter_ranges_count, cp);
+	return r ? (enum unicode_letter)r->cat : ULET_NONE;
+}
+
+unsigned unicode_ccc(uint32_t cp)
+{
+	if (cp < 0x300) /* the first combining mark */
+		return 0;
+	const struct unicode_range *r = range_find(unicode_ccc_ranges, unicode_ccc_ranges_count, cp);
+	return r ? r->cat : 0;
+}
+
 size_t unicode_utf8_seq_len(unsigned char b)
 {
 	if (b < 0x80)

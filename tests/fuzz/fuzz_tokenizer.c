@@ -3,12 +3,15 @@
  * and without special-token parsing; valid UTF-8 must encode, decode back to itself and
  * stream-decode to itself; invalid UTF-8 must give -EILSEQ); odd: the rest replaces the
  * tail of the tiny vocabulary's GGUF image from a chosen offset, and a tokenizer that
- * still loads must encode and decode without crashing.
+ * still loads must encode and decode without crashing. Even inputs also go through the
+ * Unicode normal forms, which must keep the identities UAX #15 states: NFC and NFKD are
+ * idempotent, NFD(NFC(x)) == NFD(x), NFKC(NFKD(x)) == NFKC(x); invalid UTF-8 gives -EILSEQ.
  * Built with -DFUZZ_STANDALONE it drives itself with a bounded number of deterministic
  * inputs. */
 #include "model/gguf.h"
 #include "model/tokenizer.h"
 #include "model/unicode.h"
+#include "model/unicode_norm.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -49,9 +52,32 @@ static void setup(void)
 		abort();
 }
 
+static bool same(const char *a, size_t na, const char *b, size_t nb) { return na == nb && memcmp(a, b, na) == 0; }
+
+static void fuzz_forms(const char *text, size_t n, bool valid)
+{
+	char *c, *d, *kd, *c2, *dc, *kd2, *kc, *kckd;
+	size_t nc, nd, nkd, nc2, ndc, nkd2, nkc, nkckd;
+	if (!valid) {
+		if (unicode_normalize(UNICODE_NFC, text, n, &c, &nc) != -EILSEQ || c)
+			abort();
+		return;
+	}
+	if (unicode_normalize(UNICODE_NFC, text, n, &c, &nc) || unicode_normalize(UNICODE_NFD, text, n, &d, &nd) ||
+	    unicode_normalize(UNICODE_NFKD, text, n, &kd, &nkd) || unicode_normalize(UNICODE_NFKC, text, n, &kc, &nkc) ||
+	    unicode_normalize(UNICODE_NFC, c, nc, &c2, &nc2) || unicode_normalize(UNICODE_NFD, c, nc, &dc, &ndc) ||
+	    unicode_normalize(UNICODE_NFKD, kd, nkd, &kd2, &nkd2) ||
+	    unicode_normalize(UNICODE_NFKC, kd, nkd, &kckd, &nkckd))
+		abort(); /* valid text always normalizes (no allocation fails here) */
+	if (!same(c, nc, c2, nc2) || !same(d, nd, dc, ndc) || !same(kd, nkd, kd2, nkd2) || !same(kc, nkc, kckd, nkckd))
+		abort();
+	free(c), free(d), free(kd), free(c2), free(dc), free(kd2), free(kc), free(kckd);
+}
+
 static void fuzz_text(const char *text, size_t n)
 {
 	bool valid = unicode_utf8_valid_prefix(text, n) == n;
+	fuzz_forms(text, n, valid);
 	for (int parse = 0; parse < 2; parse++) {
 		int32_t *ids;
 		size_t n_ids;
@@ -146,7 +172,10 @@ int main(void)
 {
 	static const char *const atoms[] = {"a", "The ", " ", "\n", "\r\n", "\t", "'s", "'LL", "7", "123", ".", "!?",
 					    "\xc3\xa9", "\xe4\xb8\xad", "\xf0\x9f\xa6\x99", "\xcc\x81", "<|im_start|>",
-					    "<|im_end|>", "<|endoftext|>", "<|im_", "\xff", "\xc3", "\x80", "\xe2\x96\x81"};
+					    "<|im_end|>", "<|endoftext|>", "<|im_", "\xff", "\xc3", "\x80", "\xe2\x96\x81",
+					    "\xcc\xa3", "\xcd\x85", "\xe1\x84\x92", "\xe1\x85\xa1", "\xe1\x86\xab",
+					    "\xed\x95\x9c", "\xe0\xa5\x98", "\xef\xac\x81", "\xe2\x84\xab", "\xef\xb7\xba",
+					    "\xe0\xbd\xb1", "\xe0\xbd\xb2"};
 	unsigned char buf[512];
 	int texts = 0, vocabs = 0;
 	setup();

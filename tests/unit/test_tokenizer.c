@@ -54,7 +54,9 @@ static int compare_splits(char *all)
 		enum tok_pre pre = strcmp(pre_name, "gpt2") == 0 ? TOK_PRE_GPT2
 				   : strcmp(pre_name, "qwen2") == 0 ? TOK_PRE_QWEN2
 				   : strcmp(pre_name, "qwen35") == 0 ? TOK_PRE_QWEN35
-				   : strcmp(pre_name, "llama3") == 0 ? TOK_PRE_LLAMA3 : TOK_PRE_DEFAULT;
+				   : strcmp(pre_name, "llama3") == 0 ? TOK_PRE_LLAMA3
+				   : strcmp(pre_name, "gpt-4o") == 0 ? TOK_PRE_GPT4O
+				   : strcmp(pre_name, "deepseek-v3") == 0 ? TOK_PRE_DEEPSEEK3 : TOK_PRE_DEFAULT;
 		size_t *ends = NULL, np = 0;
 		int rc = tok_pre_split(pre, text, strlen(text), &ends, &np);
 		CHECK_EQ_INT(rc, 0);
@@ -227,8 +229,9 @@ static void test_stream(const struct tokenizer *t)
 	free(ids);
 }
 
-/* Writes tokenizer.json (+ tokenizer_config.json) for the tiny vocabulary, as Hugging Face lays it out. */
-static void write_hf_json(const struct tokenizer *t, const struct gguf *g, const char *dir)
+/* Writes tokenizer.json (+ tokenizer_config.json) for the tiny vocabulary, as Hugging Face lays it out,
+ * with the normalizer given as JSON (NULL: none). */
+static void write_hf_json(const struct tokenizer *t, const struct gguf *g, const char *dir, const char *normalizer)
 {
 	cJSON *root = cJSON_CreateObject(), *model = cJSON_CreateObject(), *vocab = cJSON_CreateObject();
 	cJSON *merges = cJSON_CreateArray(), *added = cJSON_CreateArray();
@@ -277,6 +280,8 @@ static void write_hf_json(const struct tokenizer *t, const struct gguf *g, const
 	cJSON_AddItemToArray(seq, bl);
 	cJSON_AddItemToObject(pt, "pretokenizers", seq);
 	cJSON_AddItemToObject(root, "pre_tokenizer", pt);
+	if (normalizer)
+		cJSON_AddItemToObject(root, "normalizer", cJSON_Parse(normalizer));
 	char path[600];
 	snprintf(path, sizeof path, "%s/tokenizer.json", dir);
 	char *s = cJSON_Print(root);
@@ -372,7 +377,7 @@ static void test_tiny(void)
 	/* the same vocabulary from a Hugging Face tokenizer.json gives the same ids */
 	char dir[300];
 	snprintf(dir, sizeof dir, "%s", tmpdir);
-	write_hf_json(t, g, dir);
+	write_hf_json(t, g, dir, NULL);
 	char jpath[600];
 	snprintf(jpath, sizeof jpath, "%s/tokenizer.json", dir);
 	struct tokenizer *h = tok_load_hf_json(jpath, err, sizeof err);
@@ -394,6 +399,34 @@ static void test_tiny(void)
 		tok_destroy(h);
 	} else {
 		fprintf(stderr, "%s\n", err);
+	}
+	/* A GGUF vocabulary has no normalizer (llama.cpp applies none): a decomposed accent gives
+	 * other ids than the composed one. The same vocabulary as a tokenizer.json with Qwen3's NFC
+	 * normalizer gives the composed spelling's ids for both. */
+	write_hf_json(t, g, dir, "{\"type\": \"NFC\"}");
+	h = tok_load_hf_json(jpath, err, sizeof err);
+	if (CHECK(h != NULL)) {
+		static const char composed[] = "caf\xc3\xa9 \xe2\x84\xab", decomposed[] = "cafe\xcc\x81 A\xcc\x8a";
+		int32_t *gc, *gd, *hc, *hd;
+		size_t ngc, ngd, nhc, nhd;
+		CHECK_EQ_INT(tok_encode(t, composed, strlen(composed), false, true, &gc, &ngc), 0);
+		CHECK_EQ_INT(tok_encode(t, decomposed, strlen(decomposed), false, true, &gd, &ngd), 0);
+		CHECK_EQ_INT(tok_encode(h, composed, strlen(composed), false, true, &hc, &nhc), 0);
+		CHECK_EQ_INT(tok_encode(h, decomposed, strlen(decomposed), false, true, &hd, &nhd), 0);
+		CHECK(!(ngc == ngd && memcmp(gc, gd, ngc * sizeof *gc) == 0)); /* GGUF: as written */
+		CHECK(nhc == nhd && memcmp(hc, hd, nhc * sizeof *hc) == 0);     /* NFC: the same */
+		/* U+212B ANGSTROM SIGN is NFC U+00C5, which the GGUF gets only from the composed letter */
+		static const char nfc[] = "caf\xc3\xa9 \xc3\x85";
+		int32_t *gn;
+		size_t ngn;
+		CHECK_EQ_INT(tok_encode(t, nfc, strlen(nfc), false, true, &gn, &ngn), 0);
+		CHECK(ngn == nhc && memcmp(gn, hc, ngn * sizeof *gn) == 0);
+		free(gc);
+		free(gd);
+		free(hc);
+		free(hd);
+		free(gn);
+		tok_destroy(h);
 	}
 	FILE *f = fopen(jpath, "w");
 	fputs("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}}, \"pre_tokenizer\": {\"type\": \"ByteLevel\"}}", f);

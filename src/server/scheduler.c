@@ -467,11 +467,14 @@ static int group_acquire(struct sched *s, struct sched_seq *q)
 static void housekeeping(struct sched *s)
 {
 	size_t w = 0;
+	bool ended = false;
 	for (size_t i = 0; i < s->n_seqs; i++) {
 		struct sched_seq *q = s->seqs[i];
 		if (q->cancelled && (q->state == S_WAIT || q->state == S_PREFILL || q->state == S_READY ||
-				     q->state == S_FORKWAIT))
+				     q->state == S_FORKWAIT)) {
 			seq_finish(s, q, SCHED_CANCELLED);
+			ended = true;
+		}
 		if (q->state == S_FINISHED) {
 			slot_release(s, q);
 			seq_unref(q);
@@ -480,6 +483,11 @@ static void housekeeping(struct sched *s)
 		s->seqs[w++] = q;
 	}
 	s->n_seqs = w;
+	/* a sequence cancelled between passes ends here, not in the sampler: its reader must be
+	 * woken too, or a vote waiting for its cancelled samples never answers (the wake only
+	 * writes an eventfd, so it is safe under the lock) */
+	if (ended && s->notify)
+		s->notify(s->notify_arg);
 	for (size_t i = 0; i < s->n_seqs; i++) {
 		struct sched_seq *q = s->seqs[i];
 		if (q->state != S_WAIT)
@@ -729,7 +737,7 @@ static void *exec_main(void *arg)
 			free(logits);
 			free(items);
 			free(b);
-			if (rc != 0 && s->notify)
+			if (s->notify) /* a failure, or a prompt cancelled in this pass, has ended */
 				s->notify(s->notify_arg);
 			continue;
 		}

@@ -17,7 +17,7 @@
  * Every file the sandbox reads is copied by the host into folders it creates
  * (mode 0755 under /tmp, one pair per run, removed afterwards), never bound
  * from where the project lives: as root the sandbox runs as an unused uid,
- * which could not enter a private (mode 0700) checkout such as /root/sixi.
+ * which could not enter a private (mode 0700) checkout such as a clone in root's home.
  * The private blob is a sealed memfd on fd 4 of the command only.
  *
  * It does not interpret results beyond what fd 3 says: the harness driver

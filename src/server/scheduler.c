@@ -69,6 +69,7 @@ struct sched_seq {
 	size_t emitted;           /* bytes of gen moved to out */
 	/* output, under s->lock */
 	struct buf out;           /* text not yet taken */
+	struct buf out_ends;      /* size_t offsets into out where each pass's text ends */
 	enum sched_finish finish;
 	int64_t completion_tokens;  /* n_gen as last published */
 	int64_t cached_tokens;
@@ -180,6 +181,7 @@ static void seq_free(struct sched_seq *q)
 	free(q->stop);
 	buf_finish(&q->gen);
 	buf_finish(&q->out);
+	buf_finish(&q->out_ends);
 	free(q);
 }
 
@@ -912,7 +914,9 @@ static void sample_row(struct sched *s, struct sched_seq *q, float *logits, stru
 	}
 	pthread_mutex_lock(&s->lock);
 	if (safe_end > q->emitted) {
-		if (utf8_append_valid(&q->out, q->gen.data + q->emitted, safe_end - q->emitted) != 0)
+		size_t end = 0;
+		if (utf8_append_valid(&q->out, q->gen.data + q->emitted, safe_end - q->emitted) != 0 ||
+		    (end = q->out.len, buf_append(&q->out_ends, &end, sizeof end) != 0))
 			fin = SCHED_ERROR;
 		q->emitted = safe_end;
 	}
@@ -1084,6 +1088,7 @@ static struct sched_seq *seq_new(const struct sched_seq_params *p, uint64_t seed
 		return NULL;
 	buf_init(&q->gen);
 	buf_init(&q->out);
+	buf_init(&q->out_ends);
 	q->toks = malloc((p->n_prompt + (size_t)p->max_tokens) * sizeof(int32_t));
 	q->stop = p->n_stop ? calloc(p->n_stop, sizeof(char *)) : NULL;
 	if (!q->toks || (p->n_stop && !q->stop))
@@ -1176,11 +1181,28 @@ int sched_submit_group(struct sched *s, const struct sched_seq_params *p, int k,
 
 int sched_seq_take(struct sched *s, struct sched_seq *q, struct buf *text, struct sched_status *st)
 {
+	return sched_seq_take_pieces(s, q, text, NULL, st);
+}
+
+int sched_seq_take_pieces(struct sched *s, struct sched_seq *q, struct buf *text, struct buf *ends,
+			  struct sched_status *st)
+{
 	int rc = 0;
 	pthread_mutex_lock(&s->lock);
+	size_t base = text ? text->len : 0;
 	if (q->out.len && text)
 		rc = buf_append(text, q->out.data, q->out.len);
+	if (rc == 0 && text && ends) {
+		size_t n = q->out_ends.len / sizeof(size_t);
+		for (size_t i = 0; rc == 0 && i < n; i++) {
+			size_t e;
+			memcpy(&e, q->out_ends.data + i * sizeof e, sizeof e);
+			e += base;
+			rc = buf_append(ends, &e, sizeof e);
+		}
+	}
 	buf_reset(&q->out);
+	buf_reset(&q->out_ends);
 	st->finish = q->finish;
 	st->completion_tokens = q->completion_tokens;
 	st->cached_tokens = q->cached_tokens;

@@ -91,6 +91,12 @@ void sched_seq_cancel(struct sched *s, struct sched_seq *q);
 /* Appends text produced since the last call to text (may be NULL to discard). */
 __attribute__((warn_unused_result)) int sched_seq_take(struct sched *s, struct sched_seq *q, struct buf *text,
 							 struct sched_status *st);
+/* As sched_seq_take, and appends to ends (size_t offsets into text) where the text of each
+ * executor pass ends: one piece per sampled token, or per accepted run of a speculative step.
+ * A client that falls behind still gets one piece per pass. */
+__attribute__((warn_unused_result)) int sched_seq_take_pieces(struct sched *s, struct sched_seq *q,
+								struct buf *text, struct buf *ends,
+								struct sched_status *st);
 /* Copies up to cap of the ids sampled so far into ids; returns how many were sampled. */
 size_t sched_seq_tokens(struct sched *s, struct sched_seq *q, int32_t *ids, size_t cap);
 /* The caller is done with q; a running sequence is cancelled. */

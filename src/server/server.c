@@ -386,7 +386,9 @@ static void gen_pump(struct gen *g)
 			continue;
 		struct sched_status st;
 		size_t before = c->text.len;
-		if (sched_seq_take(s->sched, c->q, &c->text, &st) != 0)
+		struct buf ends; /* streaming: one event per executor pass, however late the client */
+		buf_init(&ends);
+		if (sched_seq_take_pieces(s->sched, c->q, &c->text, g->stream ? &ends : NULL, &st) != 0)
 			st.finish = SCHED_ERROR;
 		c->completion_tokens = st.completion_tokens;
 		c->cached_tokens = st.cached_tokens;
@@ -395,13 +397,28 @@ static void gen_pump(struct gen *g)
 		c->spec_accepted = st.spec_accepted;
 		bool fin = st.finish != SCHED_RUNNING;
 		if (g->stream) {
-			size_t nl = c->text.len - before;
-			if (fin && (st.finish == SCHED_STOP || st.finish == SCHED_LENGTH))
-				send_chunk(g, i, c->text.data + before, nl, finish_name(st.finish));
-			else if (nl || (g->chat && !c->role_sent))
-				send_chunk(g, i, c->text.data + before, nl, NULL);
+			bool ended = fin && (st.finish == SCHED_STOP || st.finish == SCHED_LENGTH);
+			/* Pieces [at, e): each pass's cut, then anything past the last cut (none in
+			 * practice). The finish reason rides on the last piece, as one token's chunk. */
+			size_t n_ends = ends.len / sizeof(size_t), at = before, sent = 0;
+			for (size_t k = 0; k <= n_ends; k++) {
+				size_t e = c->text.len;
+				if (k < n_ends)
+					memcpy(&e, ends.data + k * sizeof e, sizeof e);
+				if (e > c->text.len)
+					e = c->text.len;
+				if (e <= at)
+					continue;
+				bool last = e == c->text.len; /* the pieces tile [before, len) */
+				send_chunk(g, i, c->text.data + at, e - at, last && ended ? finish_name(st.finish) : NULL);
+				sent++;
+				at = e;
+			}
+			if (!sent && (ended || (g->chat && !c->role_sent)))
+				send_chunk(g, i, "", 0, ended ? finish_name(st.finish) : NULL);
 			buf_reset(&c->text); /* streamed text need not be kept */
 		}
+		buf_finish(&ends);
 		if (fin) {
 			c->done = true;
 			c->finish = st.finish;

@@ -388,13 +388,9 @@ static void api_basics(void)
 	CHECK(g.ok && g.done_marker);
 	CHECK_EQ_INT(g.completion_tokens, 9);
 	CHECK_EQ_INT(g.text.len, 9);
-	/* 9 tokens + the usage chunk. The server sends what a pump finds, so a client
-	 * that falls behind (under valgrind: SIXI_TIMING_UNRELIABLE) may get two tokens
-	 * in one chunk; never more chunks than tokens, never none. */
-	if (getenv("SIXI_TIMING_UNRELIABLE"))
-		CHECK(g.events >= 2 && g.events <= 10);
-	else
-		CHECK_EQ_INT(g.events, 10);
+	/* 9 tokens + the usage chunk: one event per token however late the client reads
+	 * (the server keeps each pass's cut), so a loaded machine gives the same count. */
+	CHECK_EQ_INT(g.events, 10);
 	CHECK_EQ_STR(g.finish, "length");
 	harness_gen_finish(&g);
 	/* Streaming without include_usage has no usage. */

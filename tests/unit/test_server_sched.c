@@ -3,7 +3,8 @@
  * strings across token boundaries, temperature 0 alone == in a batch, the
  * straggler wait against split passes, cancellation, the prefix cache, and
  * prompt chunking with and without interleaving, groups of samples forked from one prompt
- * state (sched_submit_group). Every wait is bounded. */
+ * state (sched_submit_group), one text piece per pass for a reader that falls behind.
+ * Every wait is bounded. */
 #include "test.h"
 #include "core/buf.h"
 #include "core/clock.h"
@@ -256,6 +257,51 @@ static double short_wait(bool interleave, uint64_t *chunks)
 	return waited;
 }
 
+/* A reader that comes back only once the sequence is done still gets one piece per
+ * token: the streaming server sends one event each, so a loaded machine changes no count. */
+static void test_pieces(void)
+{
+	struct sched_config sc;
+	sched_config_default(&sc);
+	struct run r;
+	if (!CHECK(start(&r, &sc, 2) == 0))
+		return;
+	struct sched_seq *q = submit(&r, "late reader", 12, 0, 3, NULL);
+	int64_t active = 1, waiting = 1, t0 = clock_now_ns();
+	while ((active || waiting) && clock_now_ns() - t0 < 10000000000LL) {
+		sched_counts(r.s, &active, &waiting);
+		clock_sleep_ns(1000000);
+	}
+	CHECK_EQ_INT(active + waiting, 0);
+	struct buf text, ends;
+	buf_init(&text);
+	buf_init(&ends);
+	CHECK_EQ_INT(buf_append(&text, "kept", 4), 0);
+	struct sched_status st;
+	CHECK_EQ_INT(sched_seq_take_pieces(r.s, q, &text, &ends, &st), 0);
+	CHECK_EQ_INT(st.finish, SCHED_LENGTH);
+	CHECK_EQ_INT(st.completion_tokens, 12);
+	size_t n = ends.len / sizeof(size_t), prev = 4;
+	CHECK_EQ_INT(n, 12);
+	for (size_t i = 0; i < n; i++) {
+		size_t e;
+		memcpy(&e, ends.data + i * sizeof e, sizeof e);
+		CHECK(e > prev); /* offsets into text past what it held; every piece non-empty */
+		prev = e;
+	}
+	CHECK_EQ_INT(prev, text.len);
+	/* taken once: a second take finds nothing new */
+	buf_reset(&ends);
+	size_t len = text.len;
+	CHECK_EQ_INT(sched_seq_take_pieces(r.s, q, &text, &ends, &st), 0);
+	CHECK_EQ_INT(ends.len, 0);
+	CHECK_EQ_INT(text.len, len);
+	buf_finish(&text);
+	buf_finish(&ends);
+	sched_seq_release(r.s, q);
+	stop(&r);
+}
+
 static void test_interleave(void)
 {
 	uint64_t ci = 0, cn = 0;
@@ -371,5 +417,6 @@ int main(void)
 	test_stragglers();
 	test_cancel_and_cache();
 	test_interleave();
+	test_pieces();
 	return test_done();
 }

@@ -74,6 +74,8 @@ struct sched_seq {
 	int64_t completion_tokens;  /* n_gen as last published */
 	int64_t cached_tokens;
 	int64_t queue_ns;
+	int64_t arrive_pass;      /* passes_started when submitted */
+	int64_t first_pass;       /* the pass that gave the first token's logits; -1 before */
 	/* speculative decoding: the drafts of the pass in flight, rows the engine must still
 	 * drop (set by the sampler, applied by the executor), counters */
 	int32_t draft[SCHED_SPEC_MAX];
@@ -130,6 +132,7 @@ struct sched {
 	int n_sampling;           /* sequences in S_SAMPLING */
 	struct batch *q_head, *q_tail; /* sampler queue */
 	int64_t last_pass_ns;
+	int64_t passes_started;   /* passes built so far */
 	float *spare_logits;      /* (spare_floats) a logits buffer the sampler is done with */
 	size_t spare_floats;
 	bool last_was_prompt_pass; /* interleave off: alternate prompt chunks and decode passes */
@@ -667,6 +670,7 @@ static void *exec_main(void *arg)
 			pthread_cond_wait(&s->exec_cv, &s->lock);
 			continue;
 		}
+		int64_t pass_no = ++s->passes_started;
 		size_t n_want = 0;
 		for (size_t i = 0; i < n_rows; i++)
 			n_want += s->rows[i].want_logits;
@@ -729,6 +733,8 @@ static void *exec_main(void *arg)
 				q->state = q->cancelled ? (seq_finish(s, q, SCHED_CANCELLED), S_FINISHED) : S_PREFILL;
 				continue;
 			}
+			if (q->first_pass < 0)
+				q->first_pass = pass_no;
 			items[k] = (struct batch_item){ q, logits + lrow * n_logits };
 			k++;
 			lrow += 1 + (size_t)(q->n_chunk > 0 ? 0 : q->n_draft);
@@ -1120,6 +1126,7 @@ static struct sched_seq *seq_new(const struct sched_seq_params *p, uint64_t seed
 	q->slot = -1;
 	q->refs = 2;
 	q->queue_ns = -1;
+	q->first_pass = -1;
 	return q;
 fail:
 	seq_free(q);
@@ -1172,6 +1179,7 @@ int sched_submit_group(struct sched *s, const struct sched_seq_params *p, int k,
 	for (int i = 0; i < k; i++) {
 		out[i]->sched = s;
 		out[i]->order = s->next_order++;
+		out[i]->arrive_pass = s->passes_started;
 		s->seqs[s->n_seqs++] = out[i];
 	}
 	pthread_cond_signal(&s->exec_cv);
@@ -1207,6 +1215,7 @@ int sched_seq_take_pieces(struct sched *s, struct sched_seq *q, struct buf *text
 	st->completion_tokens = q->completion_tokens;
 	st->cached_tokens = q->cached_tokens;
 	st->queue_ns = q->queue_ns;
+	st->wait_passes = q->first_pass < 0 ? -1 : q->first_pass - q->arrive_pass;
 	st->spec_steps = q->spec_steps;
 	st->spec_drafted = q->spec_drafted;
 	st->spec_accepted = q->spec_accepted;

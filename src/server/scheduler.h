@@ -64,6 +64,8 @@ struct sched_status {
 	int64_t completion_tokens;
 	int64_t cached_tokens;     /* prompt tokens reused from the prefix cache */
 	int64_t queue_ns;          /* arrival to slot; -1 while waiting */
+	int64_t wait_passes;       /* passes started from arrival to the one giving the first
+				    * token, that one included (1: the next pass); -1 before */
 	int64_t spec_steps;        /* speculative verification passes */
 	int64_t spec_drafted;      /* drafted tokens */
 	int64_t spec_accepted;     /* drafted tokens kept */

@@ -148,7 +148,7 @@ def case_wedged(tmp):
                 check(r.status == 200, "the wedged server answers %s" % path)
         t0 = time.monotonic()
         r = ev.sixi_eval("run", "--url", srv.url, "--model", "fake", "--dataset", ev.DEMO, "--no-preflight",
-                         "--ready-timeout", "3", "--timeout", "60", "--stall", "5", "--db", db, timeout=60)
+                         "--ready-timeout", "3", "--timeout", "900", "--stall", "5", "--db", db, timeout=150)
         took = time.monotonic() - t0
     finally:
         srv.stop()
@@ -156,7 +156,8 @@ def case_wedged(tmp):
     check(r.returncode != 0, "the run does not go ahead")
     check("never returned tokens within 3 s" in r.stderr and "wedged" in r.stderr,
           "the error says readiness failed and why: %r" % r.stderr[-400:])
-    check(took < 20, "the readiness deadline (3 s) bounds the wait, not the 60 s request time-out (%.1f s)" % took)
+    # a hang guard, not a speed claim: typically ~3 s, against 900 s if the request time-out ruled
+    check(took < 120, "the readiness deadline (3 s) bounds the wait, not the 900 s request time-out (%.1f s)" % took)
     con = sqlite3.connect(db)
     ready = con.execute("SELECT count(*), sum(error IS NOT NULL) FROM bench_requests WHERE phase = 'ready'").fetchone()
     task_rows = con.execute("SELECT count(*) FROM eval_rows").fetchone()[0]
@@ -291,7 +292,7 @@ def case_dead_server(tmp):
     srv.log.close()
     t_kill = time.monotonic()
     try:
-        _, err = p.communicate(timeout=60)
+        _, err = p.communicate(timeout=120)
     except subprocess.TimeoutExpired:
         p.kill()
         _, err = p.communicate()
@@ -301,7 +302,8 @@ def case_dead_server(tmp):
         3, p.returncode, took, len(rows), err.strip().splitlines()[-1][:300] if err.strip() else ""))
     check(p.returncode != 0, "the run stops with an error")
     check("is not running" in err and "sixi-eval resume 1" in err, "the message says the server is gone and how to go on")
-    check(took < 12, "it stops within seconds of the server's death (%.1f s), not a health probe per task" % took)
+    # typically 1-3 s; a 15 s health probe per remaining task would take minutes
+    check(took < 60, "it stops within seconds of the server's death (%.1f s), not a health probe per task" % took)
     check(len(rows) < 18, "tasks are left for the resume (%d rows)" % len(rows))
     check(all(r[3] in ("pass", "api_error") for r in rows), "no model failure from a dead server: %r" %
           sorted(set(r[3] for r in rows)))

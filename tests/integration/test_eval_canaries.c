@@ -23,7 +23,7 @@ int main(void)
 		double s = (double)(clock_now_ns() - t0) / 1e9;
 		printf("canary %s: %s (%.1f s)\n", preflight_canary_name(i), detail, s);
 		CHECK(ok);
-		CHECK(s < 30);
+		CHECK(s < 120); /* a hang guard: each canary is bounded by the sandbox's limits */
 	}
 	/* nothing the canaries tried landed on the host */
 	struct stat st;

@@ -206,7 +206,8 @@ def test_loop_guard(tmp):
         except ValueError:
             summ = {}
         check(summ.get("classes", {}).get("loop") == 1, "--json prints the summary object only: %r" % r.stdout[:300])
-        check(time.monotonic() - t0 < 30, "the loop did not run to max_tokens")
+        # a hang guard (typically ~1 s); the bytes stored below show the early stop
+        check(time.monotonic() - t0 < 120, "the loop did not run to max_tokens")
         con = sqlite3.connect(db)
         row = con.execute("SELECT failure_class, early_stop, loop_pct, length(t.bytes) FROM eval_rows e "
                           "JOIN raw_text t ON t.sha256 = e.raw_sha256 WHERE task_id = 'demo/max-subarray'").fetchone()

@@ -213,7 +213,9 @@ static void bad_slow_headers(void)
 	pthread_join(th, NULL);
 	printf("slow header client: %d after %.1f s\n", a.status, a.seconds);
 	CHECK_EQ_INT(a.status, 408);
-	CHECK(a.seconds < 4.0);
+	/* the request never completes, so only the header time-out can answer 408; this bound
+	 * is the client's own sending window, a hang guard, not a timing claim */
+	CHECK(a.seconds < 8.5);
 	CHECK(log_contains("the header block did not arrive in time"));
 }
 

@@ -117,9 +117,13 @@ int main(void)
 	harness_gen_finish(&alone);
 	double rows = harness_metric(srv.port, "sixi_rows_per_pass_sum");
 	double passes = harness_metric(srv.port, "sixi_passes_total");
-	printf("rows per pass: %.1f over %.0f passes; state copies %.0f\n", rows / passes, passes,
-	       harness_metric(srv.port, "sixi_state_copies_total"));
-	CHECK(rows / passes > 4);
+	double decode = harness_metric(srv.port, "sixi_decode_rows_total");
+	printf("rows per pass: %.1f (%.1f decoding) over %.0f passes; state copies %.0f\n", rows / passes,
+	       decode / passes, passes, harness_metric(srv.port, "sixi_state_copies_total"));
+	/* Decoding rows per pass: ~1 if streams never shared a pass (prompt rows left out,
+	 * they are many per pass either way). 32 streams of 16+ tokens overlap on any
+	 * machine; how much depends on when the threads run, so the bound is low. */
+	CHECK(decode / passes > 2);
 	CHECK_EQ_INT((int)harness_metric(srv.port, "sixi_state_copies_total"), 0);
 
 	/* Chat through the built-in ChatML rendering. */

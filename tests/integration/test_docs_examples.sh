@@ -14,7 +14,8 @@
 #             in the page. sixi.7 may name any program's options. A few options that
 #             the programs accept but whose --help does not list them yet are listed
 #             below (HELP_GAPS); each is shown to be accepted by running it before
-#             --help, which exits 0 only when every option before it parsed.
+#             --help, which exits 0 only when every option before it parsed. Within each
+#             section of a page the options of its .TP entries are in alphabetical order.
 #   render    groff renders every page with all warnings on (-ww) and prints nothing
 #             (skipped, exit 77, without groff).
 # Bounded by timeout(1) per command as a hang guard only; no verdict depends on time.
@@ -101,9 +102,9 @@ if [ "$MODE" = options ]; then
 	for p in $PAGES; do
 		# bold runs in grotty's overstrike output are "c\bc" sequences
 		groff -man -Tascii -P-c -rLL=2000n -rHY=0 "$MAN/$p" 2>/dev/null >"$T/$p.txt"
-		"$PY" - "$T/$p.txt" "$T/$p.help" "$T/gaps" "$p" <<'PY' || fail=1
+		"$PY" - "$T/$p.txt" "$T/$p.help" "$T/gaps" "$p" "$MAN/$p" <<'PY' || fail=1
 import re, sys
-txt, helptxt, gaps, page = sys.argv[1:]
+txt, helptxt, gaps, page = sys.argv[1:5]
 raw = open(txt, encoding="ascii", errors="replace").read()
 bold, run = set(), []
 i = 0
@@ -133,6 +134,22 @@ if page != "sixi.7":
     for o in sorted(helps - bold):
         print(f"FAIL: {page} does not document {o}, which --help lists")
         ok = False
+# the structure others extend: within a section (.SH, .SS, or a paragraph break .PP)
+# the options of consecutive .TP entries are in alphabetical order
+src = open(sys.argv[5]).read().splitlines()
+run, where = [], ""
+for k, line in enumerate(src):
+    if line.startswith((".SH", ".SS", ".PP")):
+        run, where = [], line
+        continue
+    if line == ".TP" and k + 1 < len(src):
+        m = re.match(r"\.(?:B|BI) \\-\\-([a-z0-9\\-]+)", src[k + 1])
+        if m:
+            name = m.group(1).replace("\\-", "-")
+            if run and name < run[-1]:
+                print(f"FAIL: {page}, {where}: --{name} comes after --{run[-1]}; keep options in alphabetical order")
+                ok = False
+            run.append(name)
 print(f"{page}: {len(bold)} options named, {len(helps)} in --help: {'ok' if ok else 'drift'}")
 sys.exit(0 if ok else 1)
 PY

@@ -82,6 +82,7 @@ struct cuda_model {
 	int pdl;                         /* kernels launched with programmatic dependent launch */
 	int pdl_ok;                      /* ... which this device and driver run (pdl_probe) */
 	cudaError_t lerr;                /* the first failed launch of the pass being issued */
+	int *an_count;                   /* device int: mm_small's blocks done (0 between kernels) */
 	struct model_config cfg;
 	int n_gdn, n_attn, cd, hist, kvd, Hk, Hv, d, kw;
 	int n_slots, n_ctx, rb_rows;
@@ -389,6 +390,14 @@ struct mm_args {
 	int xs, N;
 	int kw;      /* small kernel: warps per output */
 	int pair;    /* small kernel: the SwiGLU pair above (n_mat 2, end[0] = end[1]) */
+	/* small kernel, optional (an_count NULL: none): the add_norm_row that follows the product,
+	 * of rows 0..an_rows, done by the grid's last block once every output is written */
+	int *an_count;      /* blocks done; the last one resets it to 0 */
+	float *an_x, *an_h;
+	const float *an_y, *an_w;
+	const int *an_map;
+	int an_rows, an_E, an_add;
+	float an_eps;
 };
 
 __device__ __forceinline__ int mm_pick(const struct mm_args &a, int g, int *base)
@@ -515,6 +524,57 @@ __device__ __forceinline__ float silu(float v)
 	return v / (1.0f + expf(-v));
 }
 
+__device__ __forceinline__ float block_sum(float v, float *sh)
+{
+#pragma unroll
+	for (int off = 16; off > 0; off >>= 1)
+		v += __shfl_xor_sync(0xffffffffu, v, off);
+	int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+	__syncthreads();
+	if (lane == 0)
+		sh[warp] = v;
+	__syncthreads();
+	float t = 0.f;
+	for (int i = 0; i < nw; i++)
+		t += sh[i];
+	return t;
+}
+
+__device__ __forceinline__ float warp_sum(float v)
+{
+#pragma unroll
+	for (int off = 16; off > 0; off >>= 1)
+		v += __shfl_xor_sync(0xffffffffu, v, off);
+	return v;
+}
+
+/* Row j by the block's threads: (add ? x[src] += y[src] : x[src]) then h[j] = rmsnorm(x[src]) * w;
+ * src = map ? map[j] : j. y is read around L1 (__ldcg): in mm_small's fused form other blocks of
+ * the same grid wrote it. */
+__device__ __forceinline__ void add_norm_row(float *x, const float *y, const float *w, float *h, int E, float eps,
+					     int add, const int *map, int j, float *sh)
+{
+	int src = map ? map[j] : j;
+	float *xr = x + (size_t)src * E;
+	const float *yr = y + (size_t)src * E;
+	float ss = 0.f;
+	for (int i = threadIdx.x; i < E; i += blockDim.x) {
+		float v = xr[i];
+		if (add) {
+			v += __ldcg(yr + i);
+			if (!map)
+				xr[i] = v;
+		}
+		ss += v * v;
+	}
+	ss = block_sum(ss, sh);
+	float r = 1.0f / sqrtf(ss / (float)E + eps);
+	for (int i = threadIdx.x; i < E; i += blockDim.x) {
+		float v = add ? (map ? xr[i] + __ldcg(yr + i) : xr[i]) : xr[i];
+		h[(size_t)j * E + i] = v * r * w[i];
+	}
+}
+
 /* kw warps per output (kw divides 8: an output's warps share a block), each a kw-th of the
  * inputs; R rows at a time, U weight chunks in flight a lane (4; 1 is the first version).
  * Sums: per lane, then over the warp, then over its kw warps in order, so a row's result does
@@ -574,6 +634,22 @@ template <int R, int U, int P> __global__ void __launch_bounds__(256) mm_small(s
 			a.y[k][(size_t)(r0 + lane) * a.ys[k] + o] = P == 2 ? silu(t[0]) * t[P - 1] : t[0];
 		}
 		__syncthreads();
+	}
+	if (a.an_count) { /* the last block to finish (the threadfence-reduction pattern) */
+		__shared__ int last;
+		__shared__ float sh[32];
+		__threadfence(); /* this thread's outputs are visible before the block counts itself done */
+		__syncthreads();
+		if (threadIdx.x == 0)
+			last = atomicAdd(a.an_count, 1) == (int)gridDim.x - 1;
+		__syncthreads();
+		if (last) {
+			__threadfence();
+			for (int j = 0; j < a.an_rows; j++)
+				add_norm_row(a.an_x, a.an_y, a.an_w, a.an_h, a.an_E, a.an_eps, a.an_add, a.an_map, j, sh);
+			if (threadIdx.x == 0)
+				*a.an_count = 0;
+		}
 	}
 }
 
@@ -640,29 +716,6 @@ __global__ void __launch_bounds__(256) mm_tiled(struct mm_args a)
 	}
 }
 
-__device__ __forceinline__ float block_sum(float v, float *sh)
-{
-#pragma unroll
-	for (int off = 16; off > 0; off >>= 1)
-		v += __shfl_xor_sync(0xffffffffu, v, off);
-	int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
-	__syncthreads();
-	if (lane == 0)
-		sh[warp] = v;
-	__syncthreads();
-	float t = 0.f;
-	for (int i = 0; i < nw; i++)
-		t += sh[i];
-	return t;
-}
-
-__device__ __forceinline__ float warp_sum(float v)
-{
-#pragma unroll
-	for (int off = 16; off > 0; off >>= 1)
-		v += __shfl_xor_sync(0xffffffffu, v, off);
-	return v;
-}
 
 /* Token rows of the embedding. Grid: rows. */
 __global__ void embed_kernel(struct dmat e, const int *tokens, float *x, int E)
@@ -678,31 +731,13 @@ __global__ void embed_kernel(struct dmat e, const int *tokens, float *x, int E)
 	}
 }
 
-/* Row j: (add ? x[src] += y[src] : x[src]) then h[j] = rmsnorm(x[src]) * w; src = map ? map[j] : j. */
+/* add_norm_row of row blockIdx.x. */
 __global__ void add_norm_kernel(float *x, const float *y, const float *w, float *h, int E, float eps, int add,
 				const int *map)
 {
 	pdl_enter();
 	__shared__ float sh[32];
-	int j = blockIdx.x, src = map ? map[j] : j;
-	float *xr = x + (size_t)src * E;
-	const float *yr = y + (size_t)src * E;
-	float ss = 0.f;
-	for (int i = threadIdx.x; i < E; i += blockDim.x) {
-		float v = xr[i];
-		if (add) {
-			v += yr[i];
-			if (!map)
-				xr[i] = v;
-		}
-		ss += v * v;
-	}
-	ss = block_sum(ss, sh);
-	float r = 1.0f / sqrtf(ss / (float)E + eps);
-	for (int i = threadIdx.x; i < E; i += blockDim.x) {
-		float v = add ? (map ? xr[i] + yr[i] : xr[i]) : xr[i];
-		h[(size_t)j * E + i] = v * r * w[i];
-	}
+	add_norm_row(x, y, w, h, E, eps, add, map, blockIdx.x, sh);
 }
 
 /* Pass metadata (device ints), see pass_meta. */
@@ -1075,10 +1110,21 @@ template <int P> static void launch_small(struct cuda_model *m, const struct mm_
 		launch(m, f ? mm_small<8, 2, P> : mm_small<8, 1, P>, dim3(blocks), 256, a);
 }
 
+/* The add_norm that follows a product into m->y: x += y, h = rmsnorm(x) * w for `rows` rows
+ * (through map, as add_norm_row), or none (NULL). */
+struct norm_next {
+	const float *w;
+	const int *map;
+	int rows;
+};
+
+#define AN_ROWS 4 /* widest pass whose add_norm the product's last block does (one block's work) */
+
 /* y_k = W_k x for n matrices of the same input; pair: n = 2 and y_0 = silu(W_0 x) * (W_1 x)
- * (only for passes that take the small kernel, see matmul_swiglu). */
+ * (only for passes that take the small kernel, see matmul_swiglu); then nn, inside the product
+ * (fused, small kernel, up to AN_ROWS rows) or as add_norm_kernel. */
 static void matmul_n(struct cuda_model *m, int n, const struct dmat *const *w, const float *x, int xs, int N,
-		     float *const *y, const int *ys, int pair)
+		     float *const *y, const int *ys, int pair, const struct norm_next *nn)
 {
 	struct mm_args a;
 	memset(&a, 0, sizeof a);
@@ -1103,17 +1149,28 @@ static void matmul_n(struct cuda_model *m, int n, const struct dmat *const *w, c
 	while (!tiled && a.kw < 8 && (long)acc * a.kw < 64L * m->n_sm && min_in >= 512 * a.kw)
 		a.kw *= 2;
 	unsigned blocks = (unsigned)(((long)acc * a.kw + 7) / 8);
+	const struct model_config *c = &m->cfg;
+	int inside = nn && m->fused && !tiled && N <= AN_ROWS && nn->rows <= N;
+	if (inside) {
+		a.an_count = m->an_count;
+		a.an_x = m->x, a.an_h = m->h, a.an_y = m->y, a.an_w = nn->w, a.an_map = nn->map;
+		a.an_rows = nn->rows, a.an_E = c->n_embd, a.an_add = 1, a.an_eps = c->norm_eps;
+	}
 	if (tiled)
 		launch(m, mm_tiled, dim3((unsigned)((N + 63) / 64), (unsigned)acc), 256, a);
 	else if (pair)
 		launch_small<2>(m, a, blocks);
 	else
 		launch_small<1>(m, a, blocks);
+	if (nn && !inside)
+		launch(m, add_norm_kernel, dim3((unsigned)nn->rows), 256, m->x, (const float *)m->y, nn->w, m->h,
+		       c->n_embd, c->norm_eps, 1, nn->map);
 }
 
-static void matmul(struct cuda_model *m, const struct dmat *w, const float *x, int xs, int N, float *y, int ys)
+static void matmul(struct cuda_model *m, const struct dmat *w, const float *x, int xs, int N, float *y, int ys,
+		   const struct norm_next *nn)
 {
-	matmul_n(m, 1, &w, x, xs, N, &y, &ys, 0);
+	matmul_n(m, 1, &w, x, xs, N, &y, &ys, 0, nn);
 }
 
 /* The FFN's first half: a1 = silu(gate h) * (up h). Fused (small kernel): one product of both
@@ -1125,10 +1182,10 @@ static void matmul_swiglu(struct cuda_model *m, const struct dlayer *l, int N)
 	float *y[2] = { m->a1, m->a2 };
 	int ys[2] = { m->w1, m->w2 };
 	if (m->fused && N <= m->small_rows) {
-		matmul_n(m, 2, w, m->h, c->n_embd, N, y, ys, 1);
+		matmul_n(m, 2, w, m->h, c->n_embd, N, y, ys, 1, NULL);
 		return;
 	}
-	matmul_n(m, 2, w, m->h, c->n_embd, N, y, ys, 0);
+	matmul_n(m, 2, w, m->h, c->n_embd, N, y, ys, 0, NULL);
 	size_t cnt = (size_t)N * c->n_ff;
 	launch(m, silu_mul_kernel, dim3((unsigned)((cnt + 255) / 256)), 256, m->a1, m->w1, (const float *)m->a2, m->w2,
 	       c->n_ff, N);
@@ -1323,7 +1380,7 @@ static int layer_gdn(struct cuda_model *m, const struct dlayer *l, const struct 
 	const struct dmat *w[4] = { &l->qkv, &l->z, &l->beta, &l->alpha };
 	float *y[4] = { m->a1, m->a3, m->ab, m->ab + Hv };
 	int ys[4] = { m->w1, m->w3, 2 * Hv, 2 * Hv };
-	matmul_n(m, 4, w, m->h, c->n_embd, N, y, ys, 0);
+	matmul_n(m, 4, w, m->h, c->n_embd, N, y, ys, 0, NULL);
 	float *win = m->conv + (size_t)gi * m->n_slots * conv_slot(m), *xl = xlog_layer(m, gi);
 	float *xlw = xl ? xl : win; /* no log: seg_c is 0, no segment is kept, and it is never used */
 	size_t L = (size_t)(m->rb_rows > 0 ? m->rb_rows : 1);
@@ -1357,7 +1414,8 @@ static int layer_gdn(struct cuda_model *m, const struct dlayer *l, const struct 
 	else
 		launch(m, gdn_post_kernel, dim3((unsigned)N, hgroups), 128, m->a4, m->w4, (const float *)m->a3, m->w3,
 		       (const float *)l->ssm_norm, Hv, d, c->norm_eps);
-	matmul(m, &l->ssm_out, m->a4, m->w4, N, m->y, c->n_embd);
+	struct norm_next nn = { l->post_norm, NULL, N };
+	matmul(m, &l->ssm_out, m->a4, m->w4, N, m->y, c->n_embd, &nn);
 	return 0;
 }
 
@@ -1367,15 +1425,22 @@ static int forward_layers(struct cuda_model *m, const struct meta *mt, int N, in
 	int E = c->n_embd, nh = c->n_head, nkv = c->n_head_kv, hd = c->head_dim, rc = 0;
 	m->lerr = cudaSuccess;
 	launch(m, embed_kernel, dim3((unsigned)N), 128, m->tok_embd, mt->tokens, m->x, E);
+	launch(m, add_norm_kernel, dim3((unsigned)N), 256, m->x, (const float *)m->y, (const float *)m->layers[0].attn_norm,
+	       m->h, E, c->norm_eps, 0, (const int *)NULL);
 	for (int il = 0; il < c->n_layer && !rc; il++) {
 		const struct dlayer *l = &m->layers[il];
-		launch(m, add_norm_kernel, dim3((unsigned)N), 256, m->x, (const float *)m->y, (const float *)l->attn_norm, m->h,
-		       E, c->norm_eps, il > 0 ? 1 : 0, (const int *)NULL);
+		/* every product into y is followed by its add_norm: the FFN's (post_norm), then the next
+		 * layer's (attn_norm), after the last layer the output norm of the rows wanted */
+		struct norm_next post = { l->post_norm, NULL, N }, next = { NULL, NULL, N };
+		if (il + 1 < c->n_layer)
+			next.w = m->layers[il + 1].attn_norm;
+		else
+			next = (struct norm_next){ m->output_norm, mt->want, n_out };
 		if (l->attn) {
 			const struct dmat *w[3] = { &l->wq, &l->wk, &l->wv };
 			float *y[3] = { m->a1, m->a2, m->a3 };
 			int ys[3] = { m->w1, m->w2, m->w3 };
-			matmul_n(m, 3, w, m->h, E, N, y, ys, 0);
+			matmul_n(m, 3, w, m->h, E, N, y, ys, 0, NULL);
 			size_t kv_slot = (size_t)m->n_ctx * m->kvd, kv_layer = kv_slot * m->n_slots * l->index;
 			launch(m, attn_qk_kernel, dim3((unsigned)N, (unsigned)((nh + nkv + 3) / 4)), 128, *mt, m->a1, m->w1,
 			       m->a2, m->w2, (const float *)m->a3, m->w3, (const float *)l->q_norm, (const float *)l->k_norm,
@@ -1384,20 +1449,15 @@ static int forward_layers(struct cuda_model *m, const struct meta *mt, int N, in
 			launch(m, attn_kernel, dim3((unsigned)N, (unsigned)nh), 32 * ATT_WARPS, *mt, (const float *)m->a1,
 			       m->w1, m->a4, m->w4, (const float *)(m->kc + kv_layer), (const float *)(m->vc + kv_layer),
 			       kv_slot, m->kvd, nh, nkv, hd);
-			matmul(m, &l->wo, m->a4, m->w4, N, m->y, E);
+			matmul(m, &l->wo, m->a4, m->w4, N, m->y, E, &post);
 		} else {
 			rc = layer_gdn(m, l, mt, N, S);
 		}
-		launch(m, add_norm_kernel, dim3((unsigned)N), 256, m->x, (const float *)m->y, (const float *)l->post_norm,
-		       m->h, E, c->norm_eps, 1, (const int *)NULL);
 		matmul_swiglu(m, l, N);
-		matmul(m, &l->ffn_down, m->a1, m->w1, N, m->y, E);
+		matmul(m, &l->ffn_down, m->a1, m->w1, N, m->y, E, next.rows > 0 ? &next : NULL);
 	}
-	if (!rc && n_out > 0) {
-		launch(m, add_norm_kernel, dim3((unsigned)n_out), 256, m->x, (const float *)m->y,
-		       (const float *)m->output_norm, m->h, E, c->norm_eps, 1, mt->want);
-		matmul(m, &m->output, m->h, E, n_out, m->logits, c->n_vocab);
-	}
+	if (!rc && n_out > 0)
+		matmul(m, &m->output, m->h, E, n_out, m->logits, c->n_vocab, NULL);
 	if (rc)
 		return rc;
 	cudaError_t e = m->lerr != cudaSuccess ? m->lerr : cudaGetLastError();
@@ -1737,6 +1797,11 @@ extern "C" struct cuda_model *cuda_model_create(int dev, const struct model_conf
 		}
 	}
 	m->small_rows = small_rows_default(m);
+	if (cudaMalloc((void **)&m->an_count, sizeof(int)) != cudaSuccess ||
+	    cudaMemset(m->an_count, 0, sizeof(int)) != cudaSuccess) {
+		set_err(err, errlen, "cannot allocate 4 bytes on the GPU");
+		goto fail;
+	}
 	m->pdl_ok = pdl_probe(m);
 	m->pdl = m->pdl_ok;
 	{ /* the first version's kernels, for comparisons: SIXI_CUDA_FUSED=0, SIXI_CUDA_PDL=0 */
@@ -1830,6 +1895,7 @@ extern "C" void cuda_model_destroy(struct cuda_model *m)
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		cudaFree(bufs[i]);
 	cudaFree(m->meta);
+	cudaFree(m->an_count);
 	cudaFreeHost(m->hmeta);
 	free(m->allocs);
 	free(m->layers);

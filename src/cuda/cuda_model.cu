@@ -21,7 +21,13 @@
  * The GDN recurrence is gdn_cuda.h's kernel (row by row for every segment, prefill included:
  * the chunked form on tensor cores is not written yet). Attention is one block per (row, head)
  * with an online softmax over the slot's cache.
- * Everything runs on the legacy default stream, in order; a pass ends with the logits' copy. */
+ * Two kernel sets (cuda_model_set_fused): the first version's (the default) and a fused one
+ * with fewer kernels a layer (conv_pre, post_window, SwiGLU in the product, the add_norm in the
+ * product's last block) and several weight loads in flight; both give the same logits to
+ * ~1e-7 of the largest (measured), and each row's floats do not depend on the pass's other
+ * rows within a set (up to the small kernel's width). Programmatic dependent launch is a
+ * launch attribute over either set (every kernel starts with pdl_enter).
+ * Everything runs on the model's stream, in order; a pass ends with the logits' copy. */
 #include "cuda/cuda_model.h"
 #include "cuda/gdn_cuda.h"
 
@@ -1786,7 +1792,6 @@ extern "C" struct cuda_model *cuda_model_create(int dev, const struct model_conf
 	m->dev = dev;
 	m->cfg = *cfg;
 	m->use_graphs = 1;
-	m->fused = 1;
 	cudaDeviceGetAttribute(&m->n_sm, cudaDevAttrMultiProcessorCount, dev);
 	{
 		cudaError_t e = cudaStreamCreate(&m->st);
@@ -1803,13 +1808,11 @@ extern "C" struct cuda_model *cuda_model_create(int dev, const struct model_conf
 		goto fail;
 	}
 	m->pdl_ok = pdl_probe(m);
-	m->pdl = m->pdl_ok;
-	{ /* the first version's kernels, for comparisons: SIXI_CUDA_FUSED=0, SIXI_CUDA_PDL=0 */
+	{ /* off by default (measured slower at one stream, reports/perf/cuda-engine-h200.md):
+	   * SIXI_CUDA_FUSED=1, SIXI_CUDA_PDL=1 turn them on */
 		const char *f = getenv("SIXI_CUDA_FUSED"), *p = getenv("SIXI_CUDA_PDL");
-		if (f && strcmp(f, "0") == 0)
-			m->fused = 0;
-		if (p && strcmp(p, "0") == 0)
-			m->pdl = 0;
+		m->fused = f && strcmp(f, "1") == 0;
+		m->pdl = m->pdl_ok && p && strcmp(p, "1") == 0;
 	}
 	m->Hk = c->ssm_n_k_heads;
 	m->Hv = c->ssm_n_v_heads;

@@ -48,13 +48,15 @@ void cuda_model_set_graphs(struct cuda_model *m, int on);
  * warp-per-output matrix kernel, wider ones the tiled one (benchmarks compare them). */
 void cuda_model_set_small_rows(struct cuda_model *m, int rows);
 int cuda_model_small_rows(const struct cuda_model *m);
-/* The fused kernels (on, the default; environment SIXI_CUDA_FUSED=0 turns them off at create):
- * conv, norms and gates of a GDN layer in one kernel, the gated norm with the window update,
- * SwiGLU inside the gate/up product, several weight loads in flight in the matrix kernel. Off:
- * the first version's kernels (benchmarks compare them). */
+/* The fused kernels: conv, norms and gates of a GDN layer in one kernel, the gated norm with
+ * the window update, SwiGLU inside the gate/up product, several weight loads in flight in the
+ * matrix kernel, the add_norm after a product done by its last block (passes up to 4 rows).
+ * Off by default (the first version's kernels; environment SIXI_CUDA_FUSED=1 turns them on at
+ * create): on an H200 they were faster at 8 and 32 streams and slower at one stream and in
+ * the tiled (wide) passes (reports/perf/cuda-engine-h200.md). Benchmarks compare both. */
 void cuda_model_set_fused(struct cuda_model *m, int on);
-/* Programmatic dependent launch (a kernel starts while the one before it drains): on by
- * default where the device runs it (SIXI_CUDA_PDL=0: off). Returns whether it is on now. */
+/* Programmatic dependent launch (a kernel starts while the one before it drains), where the
+ * device runs it: off by default (SIXI_CUDA_PDL=1: on). Returns whether it is on now. */
 int cuda_model_set_pdl(struct cuda_model *m, int on);
 int cuda_model_slot_reset(struct cuda_model *m, int slot);
 int cuda_model_slot_copy(struct cuda_model *m, int dst, int src);

@@ -234,6 +234,7 @@ static int run(const char *label, const struct model_config *c, uint32_t type, d
 	/* the logits land in page-locked memory, as a server that asks for it gets them */
 	float *lg = cuda_host_alloc(lg_bytes), *lp = malloc(lg_bytes), *ref = malloc(sizeof(float) * c->n_vocab);
 	int rc = tok && slot && want && lg && lp && ref ? 0 : 1;
+	cuda_model_set_fused(m, 1); /* the tables: the fused kernels; the first version's (the engine's default) below */
 	int pdl = cuda_model_set_pdl(m, 1), small = cuda_model_small_rows(m);
 	double one_ms = 0;
 	printf("(fused kernels, programmatic dependent launch %s, warp-per-output product up to %d rows, logits into "

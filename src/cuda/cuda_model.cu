@@ -21,7 +21,13 @@
  * The GDN recurrence is gdn_cuda.h's kernel (row by row for every segment, prefill included:
  * the chunked form on tensor cores is not written yet). Attention is one block per (row, head)
  * with an online softmax over the slot's cache.
- * Everything runs on the legacy default stream, in order; a pass ends with the logits' copy. */
+ * Two kernel sets (cuda_model_set_fused): the first version's (the default) and a fused one
+ * with fewer kernels a layer (conv_pre, post_window, SwiGLU in the product, the add_norm in the
+ * product's last block) and several weight loads in flight; both give the same logits to
+ * ~1e-7 of the largest (measured), and each row's floats do not depend on the pass's other
+ * rows within a set (up to the small kernel's width). Programmatic dependent launch is a
+ * launch attribute over either set (every kernel starts with pdl_enter).
+ * Everything runs on the model's stream, in order; a pass ends with the logits' copy. */
 #include "cuda/cuda_model.h"
 #include "cuda/gdn_cuda.h"
 
@@ -78,6 +84,11 @@ struct cuda_model {
 	unsigned graph_clock;
 	int use_graphs;
 	int small_rows;                  /* widest pass for mm_small (cuda_model_set_small_rows) */
+	int fused;                       /* the fused kernels (cuda_model_set_fused) */
+	int pdl;                         /* kernels launched with programmatic dependent launch */
+	int pdl_ok;                      /* ... which this device and driver run (pdl_probe) */
+	cudaError_t lerr;                /* the first failed launch of the pass being issued */
+	int *an_count;                   /* device int: mm_small's blocks done (0 between kernels) */
 	struct model_config cfg;
 	int n_gdn, n_attn, cd, hist, kvd, Hk, Hv, d, kw;
 	int n_slots, n_ctx, rb_rows;
@@ -363,7 +374,18 @@ __device__ __forceinline__ void load8(const struct dmat &m, int o, int i, float 
 	}
 }
 
-/* Up to four products of the same input in one launch: y_k = W_k x. */
+/* Programmatic dependent launch (Hopper): a kernel launched with it may start while the one
+ * before it drains. Every kernel of the pass calls this first: it waits until the previous
+ * kernel has finished and its writes are visible (so it reads and writes nothing early), then
+ * lets the next kernel start launching. Without the launch attribute both are no-ops. */
+__device__ __forceinline__ void pdl_enter()
+{
+	asm volatile("griddepcontrol.wait;" ::: "memory");
+	asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+
+/* Up to four products of the same input in one launch: y_k = W_k x. With `pair`, one product
+ * of two matrices of the same shape: y_0 = silu(W_0 x) * (W_1 x) (the SwiGLU of the FFN). */
 struct mm_args {
 	struct dmat w[4];
 	float *y[4];
@@ -373,6 +395,15 @@ struct mm_args {
 	const float *x;
 	int xs, N;
 	int kw;      /* small kernel: warps per output */
+	int pair;    /* small kernel: the SwiGLU pair above (n_mat 2, end[0] = end[1]) */
+	/* small kernel, optional (an_count NULL: none): the add_norm_row that follows the product,
+	 * of rows 0..an_rows, done by the grid's last block once every output is written */
+	int *an_count;      /* blocks done; the last one resets it to 0 */
+	float *an_x, *an_h;
+	const float *an_y, *an_w;
+	const int *an_map;
+	int an_rows, an_E, an_add;
+	float an_eps;
 };
 
 __device__ __forceinline__ int mm_pick(const struct mm_args &a, int g, int *base)
@@ -384,67 +415,254 @@ __device__ __forceinline__ int mm_pick(const struct mm_args &a, int g, int *base
 	return k;
 }
 
-/* kw warps per output (kw divides 8: an output's warps share a block), each a kw-th of the
- * inputs; R rows at a time. Sums: per lane, then over the warp, then over its kw warps in order,
- * so a row's result does not depend on the other rows of the pass. */
-template <int R> __global__ void __launch_bounds__(256) mm_small(struct mm_args a)
+/* One 8-weight chunk of type T as loaded (before widening), so that several loads are in
+ * flight before the first is used. */
+template <int T> struct chunk {
+	uint4 u; /* F16, BF16: 8 halves */
+};
+template <> struct chunk<GGUF_TENSOR_F32> {
+	float4 a, b;
+};
+template <> struct chunk<GGUF_TENSOR_Q8_0> {
+	uint2 q;     /* 8 int8 quants */
+	__half s;    /* their block's scale */
+};
+
+template <int T> __device__ __forceinline__ chunk<T> chunk_load(const struct dmat &m, size_t at)
 {
-	__shared__ float part[8][R];
+	chunk<T> c;
+	if constexpr (T == GGUF_TENSOR_F32) {
+		const float4 *p = reinterpret_cast<const float4 *>((const float *)m.w + at);
+		c.a = __ldg(p), c.b = __ldg(p + 1);
+	} else if constexpr (T == GGUF_TENSOR_Q8_0) {
+		c.q = __ldg(reinterpret_cast<const uint2 *>((const int8_t *)m.w + at));
+		c.s = m.d[at / 32];
+	} else {
+		c.u = __ldg(reinterpret_cast<const uint4 *>((const uint16_t *)m.w + at));
+	}
+	return c;
+}
+
+/* The chunk as fp32, the values load8 gives. */
+template <int T> __device__ __forceinline__ void chunk_widen(const chunk<T> &c, float *w)
+{
+	if constexpr (T == GGUF_TENSOR_F32) {
+		w[0] = c.a.x, w[1] = c.a.y, w[2] = c.a.z, w[3] = c.a.w, w[4] = c.b.x, w[5] = c.b.y, w[6] = c.b.z, w[7] = c.b.w;
+	} else if constexpr (T == GGUF_TENSOR_Q8_0) {
+		float s = __half2float(c.s);
+		uint32_t v[2] = { c.q.x, c.q.y };
+#pragma unroll
+		for (int j = 0; j < 8; j++)
+			w[j] = s * (float)(int8_t)((v[j / 4] >> (8 * (j % 4))) & 0xff);
+	} else {
+		uint32_t v[4] = { c.u.x, c.u.y, c.u.z, c.u.w };
+#pragma unroll
+		for (int j = 0; j < 4; j++) {
+			if constexpr (T == GGUF_TENSOR_BF16) {
+				w[2 * j] = bf16_bits(v[j] & 0xffff);
+				w[2 * j + 1] = bf16_bits(v[j] >> 16);
+			} else {
+				w[2 * j] = __half2float(__ushort_as_half((unsigned short)(v[j] & 0xffff)));
+				w[2 * j + 1] = __half2float(__ushort_as_half((unsigned short)(v[j] >> 16)));
+			}
+		}
+	}
+}
+
+/* acc[r] += w . x[r0 + r][i..i+8] for the rows of the pass; the 8-term sum as load8's users
+ * always wrote it, so every variant below adds in the same order. */
+template <int R> __device__ __forceinline__ void fma_rows(const float *w, const float *x, int xs, int N, int r0, int i,
+							  float *acc)
+{
+#pragma unroll
+	for (int r = 0; r < R; r++) {
+		if (r0 + r < N) {
+			const float4 *xp = reinterpret_cast<const float4 *>(x + (size_t)(r0 + r) * xs + i);
+			float4 p = __ldg(xp), u = __ldg(xp + 1);
+			acc[r] += w[0] * p.x + w[1] * p.y + w[2] * p.z + w[3] * p.w + w[4] * u.x + w[5] * u.y + w[6] * u.z +
+				  w[7] * u.w;
+		}
+	}
+}
+
+/* A lane's part of output o over inputs i, i + step, ...: U chunks loaded before any is used
+ * (U = 1: one at a time, the first version's loop). Same sums in the same order for any U. */
+template <int R, int T, int U>
+__device__ __forceinline__ void dot_typed(const struct dmat &w, int o, const struct mm_args &a, int r0, int i, int step,
+					  float *acc)
+{
+	const size_t row = (size_t)o * w.n_in;
+	for (; i + (U - 1) * step < w.n_in; i += U * step) {
+		chunk<T> c[U];
+#pragma unroll
+		for (int u = 0; u < U; u++)
+			c[u] = chunk_load<T>(w, row + i + u * step);
+#pragma unroll
+		for (int u = 0; u < U; u++) {
+			float wv[8];
+			chunk_widen<T>(c[u], wv);
+			fma_rows<R>(wv, a.x, a.xs, a.N, r0, i + u * step, acc);
+		}
+	}
+	for (; i < w.n_in; i += step) {
+		chunk<T> c = chunk_load<T>(w, row + i);
+		float wv[8];
+		chunk_widen<T>(c, wv);
+		fma_rows<R>(wv, a.x, a.xs, a.N, r0, i, acc);
+	}
+}
+
+/* The weight type is uniform per warp (one matrix). */
+template <int R, int U>
+__device__ __forceinline__ void dot_rows(const struct dmat &w, int o, const struct mm_args &a, int r0, int i, int step,
+					 float *acc)
+{
+	switch (w.type) {
+	case GGUF_TENSOR_F32: dot_typed<R, GGUF_TENSOR_F32, U>(w, o, a, r0, i, step, acc); break;
+	case GGUF_TENSOR_F16: dot_typed<R, GGUF_TENSOR_F16, U>(w, o, a, r0, i, step, acc); break;
+	case GGUF_TENSOR_BF16: dot_typed<R, GGUF_TENSOR_BF16, U>(w, o, a, r0, i, step, acc); break;
+	default: dot_typed<R, GGUF_TENSOR_Q8_0, U>(w, o, a, r0, i, step, acc); break;
+	}
+}
+
+__device__ __forceinline__ float silu(float v)
+{
+	return v / (1.0f + expf(-v));
+}
+
+__device__ __forceinline__ float block_sum(float v, float *sh)
+{
+#pragma unroll
+	for (int off = 16; off > 0; off >>= 1)
+		v += __shfl_xor_sync(0xffffffffu, v, off);
+	int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+	__syncthreads();
+	if (lane == 0)
+		sh[warp] = v;
+	__syncthreads();
+	float t = 0.f;
+	for (int i = 0; i < nw; i++)
+		t += sh[i];
+	return t;
+}
+
+__device__ __forceinline__ float warp_sum(float v)
+{
+#pragma unroll
+	for (int off = 16; off > 0; off >>= 1)
+		v += __shfl_xor_sync(0xffffffffu, v, off);
+	return v;
+}
+
+/* Row j by the block's threads: (add ? x[src] += y[src] : x[src]) then h[j] = rmsnorm(x[src]) * w;
+ * src = map ? map[j] : j. y is read around L1 (__ldcg): in mm_small's fused form other blocks of
+ * the same grid wrote it. */
+__device__ __forceinline__ void add_norm_row(float *x, const float *y, const float *w, float *h, int E, float eps,
+					     int add, const int *map, int j, float *sh)
+{
+	int src = map ? map[j] : j;
+	float *xr = x + (size_t)src * E;
+	const float *yr = y + (size_t)src * E;
+	float ss = 0.f;
+	for (int i = threadIdx.x; i < E; i += blockDim.x) {
+		float v = xr[i];
+		if (add) {
+			v += __ldcg(yr + i);
+			if (!map)
+				xr[i] = v;
+		}
+		ss += v * v;
+	}
+	ss = block_sum(ss, sh);
+	float r = 1.0f / sqrtf(ss / (float)E + eps);
+	for (int i = threadIdx.x; i < E; i += blockDim.x) {
+		float v = add ? (map ? xr[i] + __ldcg(yr + i) : xr[i]) : xr[i];
+		h[(size_t)j * E + i] = v * r * w[i];
+	}
+}
+
+/* kw warps per output (kw divides 8: an output's warps share a block), each a kw-th of the
+ * inputs; R rows at a time, U weight chunks in flight a lane (4; 1 is the first version).
+ * Sums: per lane, then over the warp, then over its kw warps in order, so a row's result does
+ * not depend on the other rows of the pass. With a.pair the warp computes both matrices'
+ * output o (P = 2) and stores silu(first) * second. */
+template <int R, int U, int P> __global__ void __launch_bounds__(256) mm_small(struct mm_args a)
+{
+	pdl_enter();
+	__shared__ float part[P][8][R];
 	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, kw = a.kw;
 	const int g = (blockIdx.x * 8 + warp) / kw, q = warp % kw;
 	const bool live = g < a.end[a.n_mat - 1];
 	int base = 0, k = live ? mm_pick(a, g, &base) : 0;
-	const struct dmat &w = a.w[k];
 	const int o = g - base;
 	for (int r0 = 0; r0 < a.N; r0 += R) {
-		float acc[R];
+		float acc[P][R];
 #pragma unroll
-		for (int r = 0; r < R; r++)
-			acc[r] = 0.f;
-		for (int i = (q * 32 + lane) * 8; live && i < w.n_in; i += 256 * kw) {
-			float wv[8];
-			load8(w, o, i, wv);
+		for (int p = 0; p < P; p++)
+#pragma unroll
+			for (int r = 0; r < R; r++)
+				acc[p][r] = 0.f;
+		if (live)
+#pragma unroll
+			for (int p = 0; p < P; p++)
+				dot_rows<R, U>(a.w[k + p], o, a, r0, (q * 32 + lane) * 8, 256 * kw, acc[p]);
+#pragma unroll
+		for (int p = 0; p < P; p++)
 #pragma unroll
 			for (int r = 0; r < R; r++) {
-				if (r0 + r < a.N) {
-					const float4 *xp = reinterpret_cast<const float4 *>(a.x + (size_t)(r0 + r) * a.xs + i);
-					float4 p = __ldg(xp), u = __ldg(xp + 1);
-					acc[r] += wv[0] * p.x + wv[1] * p.y + wv[2] * p.z + wv[3] * p.w + wv[4] * u.x +
-						  wv[5] * u.y + wv[6] * u.z + wv[7] * u.w;
-				}
+#pragma unroll
+				for (int off = 16; off > 0; off >>= 1)
+					acc[p][r] += __shfl_xor_sync(0xffffffffu, acc[p][r], off);
 			}
-		}
-#pragma unroll
-		for (int r = 0; r < R; r++) {
-#pragma unroll
-			for (int off = 16; off > 0; off >>= 1)
-				acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], off);
-		}
 		if (kw == 1) {
 #pragma unroll
 			for (int r = 0; r < R; r++)
 				if (live && lane == 0 && r0 + r < a.N)
-					a.y[k][(size_t)(r0 + r) * a.ys[k] + o] = acc[r];
+					a.y[k][(size_t)(r0 + r) * a.ys[k] + o] = P == 2 ? silu(acc[0][r]) * acc[P - 1][r]
+										      : acc[0][r];
 			continue;
 		}
 		if (lane == 0)
 #pragma unroll
-			for (int r = 0; r < R; r++)
-				part[warp][r] = acc[r];
+			for (int p = 0; p < P; p++)
+#pragma unroll
+				for (int r = 0; r < R; r++)
+					part[p][warp][r] = acc[p][r];
 		__syncthreads();
 		if (live && q == 0 && lane < R && r0 + lane < a.N) {
-			float t = 0.f;
-			for (int j = 0; j < kw; j++)
-				t += part[warp + j][lane];
-			a.y[k][(size_t)(r0 + lane) * a.ys[k] + o] = t;
+			float t[P];
+#pragma unroll
+			for (int p = 0; p < P; p++) {
+				t[p] = 0.f;
+				for (int j = 0; j < kw; j++)
+					t[p] += part[p][warp + j][lane];
+			}
+			a.y[k][(size_t)(r0 + lane) * a.ys[k] + o] = P == 2 ? silu(t[0]) * t[P - 1] : t[0];
 		}
 		__syncthreads();
+	}
+	if (a.an_count) { /* the last block to finish (the threadfence-reduction pattern) */
+		__shared__ int last;
+		__shared__ float sh[32];
+		__threadfence(); /* this thread's outputs are visible before the block counts itself done */
+		__syncthreads();
+		if (threadIdx.x == 0)
+			last = atomicAdd(a.an_count, 1) == (int)gridDim.x - 1;
+		__syncthreads();
+		if (last) {
+			__threadfence();
+			for (int j = 0; j < a.an_rows; j++)
+				add_norm_row(a.an_x, a.an_y, a.an_w, a.an_h, a.an_E, a.an_eps, a.an_add, a.an_map, j, sh);
+			if (threadIdx.x == 0)
+				*a.an_count = 0;
+		}
 	}
 }
 
 /* 64 outputs x 64 rows a block, k in steps of 32; a thread computes 4 x 4. */
 __global__ void __launch_bounds__(256) mm_tiled(struct mm_args a)
 {
+	pdl_enter();
 	__shared__ float ws[32][64 + 4]; /* [k][output] */
 	__shared__ float xs[32][64 + 4]; /* [k][row] */
 	int base, k = mm_pick(a, blockIdx.y, &base);
@@ -504,38 +722,11 @@ __global__ void __launch_bounds__(256) mm_tiled(struct mm_args a)
 	}
 }
 
-__device__ __forceinline__ float block_sum(float v, float *sh)
-{
-#pragma unroll
-	for (int off = 16; off > 0; off >>= 1)
-		v += __shfl_xor_sync(0xffffffffu, v, off);
-	int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
-	__syncthreads();
-	if (lane == 0)
-		sh[warp] = v;
-	__syncthreads();
-	float t = 0.f;
-	for (int i = 0; i < nw; i++)
-		t += sh[i];
-	return t;
-}
-
-__device__ __forceinline__ float warp_sum(float v)
-{
-#pragma unroll
-	for (int off = 16; off > 0; off >>= 1)
-		v += __shfl_xor_sync(0xffffffffu, v, off);
-	return v;
-}
-
-__device__ __forceinline__ float silu(float v)
-{
-	return v / (1.0f + expf(-v));
-}
 
 /* Token rows of the embedding. Grid: rows. */
 __global__ void embed_kernel(struct dmat e, const int *tokens, float *x, int E)
 {
+	pdl_enter();
 	int r = blockIdx.x, tok = tokens[r];
 	for (int i = threadIdx.x * 8; i < E; i += blockDim.x * 8) {
 		float w[8];
@@ -546,30 +737,13 @@ __global__ void embed_kernel(struct dmat e, const int *tokens, float *x, int E)
 	}
 }
 
-/* Row j: (add ? x[src] += y[src] : x[src]) then h[j] = rmsnorm(x[src]) * w; src = map ? map[j] : j. */
+/* add_norm_row of row blockIdx.x. */
 __global__ void add_norm_kernel(float *x, const float *y, const float *w, float *h, int E, float eps, int add,
 				const int *map)
 {
+	pdl_enter();
 	__shared__ float sh[32];
-	int j = blockIdx.x, src = map ? map[j] : j;
-	float *xr = x + (size_t)src * E;
-	const float *yr = y + (size_t)src * E;
-	float ss = 0.f;
-	for (int i = threadIdx.x; i < E; i += blockDim.x) {
-		float v = xr[i];
-		if (add) {
-			v += yr[i];
-			if (!map)
-				xr[i] = v;
-		}
-		ss += v * v;
-	}
-	ss = block_sum(ss, sh);
-	float r = 1.0f / sqrtf(ss / (float)E + eps);
-	for (int i = threadIdx.x; i < E; i += blockDim.x) {
-		float v = add ? (map ? xr[i] + yr[i] : xr[i]) : xr[i];
-		h[(size_t)j * E + i] = v * r * w[i];
-	}
+	add_norm_row(x, y, w, h, E, eps, add, map, blockIdx.x, sh);
 }
 
 /* Pass metadata (device ints), see pass_meta. */
@@ -579,15 +753,12 @@ struct meta {
 	const int *want;                           /* [n_out] */
 };
 
-/* Causal conv + SiLU of every new row, channel by channel. Input row j of the slot's virtual
- * sequence [window (hist) | kept log rows (c) | the pass's rows (n)]. Grid: (channel blocks, N). */
-__global__ void conv_kernel(struct meta mt, const float *win_base, const float *xlog_base, const float *a1, int w1,
-			    const float *cw, float *a2, int w2, int cd, int kw, int L, size_t win_slot,
-			    size_t log_slot)
+/* Causal conv + SiLU of channel c of row r. Input row j of the slot's virtual sequence
+ * [window (hist) | kept log rows (c0) | the pass's rows (n)]. */
+__device__ __forceinline__ float conv_channel(const struct meta &mt, int r, int c, const float *win_base,
+					      const float *xlog_base, const float *a1, int w1, const float *cw, int cd,
+					      int kw, size_t win_slot, size_t log_slot)
 {
-	int c = blockIdx.x * blockDim.x + threadIdx.x, r = blockIdx.y;
-	if (c >= cd)
-		return;
 	int s = mt.row_seg[r], slot = mt.seg_slot[s], c0 = mt.seg_c[s], r0 = mt.seg_r0[s], t = r - r0;
 	int hist = kw - 1;
 	const float *win = win_base + win_slot * slot, *xl = xlog_base + log_slot * slot;
@@ -603,18 +774,14 @@ __global__ void conv_kernel(struct meta mt, const float *win_base, const float *
 			v = a1[(size_t)(r0 + j - hist - c0) * w1 + c];
 		acc += cw[(size_t)c * kw + i] * v;
 	}
-	a2[(size_t)r * w2 + c] = silu(acc);
-	(void)L;
+	return silu(acc);
 }
 
-/* After the conv: a written-back segment's window becomes the last hist rows of its virtual
- * sequence; a kept one appends its new pre-conv rows to the log. Grid: (channel blocks, S). */
-__global__ void window_kernel(struct meta mt, float *win_base, float *xlog_base, const float *a1, int w1, int cd,
-			      int kw, size_t win_slot, size_t log_slot)
+/* After every conv of the pass: a written-back segment's window (channel c) becomes the last
+ * hist rows of its virtual sequence; a kept one appends its new pre-conv rows to the log. */
+__device__ __forceinline__ void window_channel(const struct meta &mt, int s, int c, float *win_base, float *xlog_base,
+					       const float *a1, int w1, int cd, int kw, size_t win_slot, size_t log_slot)
 {
-	int c = blockIdx.x * blockDim.x + threadIdx.x, s = blockIdx.y;
-	if (c >= cd)
-		return;
 	int slot = mt.seg_slot[s], c0 = mt.seg_c[s], n = mt.seg_n[s], r0 = mt.seg_r0[s], hist = kw - 1;
 	float *win = win_base + win_slot * slot, *xl = xlog_base + log_slot * slot;
 	if (mt.seg_wb[s]) {
@@ -640,12 +807,48 @@ __global__ void window_kernel(struct meta mt, float *win_base, float *xlog_base,
 	}
 }
 
+/* conv_channel over every new row. Grid: (channel blocks, N). */
+__global__ void conv_kernel(struct meta mt, const float *win_base, const float *xlog_base, const float *a1, int w1,
+			    const float *cw, float *a2, int w2, int cd, int kw, size_t win_slot, size_t log_slot)
+{
+	pdl_enter();
+	int c = blockIdx.x * blockDim.x + threadIdx.x, r = blockIdx.y;
+	if (c < cd)
+		a2[(size_t)r * w2 + c] = conv_channel(mt, r, c, win_base, xlog_base, a1, w1, cw, cd, kw, win_slot, log_slot);
+}
+
+/* window_channel over every segment. Grid: (channel blocks, S). */
+__global__ void window_kernel(struct meta mt, float *win_base, float *xlog_base, const float *a1, int w1, int cd,
+			      int kw, size_t win_slot, size_t log_slot)
+{
+	pdl_enter();
+	int c = blockIdx.x * blockDim.x + threadIdx.x, s = blockIdx.y;
+	if (c < cd)
+		window_channel(mt, s, c, win_base, xlog_base, a1, w1, cd, kw, win_slot, log_slot);
+}
+
+/* g = a * softplus(alpha + dt_bias) and beta = sigmoid(beta) of V-head h of row r, kept rows'
+ * into the log (row t of the slot's log). */
+__device__ __forceinline__ void gate_head(const float *abr, float *g, const float *ssm_a, const float *dt_bias, int Hv,
+					  int h, int spec, float *lg, float *lb)
+{
+	float sp = abr[Hv + h] + dt_bias[h];
+	sp = sp > 20.0f ? sp : log1pf(expf(sp));
+	g[h] = ssm_a[h] * sp;
+	g[Hv + h] = 1.0f / (1.0f + expf(-abr[h]));
+	if (spec) {
+		lg[h] = g[h];
+		lb[h] = g[Hv + h];
+	}
+}
+
 /* L2-normalise q and k per K-head; g and beta per V-head; kept rows into the log.
  * Grid: (N, head groups); 4 warps a block, a warp per vector. */
 __global__ void gdn_pre_kernel(struct meta mt, float *a2, int w2, const float *ab, float *gb, const float *ssm_a,
 			       const float *dt_bias, int Hk, int Hv, int d, float *lk, float *lv, float *lg, float *lb,
 			       int L, size_t lk_slot, size_t lv_slot, size_t lg_slot)
 {
+	pdl_enter();
 	int r = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
 	int s = mt.row_seg[r], spec = mt.seg_spec[s], slot = mt.seg_slot[s], t = mt.seg_c[s] + (r - mt.seg_r0[s]);
 	float *row = a2 + (size_t)r * w2;
@@ -666,37 +869,87 @@ __global__ void gdn_pre_kernel(struct meta mt, float *a2, int w2, const float *a
 		return;
 	const float *abr = ab + (size_t)r * 2 * Hv;
 	float *g = gb + (size_t)r * 2 * Hv;
-	for (int h = threadIdx.x; h < Hv; h += blockDim.x) {
-		float sp = abr[Hv + h] + dt_bias[h];
-		sp = sp > 20.0f ? sp : log1pf(expf(sp));
-		g[h] = ssm_a[h] * sp;
-		g[Hv + h] = 1.0f / (1.0f + expf(-abr[h]));
-		if (spec) {
-			lg[lg_slot * slot + (size_t)t * Hv + h] = g[h];
-			lb[lg_slot * slot + (size_t)t * Hv + h] = g[Hv + h];
-		}
-	}
+	size_t at = lg_slot * slot + (size_t)t * Hv;
+	for (int h = threadIdx.x; h < Hv; h += blockDim.x)
+		gate_head(abr, g, ssm_a, dt_bias, Hv, h, spec, lg + (spec ? at : 0), lb + (spec ? at : 0));
 	if (spec)
 		for (int i = threadIdx.x; i < Hv * d; i += blockDim.x)
 			lv[lv_slot * slot + (size_t)t * Hv * d + i] = row[(size_t)2 * Hk * d + i];
 	(void)L;
 }
 
-/* Gated RMSNorm per V-head, times SiLU(z). Grid: (N, head groups); a warp per head. */
+/* Gated RMSNorm of V-head h of row r, times SiLU(z); one warp. */
+__device__ __forceinline__ void post_head(float *a4, int w4, const float *a3, int w3, const float *nw_, int d, float eps,
+					  int r, int h, int lane)
+{
+	float *o = a4 + (size_t)r * w4 + (size_t)h * d;
+	const float *z = a3 + (size_t)r * w3 + (size_t)h * d;
+	float ss = 0.f;
+	for (int i = lane; i < d; i += 32)
+		ss += o[i] * o[i];
+	ss = warp_sum(ss);
+	float sc = 1.0f / sqrtf(ss / (float)d + eps);
+	for (int i = lane; i < d; i += 32)
+		o[i] = o[i] * sc * nw_[i] * silu(z[i]);
+}
+
+/* post_head over rows and heads. Grid: (N, head groups); a warp per head. */
 __global__ void gdn_post_kernel(float *a4, int w4, const float *a3, int w3, const float *nw_, int Hv, int d, float eps)
 {
+	pdl_enter();
 	int r = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
-	for (int h = blockIdx.y * nw + warp; h < Hv; h += nw * gridDim.y) {
-		float *o = a4 + (size_t)r * w4 + (size_t)h * d;
-		const float *z = a3 + (size_t)r * w3 + (size_t)h * d;
-		float ss = 0.f;
-		for (int i = lane; i < d; i += 32)
-			ss += o[i] * o[i];
-		ss = warp_sum(ss);
-		float sc = 1.0f / sqrtf(ss / (float)d + eps);
-		for (int i = lane; i < d; i += 32)
-			o[i] = o[i] * sc * nw_[i] * silu(z[i]);
+	for (int h = blockIdx.y * nw + warp; h < Hv; h += nw * gridDim.y)
+		post_head(a4, w4, a3, w3, nw_, d, eps, r, h, lane);
+}
+
+/* The fused form of conv_kernel + gdn_pre_kernel: one block of d threads per (row, head of
+ * the conv's output: H_k q heads, H_k k heads, H_v v heads), a thread per channel: conv + SiLU,
+ * the L2 norm of q and k heads, a kept row's k and v into the log; block (r, 0) also computes
+ * row r's gates. The window is moved later (post_window_kernel), after every row's conv. */
+__global__ void conv_pre_kernel(struct meta mt, const float *win_base, const float *xlog_base, const float *a1, int w1,
+				const float *cw, float *a2, int w2, int cd, int kw, size_t win_slot, size_t log_slot,
+				const float *ab, float *gb, const float *ssm_a, const float *dt_bias, int Hk, int Hv,
+				int d, float *lk, float *lv, float *lg, float *lb, size_t lk_slot, size_t lv_slot,
+				size_t lg_slot)
+{
+	pdl_enter();
+	__shared__ float sh[32];
+	int r = blockIdx.x, v = blockIdx.y, tid = threadIdx.x, c = v * d + tid;
+	int s = mt.row_seg[r], spec = mt.seg_spec[s], slot = mt.seg_slot[s], t = mt.seg_c[s] + (r - mt.seg_r0[s]);
+	float val = conv_channel(mt, r, c, win_base, xlog_base, a1, w1, cw, cd, kw, win_slot, log_slot);
+	if (v < 2 * Hk) {
+		float ss = block_sum(val * val, sh);
+		val *= 1.0f / sqrtf(ss + L2_EPS);
+		if (spec && v >= Hk) /* a kept row's key into the log */
+			lk[lk_slot * slot + (size_t)t * Hk * d + (size_t)(v - Hk) * d + tid] = val;
+	} else if (spec) {
+		lv[lv_slot * slot + (size_t)t * Hv * d + (size_t)(v - 2 * Hk) * d + tid] = val;
 	}
+	a2[(size_t)r * w2 + c] = val;
+	if (v == 0) {
+		size_t at = lg_slot * slot + (size_t)t * Hv;
+		for (int h = tid; h < Hv; h += blockDim.x)
+			gate_head(ab + (size_t)r * 2 * Hv, gb + (size_t)r * 2 * Hv, ssm_a, dt_bias, Hv, h, spec,
+				  lg + (spec ? at : 0), lb + (spec ? at : 0));
+	}
+}
+
+/* The fused form of gdn_post_kernel + window_kernel: blocks (r < N, y) post_head a warp per
+ * head; blocks (N + s, y) move segment s's window (or append to its log), a thread per
+ * channel. Runs after the recurrence, so every conv of the pass has read the old window. */
+__global__ void post_window_kernel(struct meta mt, int N, float *a4, int w4, const float *a3, int w3, const float *nw_,
+				   int Hv, int d, float eps, float *win_base, float *xlog_base, const float *a1, int w1,
+				   int cd, int kw, size_t win_slot, size_t log_slot)
+{
+	pdl_enter();
+	int r = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+	if (r < N) {
+		for (int h = blockIdx.y * nw + warp; h < Hv; h += nw * gridDim.y)
+			post_head(a4, w4, a3, w3, nw_, d, eps, r, h, lane);
+		return;
+	}
+	for (int c = blockIdx.y * blockDim.x + threadIdx.x; c < cd; c += blockDim.x * gridDim.y)
+		window_channel(mt, r - N, c, win_base, xlog_base, a1, w1, cd, kw, win_slot, log_slot);
 }
 
 /* Per-head RMSNorm + partial RoPE of q (in [q | gate] per head) and k; k, v into the cache.
@@ -705,6 +958,7 @@ __global__ void attn_qk_kernel(struct meta mt, float *a1, int w1, float *a2, int
 			       const float *qn, const float *kn, int nh, int nkv, int hd, int n_rot, float theta,
 			       float eps, float *kc, float *vc, size_t kv_slot, int kvd)
 {
+	pdl_enter();
 	int r = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
 	int pos = mt.row_pos[r], slot = mt.seg_slot[mt.row_seg[r]], half = n_rot / 2;
 	for (int v = blockIdx.y * nw + warp; v < nh + nkv; v += nw * gridDim.y) {
@@ -743,6 +997,7 @@ __global__ void __launch_bounds__(32 * ATT_WARPS) attn_kernel(struct meta mt, co
 							       int w4, const float *kc, const float *vc,
 							       size_t kv_slot, int kvd, int nh, int nkv, int hd)
 {
+	pdl_enter();
 	__shared__ float sm[ATT_WARPS], sl[ATT_WARPS], so[ATT_WARPS][32 * ATT_PER];
 	int r = blockIdx.x, h = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
 	int pos = mt.row_pos[r], slot = mt.seg_slot[mt.row_seg[r]], kvh = h / (nh / nkv), per = hd / 32;
@@ -804,6 +1059,7 @@ __global__ void __launch_bounds__(32 * ATT_WARPS) attn_kernel(struct meta mt, co
 /* a1 = silu(a1) * a2 over N rows of n. */
 __global__ void silu_mul_kernel(float *a1, int w1, const float *a2, int w2, int n, int N)
 {
+	pdl_enter();
 	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	if (i >= (size_t)n * N)
 		return;
@@ -825,8 +1081,56 @@ static int imax(int a, int b)
 	return a > b ? a : b;
 }
 
+/* Launches kernel k on the model's stream, with programmatic dependent launch when m->pdl
+ * (every kernel starts with pdl_enter, so the order of effects is the plain stream's). The
+ * first failure is kept in m->lerr. */
+template <typename... P, typename... A>
+static void launch(struct cuda_model *m, void (*k)(P...), dim3 grid, unsigned threads, A... args)
+{
+	cudaLaunchAttribute at = {};
+	at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+	at.val.programmaticStreamSerializationAllowed = 1;
+	cudaLaunchConfig_t cfg = {};
+	cfg.gridDim = grid;
+	cfg.blockDim = dim3(threads);
+	cfg.stream = m->st;
+	cfg.attrs = &at;
+	cfg.numAttrs = m->pdl ? 1 : 0;
+	cudaError_t e = cudaLaunchKernelEx(&cfg, k, args...);
+	if (e != cudaSuccess && m->lerr == cudaSuccess)
+		m->lerr = e;
+}
+
+/* mm_small for R rows at a time, P products a warp, U chunks in flight (fused: 4 up to 2 rows,
+ * then 2: the registers of 4 x R rows would cut the warps a multiprocessor holds; 1 otherwise). */
+template <int P> static void launch_small(struct cuda_model *m, const struct mm_args &a, unsigned blocks)
+{
+	bool f = m->fused != 0;
+	if (a.N == 1)
+		launch(m, f ? mm_small<1, 4, P> : mm_small<1, 1, P>, dim3(blocks), 256, a);
+	else if (a.N == 2)
+		launch(m, f ? mm_small<2, 4, P> : mm_small<2, 1, P>, dim3(blocks), 256, a);
+	else if (a.N <= 4)
+		launch(m, f ? mm_small<4, 2, P> : mm_small<4, 1, P>, dim3(blocks), 256, a);
+	else
+		launch(m, f ? mm_small<8, 2, P> : mm_small<8, 1, P>, dim3(blocks), 256, a);
+}
+
+/* The add_norm that follows a product into m->y: x += y, h = rmsnorm(x) * w for `rows` rows
+ * (through map, as add_norm_row), or none (NULL). */
+struct norm_next {
+	const float *w;
+	const int *map;
+	int rows;
+};
+
+#define AN_ROWS 4 /* widest pass whose add_norm the product's last block does (one block's work) */
+
+/* y_k = W_k x for n matrices of the same input; pair: n = 2 and y_0 = silu(W_0 x) * (W_1 x)
+ * (only for passes that take the small kernel, see matmul_swiglu); then nn, inside the product
+ * (fused, small kernel, up to AN_ROWS rows) or as add_norm_kernel. */
 static void matmul_n(struct cuda_model *m, int n, const struct dmat *const *w, const float *x, int xs, int N,
-		     float *const *y, const int *ys)
+		     float *const *y, const int *ys, int pair, const struct norm_next *nn)
 {
 	struct mm_args a;
 	memset(&a, 0, sizeof a);
@@ -834,12 +1138,14 @@ static void matmul_n(struct cuda_model *m, int n, const struct dmat *const *w, c
 	a.x = x;
 	a.xs = xs;
 	a.N = N;
+	a.pair = pair;
 	int acc = 0, tiled = N > m->small_rows;
 	for (int i = 0; i < n; i++) {
 		a.w[i] = *w[i];
 		a.y[i] = y[i];
 		a.ys[i] = ys[i];
-		acc += tiled ? (w[i]->n_out + 63) / 64 : w[i]->n_out;
+		if (!pair || i == 0)
+			acc += tiled ? (w[i]->n_out + 63) / 64 : w[i]->n_out;
 		a.end[i] = acc;
 	}
 	/* enough warps to fill the device (~64 a multiprocessor): a product of few outputs splits
@@ -849,23 +1155,46 @@ static void matmul_n(struct cuda_model *m, int n, const struct dmat *const *w, c
 	while (!tiled && a.kw < 8 && (long)acc * a.kw < 64L * m->n_sm && min_in >= 512 * a.kw)
 		a.kw *= 2;
 	unsigned blocks = (unsigned)(((long)acc * a.kw + 7) / 8);
-	if (tiled) {
-		dim3 grid((unsigned)((N + 63) / 64), (unsigned)acc);
-		mm_tiled<<<grid, 256, 0, m->st>>>(a);
-	} else if (N == 1) {
-		mm_small<1><<<blocks, 256, 0, m->st>>>(a);
-	} else if (N == 2) {
-		mm_small<2><<<blocks, 256, 0, m->st>>>(a);
-	} else if (N <= 4) {
-		mm_small<4><<<blocks, 256, 0, m->st>>>(a);
-	} else {
-		mm_small<8><<<blocks, 256, 0, m->st>>>(a);
+	const struct model_config *c = &m->cfg;
+	int inside = nn && m->fused && !tiled && N <= AN_ROWS && nn->rows <= N;
+	if (inside) {
+		a.an_count = m->an_count;
+		a.an_x = m->x, a.an_h = m->h, a.an_y = m->y, a.an_w = nn->w, a.an_map = nn->map;
+		a.an_rows = nn->rows, a.an_E = c->n_embd, a.an_add = 1, a.an_eps = c->norm_eps;
 	}
+	if (tiled)
+		launch(m, mm_tiled, dim3((unsigned)((N + 63) / 64), (unsigned)acc), 256, a);
+	else if (pair)
+		launch_small<2>(m, a, blocks);
+	else
+		launch_small<1>(m, a, blocks);
+	if (nn && !inside)
+		launch(m, add_norm_kernel, dim3((unsigned)nn->rows), 256, m->x, (const float *)m->y, nn->w, m->h,
+		       c->n_embd, c->norm_eps, 1, nn->map);
 }
 
-static void matmul(struct cuda_model *m, const struct dmat *w, const float *x, int xs, int N, float *y, int ys)
+static void matmul(struct cuda_model *m, const struct dmat *w, const float *x, int xs, int N, float *y, int ys,
+		   const struct norm_next *nn)
 {
-	matmul_n(m, 1, &w, x, xs, N, &y, &ys);
+	matmul_n(m, 1, &w, x, xs, N, &y, &ys, 0, nn);
+}
+
+/* The FFN's first half: a1 = silu(gate h) * (up h). Fused (small kernel): one product of both
+ * matrices; otherwise the two products into a1 and a2, then silu_mul_kernel. */
+static void matmul_swiglu(struct cuda_model *m, const struct dlayer *l, int N)
+{
+	const struct model_config *c = &m->cfg;
+	const struct dmat *w[2] = { &l->ffn_gate, &l->ffn_up };
+	float *y[2] = { m->a1, m->a2 };
+	int ys[2] = { m->w1, m->w2 };
+	if (m->fused && N <= m->small_rows) {
+		matmul_n(m, 2, w, m->h, c->n_embd, N, y, ys, 1, NULL);
+		return;
+	}
+	matmul_n(m, 2, w, m->h, c->n_embd, N, y, ys, 0, NULL);
+	size_t cnt = (size_t)N * c->n_ff;
+	launch(m, silu_mul_kernel, dim3((unsigned)((cnt + 255) / 256)), 256, m->a1, m->w1, (const float *)m->a2, m->w2,
+	       c->n_ff, N);
 }
 
 /* Captured graphs hold the buffers' addresses: dropped when a buffer moves. */
@@ -987,6 +1316,7 @@ static int gdn_step(struct cuda_model *m, int gi, const struct meta *mt, int S, 
 		/* a fold: every replayed row comes from the log; nk stays NULL but no new rows exist */
 		a.T = 0;
 	}
+	a.pdl = m->pdl;
 	int rc = gdn_cuda_rows(&a, m->st);
 	return rc ? cuda_fail(m, (cudaError_t)rc, "GDN kernel") : 0;
 }
@@ -1028,11 +1358,14 @@ static int fold(struct cuda_model *m, const int *slots, int n)
 	int rc = meta_upload(m, &p, &mt);
 	free(buf);
 	for (int gi = 0; !rc && gi < m->n_gdn; gi++) {
-		dim3 grid((unsigned)((m->cd + 127) / 128), (unsigned)n);
-		window_kernel<<<grid, 128, 0, m->st>>>(mt, m->conv + (size_t)gi * m->n_slots * conv_slot(m), xlog_layer(m, gi),
-					     m->a1, m->w1, m->cd, m->kw, conv_slot(m), xlog_slot(m));
+		launch(m, window_kernel, dim3((unsigned)((m->cd + 127) / 128), (unsigned)n), 128, mt,
+		       m->conv + (size_t)gi * m->n_slots * conv_slot(m), xlog_layer(m, gi), (const float *)m->a1, m->w1,
+		       m->cd, m->kw, conv_slot(m), xlog_slot(m));
 		rc = gdn_step(m, gi, &mt, n, 0);
 	}
+	if (!rc && m->lerr != cudaSuccess)
+		rc = cuda_fail(m, m->lerr, "fold");
+	m->lerr = cudaSuccess;
 	if (!rc) {
 		cudaError_t e = cudaStreamSynchronize(m->st); /* the pass's metadata reuses the host buffer */
 		if (e != cudaSuccess)
@@ -1043,72 +1376,98 @@ static int fold(struct cuda_model *m, const int *slots, int n)
 	return rc;
 }
 
-static void layer_gdn(struct cuda_model *m, const struct dlayer *l, const struct meta *mt, int N, int S)
+/* A GDN layer from h to y: the projections, conv, norms and gates, the recurrence (gdn_cuda.h),
+ * the gated norm, the output projection. Fused: 5 kernels (conv_pre, post_window); otherwise
+ * the first version's 7. */
+static int layer_gdn(struct cuda_model *m, const struct dlayer *l, const struct meta *mt, int N, int S)
 {
-	int gi = l->index, Hv = m->Hv;
+	const struct model_config *c = &m->cfg;
+	int gi = l->index, Hv = m->Hv, d = m->d;
 	const struct dmat *w[4] = { &l->qkv, &l->z, &l->beta, &l->alpha };
 	float *y[4] = { m->a1, m->a3, m->ab, m->ab + Hv };
 	int ys[4] = { m->w1, m->w3, 2 * Hv, 2 * Hv };
-	matmul_n(m, 4, w, m->h, m->cfg.n_embd, N, y, ys);
+	matmul_n(m, 4, w, m->h, c->n_embd, N, y, ys, 0, NULL);
 	float *win = m->conv + (size_t)gi * m->n_slots * conv_slot(m), *xl = xlog_layer(m, gi);
-	const float *xl_read = xl ? xl : win; /* no log: seg_c is 0 and it is never read */
-	conv_kernel<<<dim3((unsigned)((m->cd + 127) / 128), (unsigned)N), 128, 0, m->st>>>(
-		*mt, win, xl_read, m->a1, m->w1, l->conv_w, m->a2, m->w2, m->cd, m->kw, m->rb_rows, conv_slot(m),
-		xlog_slot(m));
-	window_kernel<<<dim3((unsigned)((m->cd + 127) / 128), (unsigned)S), 128, 0, m->st>>>(
-		*mt, win, xl ? xl : win, m->a1, m->w1, m->cd, m->kw, conv_slot(m), xlog_slot(m));
+	float *xlw = xl ? xl : win; /* no log: seg_c is 0, no segment is kept, and it is never used */
 	size_t L = (size_t)(m->rb_rows > 0 ? m->rb_rows : 1);
-	size_t lks = L * m->Hk * m->d, lvs = L * Hv * m->d, lgs = L * Hv;
+	size_t lks = L * m->Hk * d, lvs = L * Hv * d, lgs = L * Hv;
 	size_t base = (size_t)gi * m->n_slots;
-	gdn_pre_kernel<<<dim3((unsigned)N, (unsigned)((2 * m->Hk + 3) / 4)), 128, 0, m->st>>>(*mt, m->a2, m->w2, m->ab, m->gb, l->ssm_a, l->dt_bias, m->Hk, Hv, m->d,
-				   m->lk ? m->lk + base * lks : NULL, m->lv ? m->lv + base * lvs : NULL,
-				   m->lg ? m->lg + base * lgs : NULL, m->lb ? m->lb + base * lgs : NULL, (int)L, lks,
-				   lvs, lgs);
+	float *lk = m->lk ? m->lk + base * lks : NULL, *lv = m->lv ? m->lv + base * lvs : NULL;
+	float *lg = m->lg ? m->lg + base * lgs : NULL, *lb = m->lb ? m->lb + base * lgs : NULL;
+	unsigned cblocks = (unsigned)((m->cd + 127) / 128), hgroups = (unsigned)((Hv + 3) / 4);
+	if (m->fused) {
+		launch(m, conv_pre_kernel, dim3((unsigned)N, (unsigned)(2 * m->Hk + Hv)), (unsigned)d, *mt,
+		       (const float *)win, (const float *)xlw, (const float *)m->a1, m->w1, (const float *)l->conv_w, m->a2,
+		       m->w2, m->cd, m->kw, conv_slot(m), xlog_slot(m), (const float *)m->ab, m->gb,
+		       (const float *)l->ssm_a, (const float *)l->dt_bias, m->Hk, Hv, d, lk, lv, lg, lb, lks, lvs, lgs);
+	} else {
+		launch(m, conv_kernel, dim3(cblocks, (unsigned)N), 128, *mt, (const float *)win, (const float *)xlw,
+		       (const float *)m->a1, m->w1, (const float *)l->conv_w, m->a2, m->w2, m->cd, m->kw, conv_slot(m),
+		       xlog_slot(m));
+		launch(m, window_kernel, dim3(cblocks, (unsigned)S), 128, *mt, win, xlw, (const float *)m->a1, m->w1, m->cd,
+		       m->kw, conv_slot(m), xlog_slot(m));
+		launch(m, gdn_pre_kernel, dim3((unsigned)N, (unsigned)((2 * m->Hk + 3) / 4)), 128, *mt, m->a2, m->w2,
+		       (const float *)m->ab, m->gb, (const float *)l->ssm_a, (const float *)l->dt_bias, m->Hk, Hv, d, lk, lv,
+		       lg, lb, (int)L, lks, lvs, lgs);
+	}
+	int rc = gdn_step(m, gi, mt, S, 1);
+	if (rc)
+		return rc;
+	if (m->fused)
+		launch(m, post_window_kernel, dim3((unsigned)(N + S), hgroups), 128, *mt, N, m->a4, m->w4,
+		       (const float *)m->a3, m->w3, (const float *)l->ssm_norm, Hv, d, c->norm_eps, win, xlw,
+		       (const float *)m->a1, m->w1, m->cd, m->kw, conv_slot(m), xlog_slot(m));
+	else
+		launch(m, gdn_post_kernel, dim3((unsigned)N, hgroups), 128, m->a4, m->w4, (const float *)m->a3, m->w3,
+		       (const float *)l->ssm_norm, Hv, d, c->norm_eps);
+	struct norm_next nn = { l->post_norm, NULL, N };
+	matmul(m, &l->ssm_out, m->a4, m->w4, N, m->y, c->n_embd, &nn);
+	return 0;
 }
 
 static int forward_layers(struct cuda_model *m, const struct meta *mt, int N, int S, int n_out)
 {
 	const struct model_config *c = &m->cfg;
-	int E = c->n_embd, nh = c->n_head, nkv = c->n_head_kv, hd = c->head_dim;
-	embed_kernel<<<N, 128, 0, m->st>>>(m->tok_embd, mt->tokens, m->x, E);
-	for (int il = 0; il < c->n_layer; il++) {
+	int E = c->n_embd, nh = c->n_head, nkv = c->n_head_kv, hd = c->head_dim, rc = 0;
+	m->lerr = cudaSuccess;
+	launch(m, embed_kernel, dim3((unsigned)N), 128, m->tok_embd, mt->tokens, m->x, E);
+	launch(m, add_norm_kernel, dim3((unsigned)N), 256, m->x, (const float *)m->y, (const float *)m->layers[0].attn_norm,
+	       m->h, E, c->norm_eps, 0, (const int *)NULL);
+	for (int il = 0; il < c->n_layer && !rc; il++) {
 		const struct dlayer *l = &m->layers[il];
-		add_norm_kernel<<<N, 256, 0, m->st>>>(m->x, m->y, l->attn_norm, m->h, E, c->norm_eps, il > 0, NULL);
+		/* every product into y is followed by its add_norm: the FFN's (post_norm), then the next
+		 * layer's (attn_norm), after the last layer the output norm of the rows wanted */
+		struct norm_next post = { l->post_norm, NULL, N }, next = { NULL, NULL, N };
+		if (il + 1 < c->n_layer)
+			next.w = m->layers[il + 1].attn_norm;
+		else
+			next = (struct norm_next){ m->output_norm, mt->want, n_out };
 		if (l->attn) {
 			const struct dmat *w[3] = { &l->wq, &l->wk, &l->wv };
 			float *y[3] = { m->a1, m->a2, m->a3 };
 			int ys[3] = { m->w1, m->w2, m->w3 };
-			matmul_n(m, 3, w, m->h, E, N, y, ys);
+			matmul_n(m, 3, w, m->h, E, N, y, ys, 0, NULL);
 			size_t kv_slot = (size_t)m->n_ctx * m->kvd, kv_layer = kv_slot * m->n_slots * l->index;
-			attn_qk_kernel<<<dim3((unsigned)N, (unsigned)((nh + nkv + 3) / 4)), 128, 0, m->st>>>(*mt, m->a1, m->w1, m->a2, m->w2, m->a3, m->w3, l->q_norm, l->k_norm, nh,
-						   nkv, hd, c->n_rot, c->rope_theta, c->norm_eps, m->kc + kv_layer,
-						   m->vc + kv_layer, kv_slot, m->kvd);
-			attn_kernel<<<dim3((unsigned)N, (unsigned)nh), 32 * ATT_WARPS, 0, m->st>>>(
-				*mt, m->a1, m->w1, m->a4, m->w4, m->kc + kv_layer, m->vc + kv_layer, kv_slot, m->kvd, nh,
-				nkv, hd);
-			matmul(m, &l->wo, m->a4, m->w4, N, m->y, E);
+			launch(m, attn_qk_kernel, dim3((unsigned)N, (unsigned)((nh + nkv + 3) / 4)), 128, *mt, m->a1, m->w1,
+			       m->a2, m->w2, (const float *)m->a3, m->w3, (const float *)l->q_norm, (const float *)l->k_norm,
+			       nh, nkv, hd, c->n_rot, c->rope_theta, c->norm_eps, m->kc + kv_layer, m->vc + kv_layer, kv_slot,
+			       m->kvd);
+			launch(m, attn_kernel, dim3((unsigned)N, (unsigned)nh), 32 * ATT_WARPS, *mt, (const float *)m->a1,
+			       m->w1, m->a4, m->w4, (const float *)(m->kc + kv_layer), (const float *)(m->vc + kv_layer),
+			       kv_slot, m->kvd, nh, nkv, hd);
+			matmul(m, &l->wo, m->a4, m->w4, N, m->y, E, &post);
 		} else {
-			layer_gdn(m, l, mt, N, S);
-			int rc = gdn_step(m, l->index, mt, S, 1);
-			if (rc)
-				return rc;
-			gdn_post_kernel<<<dim3((unsigned)N, (unsigned)((m->Hv + 3) / 4)), 128, 0, m->st>>>(m->a4, m->w4, m->a3, m->w3, l->ssm_norm, m->Hv, m->d, c->norm_eps);
-			matmul(m, &l->ssm_out, m->a4, m->w4, N, m->y, E);
+			rc = layer_gdn(m, l, mt, N, S);
 		}
-		add_norm_kernel<<<N, 256, 0, m->st>>>(m->x, m->y, l->post_norm, m->h, E, c->norm_eps, 1, NULL);
-		const struct dmat *w[2] = { &l->ffn_gate, &l->ffn_up };
-		float *y[2] = { m->a1, m->a2 };
-		int ys[2] = { m->w1, m->w2 };
-		matmul_n(m, 2, w, m->h, E, N, y, ys);
-		size_t cnt = (size_t)N * c->n_ff;
-		silu_mul_kernel<<<(unsigned)((cnt + 255) / 256), 256, 0, m->st>>>(m->a1, m->w1, m->a2, m->w2, c->n_ff, N);
-		matmul(m, &l->ffn_down, m->a1, m->w1, N, m->y, E);
+		matmul_swiglu(m, l, N);
+		matmul(m, &l->ffn_down, m->a1, m->w1, N, m->y, E, next.rows > 0 ? &next : NULL);
 	}
-	if (n_out > 0) {
-		add_norm_kernel<<<n_out, 256, 0, m->st>>>(m->x, m->y, m->output_norm, m->h, E, c->norm_eps, 1, mt->want);
-		matmul(m, &m->output, m->h, E, n_out, m->logits, c->n_vocab);
-	}
-	cudaError_t e = cudaGetLastError();
+	if (!rc && n_out > 0)
+		matmul(m, &m->output, m->h, E, n_out, m->logits, c->n_vocab, NULL);
+	if (rc)
+		return rc;
+	cudaError_t e = m->lerr != cudaSuccess ? m->lerr : cudaGetLastError();
+	m->lerr = cudaSuccess;
 	return e == cudaSuccess ? 0 : cuda_fail(m, e, "forward pass");
 }
 
@@ -1162,10 +1521,77 @@ extern "C" void cuda_model_set_graphs(struct cuda_model *m, int on)
 	m->use_graphs = on;
 }
 
+/* The default widest pass of the warp-per-output kernel: measured on an H200 (reports/perf/
+ * cuda-engine-h200.md), 32 rows won at n_embd 1024 (12.4 ms against 19.0 for the tiles at 32
+ * streams) and lost at 4096 (101 against 86): wide inputs take the tiles above 16 rows. */
+static int small_rows_default(const struct cuda_model *m)
+{
+	return m->cfg.n_embd >= 4096 ? SMALL_ROWS / 2 : SMALL_ROWS;
+}
+
 extern "C" void cuda_model_set_small_rows(struct cuda_model *m, int rows)
 {
-	m->small_rows = rows > 0 ? rows : SMALL_ROWS;
+	m->small_rows = rows > 0 ? rows : small_rows_default(m);
 	graphs_drop(m); /* captured passes chose their kernels */
+}
+
+extern "C" int cuda_model_small_rows(const struct cuda_model *m)
+{
+	return m->small_rows;
+}
+
+extern "C" void cuda_model_set_fused(struct cuda_model *m, int on)
+{
+	m->fused = on != 0;
+	graphs_drop(m);
+}
+
+extern "C" int cuda_model_set_pdl(struct cuda_model *m, int on)
+{
+	m->pdl = on && m->pdl_ok;
+	graphs_drop(m);
+	return m->pdl;
+}
+
+__global__ void pdl_probe_kernel(int *p)
+{
+	pdl_enter();
+	if (threadIdx.x == 0)
+		atomicAdd(p, 1);
+}
+
+/* Whether kernels launched with programmatic dependent launch run, directly and captured in a
+ * graph, on this device and driver (a pass that failed halfway could not be retried). */
+static int pdl_probe(struct cuda_model *m)
+{
+	int *p = NULL, got = 0, ok = 0;
+	cudaGraph_t graph = NULL;
+	cudaGraphExec_t exec = NULL;
+	int saved = m->pdl;
+	m->pdl = 1;
+	m->lerr = cudaSuccess;
+	if (cudaMalloc((void **)&p, sizeof(int)) == cudaSuccess && cudaMemsetAsync(p, 0, sizeof(int), m->st) == cudaSuccess) {
+		launch(m, pdl_probe_kernel, dim3(2), 32, p);
+		launch(m, pdl_probe_kernel, dim3(2), 32, p);
+		if (m->lerr == cudaSuccess && cudaStreamBeginCapture(m->st, cudaStreamCaptureModeThreadLocal) == cudaSuccess) {
+			launch(m, pdl_probe_kernel, dim3(2), 32, p);
+			launch(m, pdl_probe_kernel, dim3(2), 32, p);
+			if (cudaStreamEndCapture(m->st, &graph) == cudaSuccess && m->lerr == cudaSuccess &&
+			    cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess && cudaGraphLaunch(exec, m->st) == cudaSuccess &&
+			    cudaMemcpyAsync(&got, p, sizeof(int), cudaMemcpyDeviceToHost, m->st) == cudaSuccess &&
+			    cudaStreamSynchronize(m->st) == cudaSuccess)
+				ok = got == 8;
+		}
+	}
+	if (exec)
+		cudaGraphExecDestroy(exec);
+	if (graph)
+		cudaGraphDestroy(graph);
+	cudaFree(p);
+	cudaGetLastError(); /* a refused launch is not the model's error */
+	m->lerr = cudaSuccess;
+	m->pdl = saved;
+	return ok;
 }
 
 extern "C" int cuda_model_forward(struct cuda_model *m, const struct model_batch *b, const uint8_t *keep, float *logits)
@@ -1366,7 +1792,6 @@ extern "C" struct cuda_model *cuda_model_create(int dev, const struct model_conf
 	m->dev = dev;
 	m->cfg = *cfg;
 	m->use_graphs = 1;
-	m->small_rows = SMALL_ROWS;
 	cudaDeviceGetAttribute(&m->n_sm, cudaDevAttrMultiProcessorCount, dev);
 	{
 		cudaError_t e = cudaStreamCreate(&m->st);
@@ -1375,6 +1800,19 @@ extern "C" struct cuda_model *cuda_model_create(int dev, const struct model_conf
 			free(m);
 			return NULL;
 		}
+	}
+	m->small_rows = small_rows_default(m);
+	if (cudaMalloc((void **)&m->an_count, sizeof(int)) != cudaSuccess ||
+	    cudaMemset(m->an_count, 0, sizeof(int)) != cudaSuccess) {
+		set_err(err, errlen, "cannot allocate 4 bytes on the GPU");
+		goto fail;
+	}
+	m->pdl_ok = pdl_probe(m);
+	{ /* off by default (measured slower at one stream, reports/perf/cuda-engine-h200.md):
+	   * SIXI_CUDA_FUSED=1, SIXI_CUDA_PDL=1 turn them on */
+		const char *f = getenv("SIXI_CUDA_FUSED"), *p = getenv("SIXI_CUDA_PDL");
+		m->fused = f && strcmp(f, "1") == 0;
+		m->pdl = m->pdl_ok && p && strcmp(p, "1") == 0;
 	}
 	m->Hk = c->ssm_n_k_heads;
 	m->Hv = c->ssm_n_v_heads;
@@ -1460,6 +1898,7 @@ extern "C" void cuda_model_destroy(struct cuda_model *m)
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		cudaFree(bufs[i]);
 	cudaFree(m->meta);
+	cudaFree(m->an_count);
 	cudaFreeHost(m->hmeta);
 	free(m->allocs);
 	free(m->layers);
@@ -1557,6 +1996,18 @@ extern "C" void cuda_model_memory(const struct cuda_model *m, struct model_state
 	out->snapshot_ring = L ? ((size_t)m->Hv * m->d * m->d + conv_slot(m)) * m->n_gdn * (L + 1) * S * f : 0;
 	if (weight_bytes)
 		*weight_bytes = m->weight_bytes;
+}
+
+extern "C" void *cuda_host_alloc(size_t bytes)
+{
+	void *p = NULL;
+	return cudaMallocHost(&p, bytes ? bytes : 1) == cudaSuccess ? p : NULL;
+}
+
+extern "C" void cuda_host_free(void *p)
+{
+	if (p)
+		cudaFreeHost(p);
 }
 
 extern "C" const char *cuda_model_error(const struct cuda_model *m)

@@ -44,9 +44,20 @@ void cuda_model_destroy(struct cuda_model *m);
 int cuda_model_forward(struct cuda_model *m, const struct model_batch *b, const uint8_t *keep, float *logits);
 /* Passes of a shape seen before replay a CUDA graph (on, the default) or launch every kernel. */
 void cuda_model_set_graphs(struct cuda_model *m, int on);
-/* Passes of up to `rows` rows (<= 0: the default, 32) take the warp-per-output matrix kernel,
- * wider ones the tiled one (benchmarks compare them). */
+/* Passes of up to `rows` rows (<= 0: the default, 32, or 16 where n_embd >= 4096) take the
+ * warp-per-output matrix kernel, wider ones the tiled one (benchmarks compare them). */
 void cuda_model_set_small_rows(struct cuda_model *m, int rows);
+int cuda_model_small_rows(const struct cuda_model *m);
+/* The fused kernels: conv, norms and gates of a GDN layer in one kernel, the gated norm with
+ * the window update, SwiGLU inside the gate/up product, several weight loads in flight in the
+ * matrix kernel, the add_norm after a product done by its last block (passes up to 4 rows).
+ * Off by default (the first version's kernels; environment SIXI_CUDA_FUSED=1 turns them on at
+ * create): on an H200 they were faster at 8 and 32 streams and slower at one stream and in
+ * the tiled (wide) passes (reports/perf/cuda-engine-h200.md). Benchmarks compare both. */
+void cuda_model_set_fused(struct cuda_model *m, int on);
+/* Programmatic dependent launch (a kernel starts while the one before it drains), where the
+ * device runs it: off by default (SIXI_CUDA_PDL=1: on). Returns whether it is on now. */
+int cuda_model_set_pdl(struct cuda_model *m, int on);
 int cuda_model_slot_reset(struct cuda_model *m, int slot);
 int cuda_model_slot_copy(struct cuda_model *m, int dst, int src);
 /* Drops the slot's last n kept rows: -ERANGE when n is more than it keeps. */
@@ -54,6 +65,10 @@ int cuda_model_slot_rollback(struct cuda_model *m, int slot, int n);
 int cuda_model_slot_pos(const struct cuda_model *m, int slot);
 /* Device bytes by part (model.h's struct model_state_memory) and of the weights. */
 void cuda_model_memory(const struct cuda_model *m, struct model_state_memory *out, size_t *weight_bytes);
+/* Page-locked host memory (the logits copy runs at full bus speed into it), NULL if none;
+ * cuda_host_free accepts NULL. */
+void *cuda_host_alloc(size_t bytes);
+void cuda_host_free(void *p);
 /* The last device error, "" if none. */
 const char *cuda_model_error(const struct cuda_model *m);
 

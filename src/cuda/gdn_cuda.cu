@@ -30,6 +30,9 @@ template <int DK, int SUB, int C> __global__ void __launch_bounds__(32 * WARPS) 
 {
 	constexpr int E = DK / SUB, E4 = E / 4, G = 32 / SUB;
 	static_assert(E4 >= 1 && E % 4 == 0, "a lane holds whole float4s");
+	/* a programmatic launch (a.pdl): wait for the previous kernel, then let the next start */
+	asm volatile("griddepcontrol.wait;" ::: "memory");
+	asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 	const int ns = blockIdx.z, h = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
 	const int grp = lane / SUB, sub = lane % SUB, kh = h % a.H_k, dv = a.d_v;
 	const int wcol0 = (blockIdx.x * WARPS + warp) * G * C;
@@ -133,8 +136,16 @@ template <int DK, int SUB, int C> static int launch(const struct gdn_cuda_args *
 	if (a->d_v % ((32 / SUB) * C))
 		return (int)cudaErrorInvalidValue;
 	dim3 grid((unsigned)((a->d_v + per_block - 1) / per_block), (unsigned)a->H_v, (unsigned)a->ns);
-	gdn_rows_kernel<DK, SUB, C><<<grid, 32 * WARPS, 0, stream>>>(*a);
-	return (int)cudaGetLastError();
+	cudaLaunchAttribute at = {};
+	at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+	at.val.programmaticStreamSerializationAllowed = 1;
+	cudaLaunchConfig_t cfg = {};
+	cfg.gridDim = grid;
+	cfg.blockDim = dim3(32 * WARPS);
+	cfg.stream = stream;
+	cfg.attrs = &at;
+	cfg.numAttrs = a->pdl ? 1 : 0;
+	return (int)cudaLaunchKernelEx(&cfg, gdn_rows_kernel<DK, SUB, C>, *a);
 }
 
 extern "C" int gdn_cuda_rows(const struct gdn_cuda_args *a, void *stream)

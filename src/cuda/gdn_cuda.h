@@ -43,6 +43,9 @@ struct gdn_cuda_args {
 	const float *nk, *nv, *ng, *nbeta; /* new rows' inputs instead of log rows kept.. */
 	int q_stride, v_stride, gb_stride, o_stride; /* floats between rows of q and nk, nv, ng and nbeta, o */
 	const int *wb;                 /* [NS] write back (instead of write_back) */
+	int pdl;                       /* launched with programmatic dependent launch (sm_90): the
+					* kernel may start while the previous kernel drains; it waits
+					* for it before touching memory */
 };
 
 /* Launches on `stream` (a cudaStream_t, 0 for the default). */

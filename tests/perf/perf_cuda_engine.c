@@ -1,10 +1,13 @@
 /* perf_cuda_engine — decode throughput of the CUDA forward pass (cuda/cuda_model.h) on random
  * models of Qwen3.5-0.8B's and Qwen3.5-9B's shapes (BF16 and Q8_0 matrices, the real 248320-row
  * vocabulary), made in memory from a seed: aggregate tok/s at 1, 8, 32 and 128 streams (every
- * stream decodes one row per pass, logits of every row copied back to the host as the engine
- * does), and the one-stream decode time against its floor: the bytes a token must read (every
+ * stream decodes one row per pass, logits of every row copied back into page-locked host memory;
+ * the engine copies into the scheduler's pageable buffer, timed once below), and the one-stream decode time against its floor: the bytes a token must read (every
  * matrix once, the GDN states read and written, the KV rows) over the measured device copy
- * bandwidth. The scheduler's host work is not in these figures (see the server benchmarks).
+ * bandwidth, and one stream again with each of this version's changes left out in turn (no graph,
+ * pageable host memory for the logits, no programmatic launch, the first version's kernels),
+ * with the largest logit difference between the fused and the first version's kernels.
+ * The scheduler's host work is not in these figures (see the server benchmarks).
  * Exits 77 without a GPU. Usage: perf_cuda_engine [0.8b|9b|all [STREAMS]] (default all; STREAMS: only
  * that many streams). */
 #include "core/clock.h"
@@ -157,6 +160,54 @@ static void release(struct mem_model *mm)
 
 static int only_streams; /* argv[2]: run this stream count alone (e.g. under a profiler), 0: all */
 
+/* ms per pass of S streams (slots 0..S-1, already prefilled) decoding one row each, after two
+ * warm-up passes; every row's logits copied to lg. 0 on a failed pass (*rc set). */
+static double time_decode(struct cuda_model *m, int S, int seed, int32_t *tok, int32_t *slot, uint8_t *want, float *lg,
+			  int n_vocab, int *rc)
+{
+	for (int s = 0; s < S; s++)
+		slot[s] = s, want[s] = 1;
+	struct model_batch d = { .n_rows = S, .tokens = tok, .slots = slot, .want_logits = want };
+	int64_t t0 = 0;
+	for (int step = 0; step < STEPS + 2 && !*rc; step++) {
+		if (step == 2)
+			t0 = clock_now_ns(); /* two warm-up passes */
+		for (int s = 0; s < S; s++)
+			tok[s] = (int32_t)((step * seed + s * 17) % n_vocab);
+		*rc = cuda_model_forward(m, &d, NULL, lg);
+	}
+	return *rc ? 0 : (double)(clock_now_ns() - t0) / 1e6 / STEPS;
+}
+
+/* Slots 0..S-1 reset and fed a 16-token prompt each in one pass. */
+static int prefill(struct cuda_model *m, int S, int32_t *tok, int32_t *slot, uint8_t *want, float *lg, int n_vocab)
+{
+	int n = 0;
+	for (int s = 0; s < S; s++) {
+		cuda_model_slot_reset(m, s);
+		for (int i = 0; i < PROMPT; i++, n++) {
+			tok[n] = (int32_t)((s * 7919 + i * 104729) % n_vocab);
+			slot[n] = s;
+			want[n] = i == PROMPT - 1;
+		}
+	}
+	struct model_batch b = { .n_rows = n, .tokens = tok, .slots = slot, .want_logits = want };
+	return cuda_model_forward(m, &b, NULL, lg);
+}
+
+/* One stream's prompt and 8 greedy-free decode steps (fixed tokens); the last logits in out. */
+static int decode_fixed(struct cuda_model *m, int32_t *tok, int32_t *slot, uint8_t *want, float *lg, int n_vocab,
+			float *out)
+{
+	int rc = prefill(m, 1, tok, slot, want, lg, n_vocab);
+	for (int step = 0; step < 8 && !rc; step++) {
+		tok[0] = (int32_t)((step * 7 + 3) % n_vocab), slot[0] = 0, want[0] = 1;
+		struct model_batch d = { .n_rows = 1, .tokens = tok, .slots = slot, .want_logits = want };
+		rc = cuda_model_forward(m, &d, NULL, out);
+	}
+	return rc;
+}
+
 static int run(const char *label, const struct model_config *c, uint32_t type, double bw)
 {
 	static struct mem_model mm;
@@ -177,78 +228,72 @@ static int run(const char *label, const struct model_config *c, uint32_t type, d
 	size_t wbytes = 0;
 	cuda_model_memory(m, &sm, &wbytes);
 	static const int streams[] = { 1, 8, 32, 128 };
+	size_t lg_bytes = sizeof(float) * (size_t)SLOTS * c->n_vocab;
 	int32_t *tok = malloc(sizeof(int32_t) * SLOTS * PROMPT), *slot = malloc(sizeof(int32_t) * SLOTS * PROMPT);
 	uint8_t *want = malloc(SLOTS * PROMPT);
-	float *lg = malloc(sizeof(float) * (size_t)SLOTS * c->n_vocab);
-	int rc = tok && slot && want && lg ? 0 : 1;
+	/* the logits land in page-locked memory, as a server that asks for it gets them */
+	float *lg = cuda_host_alloc(lg_bytes), *lp = malloc(lg_bytes), *ref = malloc(sizeof(float) * c->n_vocab);
+	int rc = tok && slot && want && lg && lp && ref ? 0 : 1;
+	cuda_model_set_fused(m, 1); /* the tables: the fused kernels; the first version's (the engine's default) below */
+	int pdl = cuda_model_set_pdl(m, 1), small = cuda_model_small_rows(m);
 	double one_ms = 0;
-	printf("| %s | streams | ms/pass | aggregate tok/s |\n|---|---:|---:|---:|\n", label);
+	printf("(fused kernels, programmatic dependent launch %s, warp-per-output product up to %d rows, logits into "
+	       "page-locked memory)\n\n| %s | streams | ms/pass | aggregate tok/s |\n|---|---:|---:|---:|\n",
+	       pdl ? "on" : "not available", small, label);
 	for (size_t k = 0; !rc && k < sizeof streams / sizeof streams[0]; k++) {
-		int S = streams[k], n = 0;
+		int S = streams[k];
 		if (only_streams && S != only_streams)
 			continue;
-		for (int s = 0; s < S; s++) {
-			cuda_model_slot_reset(m, s);
-			for (int i = 0; i < PROMPT; i++, n++) {
-				tok[n] = (int32_t)((s * 7919 + i * 104729) % c->n_vocab);
-				slot[n] = s;
-				want[n] = i == PROMPT - 1;
-			}
-		}
-		struct model_batch b = { .n_rows = n, .tokens = tok, .slots = slot, .want_logits = want };
-		if ((rc = cuda_model_forward(m, &b, NULL, lg)))
+		if ((rc = prefill(m, S, tok, slot, want, lg, c->n_vocab)))
 			break;
-		for (int s = 0; s < S; s++)
-			slot[s] = s, want[s] = 1;
-		struct model_batch d = { .n_rows = S, .tokens = tok, .slots = slot, .want_logits = want };
-		int64_t t0 = 0;
-		for (int step = 0; step < STEPS + 2 && !rc; step++) {
-			if (step == 2)
-				t0 = clock_now_ns(); /* two warm-up passes */
-			for (int s = 0; s < S; s++)
-				tok[s] = (int32_t)((step * 31 + s * 17) % c->n_vocab);
-			rc = cuda_model_forward(m, &d, NULL, lg);
-		}
+		double ms = time_decode(m, S, 31, tok, slot, want, lg, c->n_vocab, &rc);
 		if (rc)
 			break;
-		double ms = (double)(clock_now_ns() - t0) / 1e6 / STEPS;
 		if (S == 1)
 			one_ms = ms;
 		printf("| %s | %d | %.3f | %.0f |\n", label, S, ms, S * 1000.0 / ms);
 	}
-	double tiled_ms = 0; /* 32 streams again through the tiled kernel (the choice up to 16 rows) */
-	if (!rc && (!only_streams || only_streams == 32)) {
-		cuda_model_set_small_rows(m, 16);
-		for (int s = 0; s < 32; s++)
-			slot[s] = s, want[s] = 1;
-		struct model_batch d = { .n_rows = 32, .tokens = tok, .slots = slot, .want_logits = want };
-		int64_t t0 = 0;
-		for (int step = 0; step < STEPS + 2 && !rc; step++) {
-			if (step == 2)
-				t0 = clock_now_ns();
-			for (int s = 0; s < 32; s++)
-				tok[s] = (int32_t)((step * 37 + s * 13) % c->n_vocab);
-			rc = cuda_model_forward(m, &d, NULL, lg);
-		}
-		tiled_ms = (double)(clock_now_ns() - t0) / 1e6 / STEPS;
+	if (!rc && (!only_streams || only_streams == 32)) { /* 32 streams through the other matrix kernel */
+		int alt = small >= 32 ? 16 : 32;
+		cuda_model_set_small_rows(m, alt);
+		rc = prefill(m, 32, tok, slot, want, lg, c->n_vocab);
+		double ms = rc ? 0 : time_decode(m, 32, 37, tok, slot, want, lg, c->n_vocab, &rc);
 		cuda_model_set_small_rows(m, 0);
-		printf("| %s | 32, tiled kernel | %.3f | %.0f |\n", label, tiled_ms, 32 * 1000.0 / tiled_ms);
+		if (!rc)
+			printf("| %s | 32, %s kernel | %.3f | %.0f |\n", label, alt == 16 ? "tiled" : "warp-per-output", ms,
+			       32 * 1000.0 / ms);
 	}
-	double plain_ms = 0; /* one stream again, every kernel launched (no graph) */
-	if (!rc) {
+	/* one stream again: no graph; pageable logits; without PDL; the first version's kernels */
+	double plain_ms = 0, pageable_ms = 0, nopdl_ms = 0, first_ms = 0, agree = -1;
+	if (!rc) { /* each from the same prompt, so that attention reads as many positions */
 		cuda_model_set_graphs(m, 0);
-		cuda_model_slot_reset(m, 0);
-		struct model_batch d = { .n_rows = 1, .tokens = tok, .slots = slot, .want_logits = want };
-		slot[0] = 0, want[0] = 1;
-		int64_t t0 = 0;
-		for (int step = 0; step < STEPS + 2 && !rc; step++) {
-			if (step == 2)
-				t0 = clock_now_ns();
-			tok[0] = (int32_t)(step * 31 % c->n_vocab);
-			rc = cuda_model_forward(m, &d, NULL, lg);
-		}
-		plain_ms = (double)(clock_now_ns() - t0) / 1e6 / STEPS;
+		if (!(rc = prefill(m, 1, tok, slot, want, lg, c->n_vocab)))
+			plain_ms = time_decode(m, 1, 31, tok, slot, want, lg, c->n_vocab, &rc);
 		cuda_model_set_graphs(m, 1);
+		if (!rc && !(rc = prefill(m, 1, tok, slot, want, lg, c->n_vocab)))
+			pageable_ms = time_decode(m, 1, 31, tok, slot, want, lp, c->n_vocab, &rc);
+		cuda_model_set_pdl(m, 0);
+		if (!rc && !(rc = prefill(m, 1, tok, slot, want, lg, c->n_vocab)))
+			nopdl_ms = time_decode(m, 1, 31, tok, slot, want, lg, c->n_vocab, &rc);
+		cuda_model_set_fused(m, 0);
+		if (!rc && !(rc = prefill(m, 1, tok, slot, want, lg, c->n_vocab)))
+			first_ms = time_decode(m, 1, 31, tok, slot, want, lg, c->n_vocab, &rc);
+		/* the same tokens through both kernel sets: largest difference of the last logits */
+		if (!rc)
+			rc = decode_fixed(m, tok, slot, want, lg, c->n_vocab, ref);
+		cuda_model_set_fused(m, 1);
+		cuda_model_set_pdl(m, 1);
+		if (!rc)
+			rc = decode_fixed(m, tok, slot, want, lg, c->n_vocab, lp);
+		if (!rc) {
+			double mx = 0, d = 0;
+			for (int i = 0; i < c->n_vocab; i++) {
+				mx = fabs(ref[i]) > mx ? fabs(ref[i]) : mx;
+				double e = fabs((double)lp[i] - ref[i]);
+				d = e > d || isnan(e) ? e : d;
+			}
+			agree = mx > 0 ? d / mx : d;
+		}
 	}
 	if (rc) {
 		fprintf(stderr, "perf_cuda_engine: %s: pass failed (%d): %s\n", label, rc, cuda_model_error(m));
@@ -258,13 +303,20 @@ static int run(const char *label, const struct model_config *c, uint32_t type, d
 		double bytes = (double)mm.matrix_bytes + 2.0 * (double)sm.gdn_state / SLOTS + kv;
 		double floor_ms = bytes / bw * 1e3; /* bw counts a copy's bytes read + written: what DRAM moves */
 		printf("\n%s one-stream decode: %.3f ms/token; floor %.3f ms (%.1f MB read at %.2f TB/s) = %.0f %% of the floor's "
-		       "speed (%.3f ms/token with every kernel launched, no graph); weights on the GPU %.2f GB\n\n", label,
-		       one_ms, floor_ms, bytes / 1e6, bw / 1e12, 100.0 * floor_ms / one_ms, plain_ms, (double)wbytes / 1e9);
+		       "speed; weights on the GPU %.2f GB\n", label, one_ms, floor_ms, bytes / 1e6, bw / 1e12,
+		       100.0 * floor_ms / one_ms, (double)wbytes / 1e9);
+		printf("  the same, every kernel launched (no graph) %.3f ms; logits into pageable memory %.3f ms; without "
+		       "programmatic launch %.3f ms; the first version's kernels (no fusion, no PDL) %.3f ms = %.0f %% of the "
+		       "floor\n", plain_ms, pageable_ms, nopdl_ms, first_ms, 100.0 * floor_ms / first_ms);
+		printf("  fused vs first version's kernels, same 24 tokens: largest logit difference %.3g of the largest "
+		       "logit\n\n", agree);
 	}
 	free(tok);
 	free(slot);
 	free(want);
-	free(lg);
+	cuda_host_free(lg);
+	free(lp);
+	free(ref);
 	cuda_model_destroy(m);
 	return rc ? 1 : 0;
 }

@@ -428,14 +428,29 @@ static int get_f32(struct loader *ld, float **out, const char *name, int ne0, in
 /* One matrix per expert over a 3-D tensor [n_in, n_out, n_expert] (ggml order: expert e's
  * rows follow expert e-1's); `first` and `n_out` pick rows [first, first + n_out) of each
  * expert's n_total rows (a merged gate_up tensor holds gate then up). */
+static void expert_hint(const struct model_config *c, char *hint, size_t n)
+{
+	snprintf(hint, n,
+		 " (from qwen35moe.expert_count %d, expert_feed_forward_length %d, embedding_length %d: "
+		 "the file's metadata and its tensors disagree; re-convert it)",
+		 c->n_expert, c->n_ff_exp, c->n_embd);
+}
+
+/* The router: n_embd -> n_expert, its shape checked against expert_count. */
+static int get_router(struct loader *ld, const struct model_config *c, struct kern_mat *m, const char *name)
+{
+	char hint[200];
+	expert_hint(c, hint, sizeof(hint));
+	if (!get_tensor3(ld, name, (uint64_t)c->n_embd, (uint64_t)c->n_expert, 1, 0, hint))
+		return -EINVAL;
+	return get_mat(ld, m, name, c->n_embd, c->n_expert);
+}
+
 static int get_experts(struct loader *ld, const struct model_config *c, struct kern_mat **out, const char *name,
 		       int n_in, int n_total, int first, int n_out)
 {
 	char hint[200];
-	snprintf(hint, sizeof(hint),
-		 " (from qwen35moe.expert_count %d, expert_feed_forward_length %d, embedding_length %d: "
-		 "the file's metadata and its tensors disagree; re-convert it)",
-		 c->n_expert, c->n_ff_exp, c->n_embd);
+	expert_hint(c, hint, sizeof(hint));
 	const struct model_tensor *t =
 		get_tensor3(ld, name, (uint64_t)n_in, (uint64_t)n_total, (uint64_t)c->n_expert, 0, hint);
 	if (!t)
@@ -591,7 +606,7 @@ static int load_layer(struct model *m, struct loader *ld, int il)
 	    (rc = get_mat(ld, &l->ffn_down, NAME(moe ? "ffn_down_shexp.weight" : "ffn_down.weight"), c->n_ff, E)))
 		return rc;
 	if (moe) {
-		if ((rc = get_mat(ld, &l->router, NAME("ffn_gate_inp.weight"), E, c->n_expert)) ||
+		if ((rc = get_router(ld, c, &l->router, NAME("ffn_gate_inp.weight"))) ||
 		    (rc = get_mat(ld, &l->shexp_gate, NAME("ffn_gate_inp_shexp.weight"), E, 1)) ||
 		    (rc = get_experts(ld, c, &l->exp_down, NAME("ffn_down_exps.weight"), F, E, 0, E)))
 			return rc;

@@ -160,11 +160,12 @@ int model_commit(struct model *m, struct model_state *s, int slot);
 const float *model_state_slot_gdn(const struct model_state *s, int slot, int gdn, size_t *n_floats);
 
 /* ---- building and writing ---- */
-/* Fills cfg from the qwen35.* keys of g. -EINVAL with "FILE: key ..." in err when a key is
- * missing or out of range, or the architecture is not qwen35. */
+/* Fills cfg from the qwen35.* (or qwen35moe.*) keys of g. -EINVAL with "FILE: key ..." in err
+ * when a key is missing or out of range, or the architecture is neither. */
 int model_config_from_gguf(const struct gguf *g, const char *path, struct model_config *cfg, char *err,
 			   size_t errlen);
-/* Writes general.architecture and the qwen35.* keys of cfg (as llama.cpp reads them). */
+/* Writes general.architecture and the qwen35.* keys of cfg (as llama.cpp reads them);
+ * qwen35moe and its expert_* keys when cfg->n_expert > 0. */
 int model_config_to_gguf(const struct model_config *cfg, struct gguf_writer *w);
 /* Sanity of a config: positive sizes, heads that divide, n_rot even and <= head_dim. */
 int model_config_check(const struct model_config *cfg, char *err, size_t errlen);

@@ -3,6 +3,7 @@
 #include "core/log.h"
 #include "eval/grade.h"
 #include "eval/import.h"
+#include "eval/kl.h"
 #include "eval/offline.h"
 #include "eval/preflight.h"
 #include "eval/protocol.h"
@@ -44,6 +45,8 @@ static const char usage[] =
 	"  summary RUN [--json]                   pass rate, classes, tokens, pass@k, majority vote\n"
 	"  export RUN --csv|--jsonl               one line per attempt with the raw text\n"
 	"  regrade RUN --max-tokens N,N,...       cut stored replies at smaller budgets and regrade\n"
+	"  kl --reference REF.gguf --model CAND.gguf --text FILE [--ctx N] [--positions N] [--threads N]\n"
+	"                                         KL divergence of a quantised file to its reference (sixi-eval kl --help)\n"
 	"Common: --db PATH (default results/sixi.db), --json (summary as JSON on stdout), --no-preflight,\n"
 	"        --ready-timeout S.\n"
 	"DATASET is a .jsonl file or a folder with tasks.jsonl (format: datasets/README.md).\n";
@@ -452,6 +455,8 @@ int main(int argc, char **argv)
 		return cmd_grade(argc - 1, argv + 1);
 	if (strcmp(cmd, "import") == 0)
 		return import_cmd_main(argc - 1, argv + 1);
+	if (strcmp(cmd, "kl") == 0)
+		return kl_cmd_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "export") == 0 || strcmp(cmd, "regrade") == 0 || strcmp(cmd, "summary") == 0)
 		return cmd_rows(cmd, argc - 1, argv + 1);
 	if (strcmp(cmd, "run") == 0 || strcmp(cmd, "resume") == 0) {

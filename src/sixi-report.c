@@ -4,7 +4,10 @@
 #include "core/json.h"
 #include "report/build.h"
 #include "report/calc.h"
+#include "report/db.h"
 #include "report/doc.h"
+#include "report/kl.h"
+#include "store/store.h"
 #include <errno.h>
 #include <gsl/gsl_errno.h>
 #include <limits.h>
@@ -23,6 +26,7 @@ static void usage(FILE *f)
 		"          [--intersect] [--allow-config-diff] [--seed N] [--resamples N]\n"
 		"  bench --db DB RUN [RUN...]     serving benchmark runs: throughput, TTFT, prefill per level\n"
 		"  check REPORT [--db DB]         re-run a rendered report's queries; list numbers that changed\n"
+		"  kl [RUN...] [--db DB] [--json] sixi-eval kl runs side by side: mean/p99 KL, top-1, perplexity ratio\n"
 		"output options of compare and bench:\n"
 		"  --out BASE        write BASE.md, BASE.html, BASE-<table>.csv, BASE.sixi.json and plots\n"
 		"                    (default reports/COMMAND)\n"
@@ -170,6 +174,41 @@ static int cmd_check(int argc, char **argv)
 	return rc;
 }
 
+/* sixi-report kl [RUN...] [--db DB] [--json] */
+static int cmd_kl(int argc, char **argv)
+{
+	const char *db = STORE_DEFAULT_PATH;
+	bool json = false;
+	int64_t runs[256];
+	size_t n = 0;
+	for (int i = 0; i < argc; i++) {
+		char *end = NULL;
+		if (strcmp(argv[i], "--db") == 0 && i + 1 < argc) {
+			db = argv[++i];
+		} else if (strcmp(argv[i], "--json") == 0) {
+			json = true;
+		} else if (argv[i][0] != '-' && n < 256 && (runs[n] = strtoll(argv[i], &end, 10)) > 0 && end && !*end) {
+			n++;
+		} else {
+			log_error("kl: unexpected argument '%s' (usage: sixi-report kl [RUN...] [--db DB] [--json])", argv[i]);
+			return 2;
+		}
+	}
+	char err[1024] = "";
+	struct store *s = report_db_open(db, err, sizeof err);
+	if (!s) {
+		log_error("%s", err);
+		return 2;
+	}
+	int rc = report_kl(s, runs, n, json, stdout, err, sizeof err);
+	store_close(s);
+	if (rc) {
+		log_error("kl: %s", err);
+		return 2;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	gsl_set_error_handler_off();
@@ -202,6 +241,8 @@ int main(int argc, char **argv)
 		return cmd_report(cmd, argc - 2, argv + 2);
 	if (strcmp(cmd, "check") == 0)
 		return cmd_check(argc - 2, argv + 2);
-	log_error("unknown command '%s' (stats, compare, bench, check; see sixi-report --help)", cmd);
+	if (strcmp(cmd, "kl") == 0)
+		return cmd_kl(argc - 2, argv + 2);
+	log_error("unknown command '%s' (stats, compare, bench, check, kl; see sixi-report --help)", cmd);
 	return 2;
 }

@@ -12,6 +12,8 @@
 #ifdef SIXI_HAVE_CUDA
 #include "cuda/engine_cuda.h"
 #endif
+#include "model/gguf.h"
+#include "model/kernels.h"
 #include "model/tiny.h"
 #include "model/tok_cmd.h"
 #include "plan/plan.h"
@@ -32,6 +34,7 @@ static void usage(FILE *f)
 		"usage: sixi-server --simulate PRESET|FILE.json [options]\n"
 		"       sixi-server --model FILE.gguf [options]\n"
 		"       sixi-server --write-tiny PATH   (writes the embedded tiny model as GGUF)\n"
+		"       sixi-server --write-tiny PATH --moe [--type TYPE]   (its qwen35moe variant, matrices as TYPE)\n"
 		"       sixi-server --tokenize FILE TEXT | --detokenize FILE ID...\n"
 		"\n"
 		"Engine:\n"
@@ -270,15 +273,36 @@ int main(int argc, char **argv)
 		return tok_cmd_main(argc, argv);
 	if (argc > 1 && strcmp(argv[1], "--write-tiny") == 0) {
 		char werr[1024];
-		if (argc != 3) {
-			fprintf(stderr, "sixi-server: usage: sixi-server --write-tiny PATH\n");
+		int moe = 0, bad = argc < 3;
+		uint32_t type = GGUF_TENSOR_F32;
+		for (int i = 3; i < argc && !bad; i++) {
+			if (strcmp(argv[i], "--moe") == 0) {
+				moe = 1;
+			} else if (strcmp(argv[i], "--type") == 0 && i + 1 < argc) {
+				const char *tn = argv[++i];
+				type = UINT32_MAX;
+				for (uint32_t t = 0; t < 64 && type == UINT32_MAX; t++)
+					if (kern_type_supported(t) && strcmp(gguf_type_name(t), tn) == 0)
+						type = t;
+				if (type == UINT32_MAX) {
+					fprintf(stderr, "sixi-server: --write-tiny: --type %s is not a weight type sixi writes "
+						"(F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS)\n", tn);
+					return 2;
+				}
+			} else {
+				bad = 1;
+			}
+		}
+		if (bad || (type != GGUF_TENSOR_F32 && !moe)) {
+			fprintf(stderr, "sixi-server: usage: sixi-server --write-tiny PATH [--moe [--type TYPE]]\n");
 			return 2;
 		}
-		if (model_write_tiny(argv[2], werr, sizeof werr) != 0) {
+		if ((moe ? model_write_tiny_moe(argv[2], type, werr, sizeof werr) : model_write_tiny(argv[2], werr, sizeof werr)) !=
+		    0) {
 			fprintf(stderr, "sixi-server: --write-tiny: %s\n", werr);
 			return 1;
 		}
-		fprintf(stderr, "sixi-server: wrote the tiny model to %s\n", argv[2]);
+		fprintf(stderr, "sixi-server: wrote the tiny %smodel to %s\n", moe ? "qwen35moe " : "", argv[2]);
 		return 0;
 	}
 	struct server_config cfg;

@@ -33,6 +33,12 @@
 /* ======== config ======== */
 
 static const char ARCH[] = "qwen35";
+static const char ARCH_MOE[] = "qwen35moe";
+
+static const char *arch_of(const struct model_config *c)
+{
+	return c->n_expert > 0 ? ARCH_MOE : ARCH;
+}
 
 int model_config_check(const struct model_config *c, char *err, size_t errlen)
 {
@@ -40,6 +46,13 @@ int model_config_check(const struct model_config *c, char *err, size_t errlen)
 	    c->n_head_kv <= 0 || c->head_dim <= 0 || c->ssm_conv_kernel <= 0 || c->ssm_head_dim <= 0 ||
 	    c->ssm_n_k_heads <= 0 || c->ssm_n_v_heads <= 0 || c->full_attn_interval <= 0) {
 		err_set(err, errlen, "a size is zero or negative");
+		return -EINVAL;
+	}
+	if (c->n_expert < 0 || c->n_expert > 4096 || (c->n_expert > 0 && (c->n_expert_used <= 0 ||
+	    c->n_expert_used > c->n_expert || c->n_ff_exp <= 0 || c->n_ff_exp > (1 << 22)))) {
+		err_set(err, errlen,
+			"expert_used_count %d must be between 1 and expert_count %d (at most 4096), and "
+			"expert_feed_forward_length %d positive", c->n_expert_used, c->n_expert, c->n_ff_exp);
 		return -EINVAL;
 	}
 	if (c->n_head % c->n_head_kv) {
@@ -70,17 +83,17 @@ int model_config_check(const struct model_config *c, char *err, size_t errlen)
 	return 0;
 }
 
-static int key_int(const struct gguf *g, const char *path, const char *suffix, int *out, int required,
-		   char *err, size_t errlen)
+static int key_int(const struct gguf *g, const char *path, const char *arch, const char *suffix, int *out,
+		   int required, char *err, size_t errlen)
 {
 	char key[128];
-	snprintf(key, sizeof(key), "%s.%s", ARCH, suffix);
+	snprintf(key, sizeof(key), "%s.%s", arch, suffix);
 	int64_t v;
 	if (!gguf_get_i64(g, key, &v)) {
 		if (!required)
 			return 0;
-		err_set(err, errlen, "%s: missing or non-integer metadata key '%s' (a qwen35 GGUF needs it)", path,
-			key);
+		err_set(err, errlen, "%s: missing or non-integer metadata key '%s' (a %s GGUF needs it)", path,
+			key, arch);
 		return -EINVAL;
 	}
 	if (v < 0 || v > (1LL << 31) - 1) {
@@ -91,16 +104,17 @@ static int key_int(const struct gguf *g, const char *path, const char *suffix, i
 	return 0;
 }
 
-static int key_float(const struct gguf *g, const char *path, const char *suffix, float *out, int required,
-		     char *err, size_t errlen)
+static int key_float(const struct gguf *g, const char *path, const char *arch, const char *suffix, float *out,
+		     int required, char *err, size_t errlen)
 {
 	char key[128];
-	snprintf(key, sizeof(key), "%s.%s", ARCH, suffix);
+	snprintf(key, sizeof(key), "%s.%s", arch, suffix);
 	double v;
 	if (!gguf_get_f64(g, key, &v)) {
 		if (!required)
 			return 0;
-		err_set(err, errlen, "%s: missing or non-float metadata key '%s' (a qwen35 GGUF needs it)", path, key);
+		err_set(err, errlen, "%s: missing or non-float metadata key '%s' (a %s GGUF needs it)", path, key,
+			arch);
 		return -EINVAL;
 	}
 	*out = (float)v;
@@ -116,48 +130,72 @@ int model_config_from_gguf(const struct gguf *g, const char *path, struct model_
 		err_set(err, errlen, "%s: missing metadata key 'general.architecture'", path);
 		return -EINVAL;
 	}
-	if (strcmp(arch, ARCH) != 0) {
-		err_set(err, errlen, "%s: architecture '%s' is not supported (supported: qwen35)", path, arch);
+	if (strcmp(arch, ARCH) != 0 && strcmp(arch, ARCH_MOE) != 0) {
+		err_set(err, errlen, "%s: architecture '%s' is not supported (supported: qwen35, qwen35moe)", path, arch);
 		return -EINVAL;
 	}
+	int moe = strcmp(arch, ARCH_MOE) == 0;
 	int inner = 0, rc = 0;
 	c->full_attn_interval = 4;
 	c->rope_theta = 10000.0f;
 	c->n_ctx_train = 4096;
-	if ((rc = key_int(g, path, "embedding_length", &c->n_embd, 1, err, errlen)) ||
-	    (rc = key_int(g, path, "block_count", &c->n_layer, 1, err, errlen)) ||
-	    (rc = key_int(g, path, "feed_forward_length", &c->n_ff, 1, err, errlen)) ||
-	    (rc = key_int(g, path, "attention.head_count", &c->n_head, 1, err, errlen)) ||
-	    (rc = key_int(g, path, "attention.head_count_kv", &c->n_head_kv, 1, err, errlen)) ||
-	    (rc = key_int(g, path, "ssm.conv_kernel", &c->ssm_conv_kernel, 1, err, errlen)) ||
-	    (rc = key_int(g, path, "ssm.state_size", &c->ssm_head_dim, 1, err, errlen)) ||
-	    (rc = key_int(g, path, "ssm.group_count", &c->ssm_n_k_heads, 1, err, errlen)) ||
-	    (rc = key_int(g, path, "ssm.time_step_rank", &c->ssm_n_v_heads, 1, err, errlen)) ||
-	    (rc = key_int(g, path, "ssm.inner_size", &inner, 1, err, errlen)) ||
-	    (rc = key_int(g, path, "full_attention_interval", &c->full_attn_interval, 0, err, errlen)) ||
-	    (rc = key_int(g, path, "context_length", &c->n_ctx_train, 0, err, errlen)) ||
-	    (rc = key_float(g, path, "attention.layer_norm_rms_epsilon", &c->norm_eps, 1, err, errlen)) ||
-	    (rc = key_float(g, path, "rope.freq_base", &c->rope_theta, 0, err, errlen)))
+	if ((rc = key_int(g, path, arch, "embedding_length", &c->n_embd, 1, err, errlen)) ||
+	    (rc = key_int(g, path, arch, "block_count", &c->n_layer, 1, err, errlen)) ||
+	    (rc = key_int(g, path, arch, "feed_forward_length", &c->n_ff, !moe, err, errlen)) ||
+	    (rc = key_int(g, path, arch, "attention.head_count", &c->n_head, 1, err, errlen)) ||
+	    (rc = key_int(g, path, arch, "attention.head_count_kv", &c->n_head_kv, 1, err, errlen)) ||
+	    (rc = key_int(g, path, arch, "ssm.conv_kernel", &c->ssm_conv_kernel, 1, err, errlen)) ||
+	    (rc = key_int(g, path, arch, "ssm.state_size", &c->ssm_head_dim, 1, err, errlen)) ||
+	    (rc = key_int(g, path, arch, "ssm.group_count", &c->ssm_n_k_heads, 1, err, errlen)) ||
+	    (rc = key_int(g, path, arch, "ssm.time_step_rank", &c->ssm_n_v_heads, 1, err, errlen)) ||
+	    (rc = key_int(g, path, arch, "ssm.inner_size", &inner, 1, err, errlen)) ||
+	    (rc = key_int(g, path, arch, "full_attention_interval", &c->full_attn_interval, 0, err, errlen)) ||
+	    (rc = key_int(g, path, arch, "context_length", &c->n_ctx_train, 0, err, errlen)) ||
+	    (rc = key_float(g, path, arch, "attention.layer_norm_rms_epsilon", &c->norm_eps, 1, err, errlen)) ||
+	    (rc = key_float(g, path, arch, "rope.freq_base", &c->rope_theta, 0, err, errlen)))
 		return rc;
+	if (moe) {
+		/* llama.cpp's defaults: an expert's width n_ff / expert_used_count, the shared
+		 * expert's n_ff, when the expert_* lengths are absent */
+		int n_ff = c->n_ff, shexp = 0;
+		if ((rc = key_int(g, path, arch, "expert_count", &c->n_expert, 1, err, errlen)) ||
+		    (rc = key_int(g, path, arch, "expert_used_count", &c->n_expert_used, 1, err, errlen)) ||
+		    (rc = key_int(g, path, arch, "expert_feed_forward_length", &c->n_ff_exp, 0, err, errlen)) ||
+		    (rc = key_int(g, path, arch, "expert_shared_feed_forward_length", &shexp, 0, err, errlen)))
+			return rc;
+		if (c->n_expert <= 0 || c->n_expert_used <= 0 || c->n_expert_used > c->n_expert) {
+			err_set(err, errlen, "%s: qwen35moe.expert_used_count %d must be between 1 and expert_count %d", path,
+				c->n_expert_used, c->n_expert);
+			return -EINVAL;
+		}
+		if (!c->n_ff_exp)
+			c->n_ff_exp = n_ff / c->n_expert_used;
+		c->n_ff = shexp ? shexp : n_ff;
+		if (c->n_ff_exp <= 0 || c->n_ff <= 0) {
+			err_set(err, errlen, "%s: qwen35moe needs expert_feed_forward_length and "
+				"expert_shared_feed_forward_length (or feed_forward_length)", path);
+			return -EINVAL;
+		}
+	}
 	if (c->n_head <= 0) {
-		err_set(err, errlen, "%s: qwen35.attention.head_count must be positive", path);
+		err_set(err, errlen, "%s: %s.attention.head_count must be positive", path, arch);
 		return -EINVAL;
 	}
 	c->head_dim = c->n_embd / c->n_head;
 	int vlen = -1;
-	if ((rc = key_int(g, path, "attention.key_length", &c->head_dim, 0, err, errlen)) ||
-	    (rc = key_int(g, path, "attention.value_length", &vlen, 0, err, errlen)))
+	if ((rc = key_int(g, path, arch, "attention.key_length", &c->head_dim, 0, err, errlen)) ||
+	    (rc = key_int(g, path, arch, "attention.value_length", &vlen, 0, err, errlen)))
 		return rc;
 	if (vlen >= 0 && vlen != c->head_dim) {
-		err_set(err, errlen, "%s: qwen35.attention.value_length %d differs from key_length %d (unsupported)",
-			path, vlen, c->head_dim);
+		err_set(err, errlen, "%s: %s.attention.value_length %d differs from key_length %d (unsupported)",
+			path, arch, vlen, c->head_dim);
 		return -EINVAL;
 	}
 	c->n_rot = c->head_dim;
-	if ((rc = key_int(g, path, "rope.dimension_count", &c->n_rot, 0, err, errlen)))
+	if ((rc = key_int(g, path, arch, "rope.dimension_count", &c->n_rot, 0, err, errlen)))
 		return rc;
 	if (inner != c->ssm_n_v_heads * c->ssm_head_dim) {
-		err_set(err, errlen, "%s: qwen35.ssm.inner_size %d != time_step_rank %d x state_size %d", path, inner,
+		err_set(err, errlen, "%s: %s.ssm.inner_size %d != time_step_rank %d x state_size %d", path, arch, inner,
 			c->ssm_n_v_heads, c->ssm_head_dim);
 		return -EINVAL;
 	}
@@ -182,16 +220,17 @@ int model_config_from_gguf(const struct gguf *g, const char *path, struct model_
 int model_config_to_gguf(const struct model_config *c, struct gguf_writer *w)
 {
 	char k[128];
-	int rc = gguf_writer_set_str(w, "general.architecture", ARCH);
+	const char *arch = arch_of(c);
+	int rc = gguf_writer_set_str(w, "general.architecture", arch);
 #define U32(suffix, v)                                                        \
 	do {                                                                  \
-		snprintf(k, sizeof(k), "%s.%s", ARCH, suffix);                \
+		snprintf(k, sizeof(k), "%s.%s", arch, suffix);                \
 		if (!rc)                                                      \
 			rc = gguf_writer_set_u32(w, k, (uint32_t)(v));        \
 	} while (0)
 #define F32(suffix, v)                                                 \
 	do {                                                           \
-		snprintf(k, sizeof(k), "%s.%s", ARCH, suffix);         \
+		snprintf(k, sizeof(k), "%s.%s", arch, suffix);         \
 		if (!rc)                                               \
 			rc = gguf_writer_set_f32(w, k, (float)(v));    \
 	} while (0)
@@ -212,6 +251,12 @@ int model_config_to_gguf(const struct model_config *c, struct gguf_writer *w)
 	U32("ssm.time_step_rank", c->ssm_n_v_heads);
 	U32("ssm.inner_size", c->ssm_n_v_heads * c->ssm_head_dim);
 	U32("full_attention_interval", c->full_attn_interval);
+	if (c->n_expert > 0) {
+		U32("expert_count", c->n_expert);
+		U32("expert_used_count", c->n_expert_used);
+		U32("expert_feed_forward_length", c->n_ff_exp);
+		U32("expert_shared_feed_forward_length", c->n_ff);
+	}
 #undef U32
 #undef F32
 	/* llama.cpp's qwen35 loader requires the mRoPE sections; for text all three position
@@ -221,7 +266,7 @@ int model_config_to_gguf(const struct model_config *c, struct gguf_writer *w)
 	sec[0] = half - 2 * (half / 3);
 	sec[1] = half / 3;
 	sec[2] = half / 3;
-	snprintf(k, sizeof(k), "%s.rope.dimension_sections", ARCH);
+	snprintf(k, sizeof(k), "%s.rope.dimension_sections", arch);
 	if (!rc)
 		rc = gguf_writer_set_arr_num(w, k, GGUF_TYPE_INT32, sec, 4);
 	return rc;
@@ -249,9 +294,14 @@ struct layer {
 	struct kern_mat wk, wv; /* n_embd -> n_head_kv*head_dim */
 	struct kern_mat wo;     /* n_head*head_dim -> n_embd */
 	float *q_norm, *k_norm; /* [head_dim] */
-	/* MLP */
+	/* MLP (qwen35moe: the shared expert) */
 	struct kern_mat ffn_gate, ffn_up; /* n_embd -> n_ff */
 	struct kern_mat ffn_down;         /* n_ff -> n_embd */
+	/* MoE (qwen35moe): views of the 3-D expert tensors, one matrix per expert */
+	struct kern_mat router;           /* n_embd -> n_expert (ffn_gate_inp) */
+	struct kern_mat shexp_gate;       /* n_embd -> 1 (ffn_gate_inp_shexp), sigmoid-ed */
+	struct kern_mat *exp_gate, *exp_up; /* [n_expert]: n_embd -> n_ff_exp */
+	struct kern_mat *exp_down;        /* [n_expert]: n_ff_exp -> n_embd */
 };
 
 struct model {
@@ -269,6 +319,8 @@ struct model {
 	/* forward scratch, grown on demand */
 	float *work;
 	size_t work_floats;
+	int32_t *iwork;                  /* MoE routing: [N*k chosen][n_expert+1 offsets][N*k grouped rows] */
+	size_t iwork_n;
 	int n_threads;
 	void *wmap;                      /* weight matrices copied into huge pages (or NULL) */
 	size_t wmap_len;                 /* bytes mapped at wmap */
@@ -297,9 +349,10 @@ struct loader {
 	size_t errlen;
 };
 
-/* A tensor of exactly ne0 x ne1 (ne1 = 1 for vectors; trailing dimensions must be 1). */
-static const struct model_tensor *get_tensor(struct loader *ld, const char *name, uint64_t ne0, uint64_t ne1,
-					     int optional)
+/* A tensor of exactly ne0 x ne1 x ne2 (1 for the dimensions it lacks; the fourth must be 1).
+ * `hint` (or NULL) is added to a shape mismatch's message. */
+static const struct model_tensor *get_tensor3(struct loader *ld, const char *name, uint64_t ne0, uint64_t ne1,
+					      uint64_t ne2, int optional, const char *hint)
 {
 	const struct model_tensor *t = ld->find(ld->ctx, name);
 	if (!t) {
@@ -314,20 +367,31 @@ static const struct model_tensor *get_tensor(struct loader *ld, const char *name
 	uint64_t ne[4] = { 1, 1, 1, 1 };
 	for (uint32_t i = 0; i < t->n_dims && i < 4; i++)
 		ne[i] = t->ne[i];
-	if (t->n_dims > 4 || ne[0] != ne0 || ne[1] != ne1 || ne[2] != 1 || ne[3] != 1) {
-		err_set(ld->err, ld->errlen, "%s: tensor '%s' has shape [%llu, %llu, %llu, %llu], expected [%llu, %llu]",
+	if (t->n_dims > 4 || ne[0] != ne0 || ne[1] != ne1 || ne[2] != ne2 || ne[3] != 1) {
+		char want[96];
+		if (ne2 == 1)
+			snprintf(want, sizeof(want), "[%llu, %llu]", (unsigned long long)ne0, (unsigned long long)ne1);
+		else
+			snprintf(want, sizeof(want), "[%llu, %llu, %llu]", (unsigned long long)ne0,
+				 (unsigned long long)ne1, (unsigned long long)ne2);
+		err_set(ld->err, ld->errlen, "%s: tensor '%s' has shape [%llu, %llu, %llu, %llu], expected %s%s",
 			ld->source, name, (unsigned long long)ne[0], (unsigned long long)ne[1],
-			(unsigned long long)ne[2], (unsigned long long)ne[3], (unsigned long long)ne0,
-			(unsigned long long)ne1);
+			(unsigned long long)ne[2], (unsigned long long)ne[3], want, hint ? hint : "");
 		return NULL;
 	}
 	uint64_t rb = row_bytes(t->type, ne0);
-	if (rb == 0 || t->n_bytes != rb * ne1 || !t->data) {
+	if (rb == 0 || t->n_bytes != rb * ne1 * ne2 || !t->data) {
 		err_set(ld->err, ld->errlen, "%s: tensor '%s': %llu bytes of data do not match its %s shape", ld->source,
 			name, (unsigned long long)t->n_bytes, gguf_type_name(t->type));
 		return NULL;
 	}
 	return t;
+}
+
+static const struct model_tensor *get_tensor(struct loader *ld, const char *name, uint64_t ne0, uint64_t ne1,
+					     int optional)
+{
+	return get_tensor3(ld, name, ne0, ne1, 1, optional, NULL);
 }
 
 static int get_mat(struct loader *ld, struct kern_mat *m, const char *name, int n_in, int n_out)
@@ -361,6 +425,53 @@ static int get_f32(struct loader *ld, float **out, const char *name, int ne0, in
 	return 0;
 }
 
+/* One matrix per expert over a 3-D tensor [n_in, n_out, n_expert] (ggml order: expert e's
+ * rows follow expert e-1's); `first` and `n_out` pick rows [first, first + n_out) of each
+ * expert's n_total rows (a merged gate_up tensor holds gate then up). */
+static void expert_hint(const struct model_config *c, char *hint, size_t n)
+{
+	snprintf(hint, n,
+		 " (from qwen35moe.expert_count %d, expert_feed_forward_length %d, embedding_length %d: "
+		 "the file's metadata and its tensors disagree; re-convert it)",
+		 c->n_expert, c->n_ff_exp, c->n_embd);
+}
+
+/* The router: n_embd -> n_expert, its shape checked against expert_count. */
+static int get_router(struct loader *ld, const struct model_config *c, struct kern_mat *m, const char *name)
+{
+	char hint[200];
+	expert_hint(c, hint, sizeof(hint));
+	if (!get_tensor3(ld, name, (uint64_t)c->n_embd, (uint64_t)c->n_expert, 1, 0, hint))
+		return -EINVAL;
+	return get_mat(ld, m, name, c->n_embd, c->n_expert);
+}
+
+static int get_experts(struct loader *ld, const struct model_config *c, struct kern_mat **out, const char *name,
+		       int n_in, int n_total, int first, int n_out)
+{
+	char hint[200];
+	expert_hint(c, hint, sizeof(hint));
+	const struct model_tensor *t =
+		get_tensor3(ld, name, (uint64_t)n_in, (uint64_t)n_total, (uint64_t)c->n_expert, 0, hint);
+	if (!t)
+		return -EINVAL;
+	struct kern_mat *v = calloc((size_t)c->n_expert, sizeof(*v));
+	if (!v) {
+		err_set(ld->err, ld->errlen, "%s: out of memory", ld->source);
+		return -ENOMEM;
+	}
+	size_t rb = (size_t)row_bytes(t->type, (uint64_t)n_in);
+	for (int e = 0; e < c->n_expert; e++) {
+		v[e].data = (const uint8_t *)t->data + rb * ((size_t)e * n_total + first);
+		v[e].type = t->type;
+		v[e].n_in = n_in;
+		v[e].n_out = n_out;
+		v[e].row_bytes = rb;
+	}
+	*out = v;
+	return 0;
+}
+
 static void free_layers(struct model *m)
 {
 	if (!m->layers)
@@ -375,6 +486,9 @@ static void free_layers(struct model *m)
 		free(l->ssm_norm);
 		free(l->q_norm);
 		free(l->k_norm);
+		free(l->exp_gate);
+		free(l->exp_up);
+		free(l->exp_down);
 	}
 	free(m->layers);
 	m->layers = NULL;
@@ -387,6 +501,7 @@ void model_free(struct model *m)
 	free_layers(m);
 	free(m->output_norm);
 	free(m->work);
+	free(m->iwork);
 	kern_pool_destroy(m->pool);
 	free(m->tensors);
 	if (m->gguf)
@@ -419,18 +534,24 @@ static int thp_available(void)
 static void weights_to_huge_pages(struct model *m)
 {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-	enum { MAX_MATS_PER_LAYER = 12, HUGE = 2 << 20 };
-	size_t cap = (size_t)m->cfg.n_layer * MAX_MATS_PER_LAYER + 2, n = 0;
+	enum { MAX_MATS_PER_LAYER = 14, HUGE = 2 << 20 };
+	size_t cap = (size_t)m->cfg.n_layer * (MAX_MATS_PER_LAYER + 3 * (size_t)m->cfg.n_expert) + 2, n = 0;
 	struct kern_mat **mats = malloc(sizeof(*mats) * cap);
 	if (!mats)
 		return;
 	for (int il = 0; il < m->cfg.n_layer; il++) {
 		struct layer *l = &m->layers[il];
 		struct kern_mat *all[] = { &l->qkv, &l->z, &l->beta, &l->alpha, &l->ssm_out, &l->wq, &l->wk,
-					   &l->wv, &l->wo, &l->ffn_gate, &l->ffn_up, &l->ffn_down };
+					   &l->wv, &l->wo, &l->ffn_gate, &l->ffn_up, &l->ffn_down, &l->router,
+					   &l->shexp_gate };
 		for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 			if (all[i]->data)
 				mats[n++] = all[i];
+		for (int e = 0; l->exp_down && e < m->cfg.n_expert; e++) {
+			mats[n++] = &l->exp_gate[e];
+			mats[n++] = &l->exp_up[e];
+			mats[n++] = &l->exp_down[e];
+		}
 	}
 	int tied = m->output.data == m->tok_embd.data;
 	mats[n++] = &m->tok_embd;
@@ -477,12 +598,28 @@ static int load_layer(struct model *m, struct loader *ld, int il)
 	int rc;
 	int E = c->n_embd, Hv = c->ssm_n_v_heads, dv = c->ssm_head_dim, hd = c->head_dim;
 #define NAME(s) (snprintf(n, sizeof(n), "blk.%d.%s", il, s), n)
+	int moe = c->n_expert > 0, F = c->n_ff_exp;
 	if ((rc = get_f32(ld, &l->attn_norm, NAME("attn_norm.weight"), E, 1)) ||
 	    (rc = get_f32(ld, &l->post_norm, NAME("post_attention_norm.weight"), E, 1)) ||
-	    (rc = get_mat(ld, &l->ffn_gate, NAME("ffn_gate.weight"), E, c->n_ff)) ||
-	    (rc = get_mat(ld, &l->ffn_up, NAME("ffn_up.weight"), E, c->n_ff)) ||
-	    (rc = get_mat(ld, &l->ffn_down, NAME("ffn_down.weight"), c->n_ff, E)))
+	    (rc = get_mat(ld, &l->ffn_gate, NAME(moe ? "ffn_gate_shexp.weight" : "ffn_gate.weight"), E, c->n_ff)) ||
+	    (rc = get_mat(ld, &l->ffn_up, NAME(moe ? "ffn_up_shexp.weight" : "ffn_up.weight"), E, c->n_ff)) ||
+	    (rc = get_mat(ld, &l->ffn_down, NAME(moe ? "ffn_down_shexp.weight" : "ffn_down.weight"), c->n_ff, E)))
 		return rc;
+	if (moe) {
+		if ((rc = get_router(ld, c, &l->router, NAME("ffn_gate_inp.weight"))) ||
+		    (rc = get_mat(ld, &l->shexp_gate, NAME("ffn_gate_inp_shexp.weight"), E, 1)) ||
+		    (rc = get_experts(ld, c, &l->exp_down, NAME("ffn_down_exps.weight"), F, E, 0, E)))
+			return rc;
+		/* gate and up as two tensors, or merged (llama.cpp's ffn_gate_up_exps: gate rows first) */
+		if (ld->find(ld->ctx, NAME("ffn_gate_up_exps.weight"))) {
+			if ((rc = get_experts(ld, c, &l->exp_gate, n, E, 2 * F, 0, F)) ||
+			    (rc = get_experts(ld, c, &l->exp_up, n, E, 2 * F, F, F)))
+				return rc;
+		} else if ((rc = get_experts(ld, c, &l->exp_gate, NAME("ffn_gate_exps.weight"), E, F, 0, F)) ||
+			   (rc = get_experts(ld, c, &l->exp_up, NAME("ffn_up_exps.weight"), E, F, 0, F))) {
+			return rc;
+		}
+	}
 	if (l->attn) {
 		if ((rc = get_mat(ld, &l->wq, NAME("attn_q.weight"), E, c->n_head * hd * 2)) ||
 		    (rc = get_mat(ld, &l->wk, NAME("attn_k.weight"), E, c->n_head_kv * hd)) ||
@@ -838,6 +975,14 @@ struct pass {
 	float *a4;   /* [N][max(H_v*d_v, n_head*hd)] */
 	float *gb;   /* [N][2*H_v]: g then beta per row */
 	float *ab;   /* [N][2*H_v]: alpha, beta projections */
+	/* MoE only (sizes 0 for the dense model): */
+	float *mlog;   /* [N][n_expert] router logits, then probabilities */
+	float *mgate;  /* [N] shared expert gate logit */
+	float *mw;     /* [N][k] routed weights, renormalised */
+	float *mx;     /* [N][n_embd] one expert's rows of h, gathered */
+	float *mg, *mu;/* [N][n_ff_exp] one expert's gate and up products */
+	float *mo;     /* [N][n_embd] one expert's output */
+	int32_t *mi;   /* [N][k] chosen experts, then [n_expert + 1] offsets, then [N*k] grouped (row*k + j) */
 	float *scratch; /* per thread: max(gdn chunk scratch, n_ctx scores) + replay state d_v*d_k + d_v */
 	float *replay;  /* log mode: post-conv replay rows [sum of c][conv_dim] */
 	float *segwin;  /* log mode: conv window per segment [n_seg][hist][conv_dim] */
@@ -1288,6 +1433,108 @@ static void layer_mlp(struct pass *p)
 	matmul(p, &l->ffn_down, p->a1, p->w1, p->y, c->n_embd);
 }
 
+/* ---- MoE (qwen35moe) ---- */
+
+/* One row's routing as llama.cpp's build_moe_ffn does it for qwen35moe (softmax gating,
+ * weights renormalised, no scale): probabilities over all experts (written back into p),
+ * the k most probable (ties: the lower index) into chosen[], their probabilities divided by
+ * their sum (clamped below at 2^-14 as llama.cpp does) into w[], most probable first. */
+static void moe_route(float *p, int n_expert, int k, int32_t *chosen, float *w)
+{
+	float mx = p[0];
+	for (int e = 1; e < n_expert; e++)
+		if (p[e] > mx)
+			mx = p[e];
+	double sum = 0;
+	for (int e = 0; e < n_expert; e++) {
+		p[e] = expf(p[e] - mx);
+		sum += p[e];
+	}
+	float inv = (float)(1.0 / sum);
+	for (int e = 0; e < n_expert; e++)
+		p[e] *= inv;
+	float wsum = 0;
+	for (int j = 0; j < k; j++) {
+		int best = -1;
+		for (int e = 0; e < n_expert; e++) {
+			int taken = 0;
+			for (int i = 0; i < j && !taken; i++)
+				taken = chosen[i] == e;
+			if (!taken && (best < 0 || p[e] > p[best]))
+				best = e;
+		}
+		chosen[j] = best;
+		w[j] = p[best];
+		wsum += w[j];
+	}
+	if (wsum < 6.103515625e-5f)
+		wsum = 6.103515625e-5f;
+	for (int j = 0; j < k; j++)
+		w[j] /= wsum;
+}
+
+/* The shared expert (as the dense MLP, into y) times sigmoid of its gate, plus the routed
+ * experts. Rows are grouped by expert (a counting sort of the (row, choice) pairs), and each
+ * expert that any row chose runs once over its gathered rows: its three matrices are read
+ * once a pass. A row's experts are added in expert order, whatever else the pass holds. */
+static void layer_moe(struct pass *p)
+{
+	const struct model_config *c = &p->m->cfg;
+	const struct layer *l = p->l;
+	int N = p->N, E = c->n_embd, X = c->n_expert, K = c->n_expert_used, F = c->n_ff_exp;
+	{
+		const struct kern_mat *w[4] = { &l->ffn_gate, &l->ffn_up, &l->router, &l->shexp_gate };
+		float *y[4] = { p->a1, p->a2, p->mlog, p->mgate };
+		int ys[4] = { p->w1, p->w2, X, 1 };
+		kern_matmul_n(p->m->pool, 4, w, p->h, E, N, y, ys);
+	}
+	for_rows(p, mlp_act_row, 30.0 * c->n_ff);
+	matmul(p, &l->ffn_down, p->a1, p->w1, p->y, E);
+	int32_t *chosen = p->mi, *off = p->mi + (size_t)N * K, *grp = off + X + 1;
+	for (int e = 0; e <= X; e++)
+		off[e] = 0;
+	for (int r = 0; r < N; r++) {
+		float g = 1.0f / (1.0f + expf(-p->mgate[r]));
+		float *yr = p->y + (size_t)r * E;
+		for (int i = 0; i < E; i++)
+			yr[i] *= g;
+		moe_route(p->mlog + (size_t)r * X, X, K, chosen + (size_t)r * K, p->mw + (size_t)r * K);
+		for (int j = 0; j < K; j++)
+			off[chosen[r * K + j] + 1]++;
+	}
+	for (int e = 0; e < X; e++)
+		off[e + 1] += off[e];
+	/* fill each expert's list in row order (off[e] walks to the next expert's start, then is restored) */
+	for (int r = 0; r < N; r++)
+		for (int j = 0; j < K; j++)
+			grp[off[chosen[r * K + j]]++] = r * K + j;
+	for (int e = X; e > 0; e--)
+		off[e] = off[e - 1];
+	off[0] = 0;
+	for (int e = 0; e < X; e++) {
+		int n = off[e + 1] - off[e];
+		if (n == 0)
+			continue;
+		const int32_t *list = grp + off[e];
+		for (int i = 0; i < n; i++)
+			memcpy(p->mx + (size_t)i * E, p->h + (size_t)(list[i] / K) * E, sizeof(float) * E);
+		const struct kern_mat *w[2] = { &l->exp_gate[e], &l->exp_up[e] };
+		float *gu[2] = { p->mg, p->mu };
+		int ys[2] = { F, F };
+		kern_matmul_n(p->m->pool, 2, w, p->mx, E, n, gu, ys);
+		for (int i = 0; i < n; i++)
+			kern_silu_mul(p->mg + (size_t)i * F, p->mu + (size_t)i * F, F);
+		kern_matmul(p->m->pool, &l->exp_down[e], p->mg, F, n, p->mo, E);
+		for (int i = 0; i < n; i++) {
+			float wt = p->mw[list[i]];
+			float *yr = p->y + (size_t)(list[i] / K) * E;
+			const float *o = p->mo + (size_t)i * E;
+			for (int t = 0; t < E; t++)
+				yr[t] += wt * o[t];
+		}
+	}
+}
+
 static int imax(int a, int b)
 {
 	return a > b ? a : b;
@@ -1468,6 +1715,22 @@ static int forward_impl(struct model *m, struct model_state *s, const struct mod
 	size_t E = (size_t)c->n_embd;
 	size_t need = (size_t)N * (3 * E + p.w1 + p.w2 + p.w3 + p.w4 + 4 * (size_t)Hv) +
 		      p.scratch_per_thread * nth;
+	size_t X = (size_t)c->n_expert, K = (size_t)c->n_expert_used, moe_floats = 0, moe_ints = 0;
+	if (X) {
+		moe_floats = (size_t)N * (X + 1 + K + 2 * E + 2 * (size_t)c->n_ff_exp);
+		moe_ints = (size_t)N * K * 2 + X + 1;
+		if (moe_ints > m->iwork_n) {
+			int32_t *iw = realloc(m->iwork, moe_ints * sizeof(int32_t));
+			if (!iw) {
+				free(rb_buf);
+				free(seg);
+				return -ENOMEM;
+			}
+			m->iwork = iw;
+			m->iwork_n = moe_ints;
+		}
+	}
+	need += moe_floats;
 	if (need > m->work_floats) {
 		float *w = realloc(m->work, need * sizeof(float));
 		if (!w) {
@@ -1488,6 +1751,16 @@ static int forward_impl(struct model *m, struct model_state *s, const struct mod
 	p.a4 = w, w += (size_t)N * p.w4;
 	p.gb = w, w += (size_t)N * 2 * Hv;
 	p.ab = w, w += (size_t)N * 2 * Hv;
+	if (X) {
+		p.mlog = w, w += (size_t)N * X;
+		p.mgate = w, w += (size_t)N;
+		p.mw = w, w += (size_t)N * K;
+		p.mx = w, w += (size_t)N * E;
+		p.mo = w, w += (size_t)N * E;
+		p.mg = w, w += (size_t)N * c->n_ff_exp;
+		p.mu = w, w += (size_t)N * c->n_ff_exp;
+		p.mi = m->iwork;
+	}
 	p.scratch = w;
 
 	for (int r = 0; r < N; r++)
@@ -1504,7 +1777,10 @@ static int forward_impl(struct model *m, struct model_state *s, const struct mod
 		else
 			layer_gdn(&p);
 		for_rows(&p, add_post_norm_row, norm_cost);
-		layer_mlp(&p);
+		if (c->n_expert)
+			layer_moe(&p);
+		else
+			layer_mlp(&p);
 	}
 	for_rows(&p, add_row, norm_cost);
 	for (int si = 0; si < n_seg; si++) {

@@ -1,10 +1,15 @@
 /* model — the hybrid Gated DeltaNet language model (llama.cpp's `qwen35` architecture:
- * Qwen3.5 dense text models) on the CPU: loading from GGUF, the recurrent-state slot pool,
+ * Qwen3.5 dense text models, and `qwen35moe`: the same with a mixture-of-experts MLP) on the CPU: loading from GGUF, the recurrent-state slot pool,
  * and a batched forward pass over many sequences of different lengths.
  *
  * Layers: every full_attention_interval-th layer is gated full attention with a KV cache,
  * the others are Gated DeltaNet layers with a fixed-size recurrent state per sequence.
- * Weights are F32, F16, BF16 or Q8_0. The matrices are copied once, unchanged, into memory
+ * MoE layers (qwen35moe, computed as llama.cpp does): router logits W_r h, a softmax over all
+ * experts, the expert_used_count most probable, their probabilities renormalised to sum 1;
+ * the output is the chosen experts' SwiGLU outputs weighted by those, plus the shared
+ * expert's output times sigmoid(w_s . h). A pass groups its rows by expert, so each chosen
+ * expert's matrices are read once a pass however many rows chose it.
+ * Weights are F32, F16, BF16 or a block type of quant.h. The matrices are copied once, unchanged, into memory
  * backed by transparent huge pages when the kernel offers them and they take at most a
  * quarter of the RAM (a pass streams them all; 4 KiB pages cost a TLB miss every 4 KiB);
  * otherwise they are read in place from the mmapped file. All activations, states and
@@ -25,7 +30,7 @@
 struct gguf;
 struct gguf_writer;
 
-/* Hyper-parameters, named after the GGUF keys they come from (qwen35.*). */
+/* Hyper-parameters, named after the GGUF keys they come from (qwen35.* or qwen35moe.*). */
 struct model_config {
 	int n_vocab;            /* rows of token_embd */
 	int n_embd;             /* embedding_length */
@@ -43,6 +48,12 @@ struct model_config {
 	int ssm_n_v_heads;      /* ssm.time_step_rank: H_v */
 	int full_attn_interval; /* full_attention_interval: layer i is attention iff (i+1) % it == 0 */
 	int n_ctx_train;        /* context_length */
+	/* qwen35moe only (all 0 for the dense qwen35): every layer's MLP is n_expert routed experts
+	 * of width n_ff_exp, n_expert_used of them per row, plus one shared expert of width n_ff
+	 * (expert_shared_feed_forward_length) behind a sigmoid gate. */
+	int n_expert;           /* expert_count */
+	int n_expert_used;      /* expert_used_count */
+	int n_ff_exp;           /* expert_feed_forward_length */
 };
 
 struct model;
@@ -149,11 +160,12 @@ int model_commit(struct model *m, struct model_state *s, int slot);
 const float *model_state_slot_gdn(const struct model_state *s, int slot, int gdn, size_t *n_floats);
 
 /* ---- building and writing ---- */
-/* Fills cfg from the qwen35.* keys of g. -EINVAL with "FILE: key ..." in err when a key is
- * missing or out of range, or the architecture is not qwen35. */
+/* Fills cfg from the qwen35.* (or qwen35moe.*) keys of g. -EINVAL with "FILE: key ..." in err
+ * when a key is missing or out of range, or the architecture is neither. */
 int model_config_from_gguf(const struct gguf *g, const char *path, struct model_config *cfg, char *err,
 			   size_t errlen);
-/* Writes general.architecture and the qwen35.* keys of cfg (as llama.cpp reads them). */
+/* Writes general.architecture and the qwen35.* keys of cfg (as llama.cpp reads them);
+ * qwen35moe and its expert_* keys when cfg->n_expert > 0. */
 int model_config_to_gguf(const struct model_config *cfg, struct gguf_writer *w);
 /* Sanity of a config: positive sizes, heads that divide, n_rot even and <= head_dim. */
 int model_config_check(const struct model_config *cfg, char *err, size_t errlen);

@@ -42,13 +42,13 @@ struct tw {
 	int rc;
 };
 
-/* A tensor of ggml shape ne0 x ne1 whose elements are mean + spread * uniform; `matrix` ones
- * are stored as tw->matrix_type where that type can hold rows of ne0. */
-static void add(struct tw *t, const char *name, int ne0, int ne1, float mean, float spread, int matrix)
+/* A tensor of ggml shape ne0 x ne1 x ne2 whose elements are mean + spread * uniform; `matrix`
+ * ones are stored as tw->matrix_type where that type can hold rows of ne0. */
+static void add3(struct tw *t, const char *name, int ne0, int ne1, int ne2, float mean, float spread, int matrix)
 {
 	if (t->rc)
 		return;
-	size_t n = (size_t)ne0 * ne1;
+	size_t n = (size_t)ne0 * ne1 * ne2;
 	float *v = malloc(n * sizeof(float));
 	if (!v) {
 		t->rc = -ENOMEM;
@@ -56,12 +56,13 @@ static void add(struct tw *t, const char *name, int ne0, int ne1, float mean, fl
 	}
 	for (size_t i = 0; i < n; i++)
 		v[i] = mean + spread * uniform(&t->r);
-	uint64_t ne[4] = { (uint64_t)ne0, (uint64_t)ne1, 1, 1 };
+	uint64_t ne[4] = { (uint64_t)ne0, (uint64_t)ne1, (uint64_t)ne2, 1 };
+	int rows = ne1 * ne2;
 	uint32_t type = GGUF_TENSOR_F32;
 	int be = quant_block_elems(t->matrix_type);
 	if (matrix && (!be || ne0 % be == 0))
 		type = t->matrix_type;
-	uint64_t nb = gguf_type_row_bytes(type, (uint64_t)ne0) * (uint64_t)ne1;
+	uint64_t nb = gguf_type_row_bytes(type, (uint64_t)ne0) * (uint64_t)rows;
 	void *data = v;
 	uint8_t *conv = NULL;
 	if (type != GGUF_TENSOR_F32) {
@@ -72,7 +73,7 @@ static void add(struct tw *t, const char *name, int ne0, int ne1, float mean, fl
 			return;
 		}
 		size_t rb = (size_t)gguf_type_row_bytes(type, (uint64_t)ne0);
-		for (int r = 0; r < ne1; r++) {
+		for (int r = 0; r < rows; r++) {
 			const float *src = v + (size_t)r * ne0;
 			uint8_t *dst = conv + rb * r;
 			if (quant_type_is_block(type)) {
@@ -86,9 +87,14 @@ static void add(struct tw *t, const char *name, int ne0, int ne1, float mean, fl
 		}
 		data = conv;
 	}
-	t->rc = gguf_writer_add_tensor(t->w, name, ne1 == 1 ? 1 : 2, ne, type, data, nb);
+	t->rc = gguf_writer_add_tensor(t->w, name, ne2 > 1 ? 3 : ne1 == 1 ? 1 : 2, ne, type, data, nb);
 	free(conv);
 	free(v);
+}
+
+static void add(struct tw *t, const char *name, int ne0, int ne1, float mean, float spread, int matrix)
+{
+	add3(t, name, ne0, ne1, 1, mean, spread, matrix);
 }
 
 /* Uniform on [-a, a] has variance a²/3: a = sqrt(3/fan_in) gives variance 1/fan_in. */
@@ -127,9 +133,22 @@ static void add_weights(struct tw *t, const struct model_config *c)
 			add(t, N("ssm_norm.weight"), d, 1, 1, 0.35f, 0);
 			add(t, N("ssm_out.weight"), Hv * d, E, 0, fan(Hv * d, 0.5f), 1);
 		}
-		add(t, N("ffn_gate.weight"), E, c->n_ff, 0, fan(E, 1), 1);
-		add(t, N("ffn_up.weight"), E, c->n_ff, 0, fan(E, 1), 1);
-		add(t, N("ffn_down.weight"), c->n_ff, E, 0, fan(c->n_ff, 0.5f), 1);
+		if (c->n_expert > 0) {
+			/* qwen35moe: router, shared expert and its gate, experts as 3-D tensors */
+			int X = c->n_expert, F = c->n_ff_exp;
+			add(t, N("ffn_gate_inp.weight"), E, X, 0, fan(E, 2), 1);
+			add(t, N("ffn_gate_inp_shexp.weight"), E, 1, 0, fan(E, 1), 0);
+			add(t, N("ffn_gate_shexp.weight"), E, c->n_ff, 0, fan(E, 1), 1);
+			add(t, N("ffn_up_shexp.weight"), E, c->n_ff, 0, fan(E, 1), 1);
+			add(t, N("ffn_down_shexp.weight"), c->n_ff, E, 0, fan(c->n_ff, 0.5f), 1);
+			add3(t, N("ffn_gate_exps.weight"), E, F, X, 0, fan(E, 1), 1);
+			add3(t, N("ffn_up_exps.weight"), E, F, X, 0, fan(E, 1), 1);
+			add3(t, N("ffn_down_exps.weight"), F, E, X, 0, fan(F, 0.5f), 1);
+		} else {
+			add(t, N("ffn_gate.weight"), E, c->n_ff, 0, fan(E, 1), 1);
+			add(t, N("ffn_up.weight"), E, c->n_ff, 0, fan(E, 1), 1);
+			add(t, N("ffn_down.weight"), c->n_ff, E, 0, fan(c->n_ff, 0.5f), 1);
+		}
 #undef N
 	}
 }
@@ -204,9 +223,7 @@ int model_write_random(const char *path, const struct model_config *cfg_in, uint
 	return rc;
 }
 
-int model_write_tiny(const char *path, char *err, size_t errlen)
-{
-	struct model_config c = {
+static const struct model_config tiny_cfg = {
 		.n_embd = 128,
 		.n_layer = 4,
 		.n_ff = 320,
@@ -222,8 +239,29 @@ int model_write_tiny(const char *path, char *err, size_t errlen)
 		.ssm_n_v_heads = 4,
 		.full_attn_interval = 4,
 		.n_ctx_train = 8192,
-	};
+};
+
+int model_write_tiny(const char *path, char *err, size_t errlen)
+{
 	if (err && errlen)
 		err[0] = 0;
-	return model_write_random(path, &c, GGUF_TENSOR_F32, 0x51c51c51ull, err, errlen);
+	return model_write_random(path, &tiny_cfg, GGUF_TENSOR_F32, 0x51c51c51ull, err, errlen);
+}
+
+void model_tiny_moe_config(struct model_config *c)
+{
+	*c = tiny_cfg;
+	c->n_ff = 128; /* the shared expert */
+	c->n_expert = 16;
+	c->n_expert_used = 4;
+	c->n_ff_exp = 64;
+}
+
+int model_write_tiny_moe(const char *path, uint32_t matrix_type, char *err, size_t errlen)
+{
+	struct model_config c;
+	model_tiny_moe_config(&c);
+	if (err && errlen)
+		err[0] = 0;
+	return model_write_random(path, &c, matrix_type, 0x3e3e3e3eull, err, errlen);
 }

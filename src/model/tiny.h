@@ -1,4 +1,5 @@
-/* tiny — the embedded default model: a deterministic, tiny, random-weight qwen35 GGUF with the
+/* tiny — the embedded default model: a deterministic, tiny, random-weight qwen35 GGUF (and a
+ * qwen35moe variant of the same sizes) with the
  * project's own byte-level BPE vocabulary (learnt from the prose the project ships) and a
  * ChatML chat template. Its text is gibberish; it exists so that the server, the demo and the
  * tests have a real model of the real architecture to run with no download.
@@ -18,6 +19,13 @@ extern const char model_tiny_chat_template[];
 /* Writes the tiny model (about 3 MiB) to path, replacing it only once complete.
  * 0, or a negative errno with "PATH: why" in err. */
 int model_write_tiny(const char *path, char *err, size_t errlen);
+
+/* The tiny model's sizes with a qwen35moe MLP: 16 experts of width 64, 4 used a row, a shared
+ * expert of width 128. */
+void model_tiny_moe_config(struct model_config *cfg);
+/* Writes the tiny qwen35moe model (a different seed from the dense one) with its matrices as
+ * matrix_type (see model_write_random). */
+int model_write_tiny_moe(const char *path, uint32_t matrix_type, char *err, size_t errlen);
 
 /* Writes a random model with the tiny vocabulary and template: the vocabulary decides n_vocab
  * (cfg->n_vocab is ignored), cfg gives every other size; matrices are stored as matrix_type

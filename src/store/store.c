@@ -21,6 +21,7 @@ struct store {
 	sqlite3_stmt *ins_bench;
 	sqlite3_stmt *ins_eval;
 	sqlite3_stmt *ins_raw;
+	sqlite3_stmt *ins_kl;
 	char path[1024];
 };
 
@@ -98,6 +99,17 @@ static const char *const migrations[] = {
 	"INSERT INTO bench_requests_v2 SELECT * FROM bench_requests;"
 	"DROP TABLE bench_requests;"
 	"ALTER TABLE bench_requests_v2 RENAME TO bench_requests;",
+	/* version 3: per-position rows of a KL-divergence run (sixi-eval kl): the candidate's
+	 * next-token distribution against the reference's at each position of a text */
+	"CREATE TABLE kl_rows ("
+	" run INTEGER NOT NULL REFERENCES runs(id),"
+	" position INTEGER NOT NULL,"
+	" token INTEGER NOT NULL,"
+	" kl REAL NOT NULL,"
+	" top1_same INTEGER NOT NULL CHECK (top1_same IN (0,1)),"
+	" logp_ref REAL NOT NULL,"
+	" logp_cand REAL NOT NULL,"
+	" PRIMARY KEY (run, position)) WITHOUT ROWID;",
 };
 
 static int set_err(char *err, size_t errlen, const char *path, const char *what, sqlite3 *db)
@@ -219,6 +231,7 @@ void store_close(struct store *s)
 	sqlite3_finalize(s->ins_bench);
 	sqlite3_finalize(s->ins_eval);
 	sqlite3_finalize(s->ins_raw);
+	sqlite3_finalize(s->ins_kl);
 	sqlite3_close(s->db);
 	free(s);
 }
@@ -407,6 +420,23 @@ int store_eval_insert(struct store *s, const struct store_eval_row *w)
 	bad |= bind_opt_text(st, 16, w->raw_sha);
 	bad |= bind_opt_text(st, 17, w->reasoning_sha);
 	bad |= bind_opt_text(st, 18, w->detail_json);
+	return step_once(st, bad);
+}
+
+int store_kl_insert(struct store *s, const struct store_kl_row *w)
+{
+	sqlite3_stmt *st = cached(s, &s->ins_kl,
+			       "INSERT INTO kl_rows(run, position, token, kl, top1_same, logp_ref, logp_cand)"
+			       " VALUES (?,?,?,?,?,?,?)");
+	if (!st)
+		return -EIO;
+	int bad = sqlite3_bind_int64(st, 1, w->run_id);
+	bad |= sqlite3_bind_int64(st, 2, w->position);
+	bad |= sqlite3_bind_int64(st, 3, w->token);
+	bad |= sqlite3_bind_double(st, 4, w->kl);
+	bad |= sqlite3_bind_int(st, 5, w->top1_same ? 1 : 0);
+	bad |= sqlite3_bind_double(st, 6, w->logp_ref);
+	bad |= sqlite3_bind_double(st, 7, w->logp_cand);
 	return step_once(st, bad);
 }
 

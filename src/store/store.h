@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #define STORE_DEFAULT_PATH "results/sixi.db"
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 
 struct store;
 struct sqlite3;
@@ -78,6 +78,19 @@ struct store_eval_row {
 /* Inserts the row in its own transaction. 0, -ENOMEM, or -EIO (store_errmsg says
  * why; a second row for the same run, repeat, task and attempt is refused). */
 __attribute__((warn_unused_result)) int store_eval_insert(struct store *s, const struct store_eval_row *r);
+
+/* One position of a KL-divergence run (sixi-eval kl): the distributions of the next token
+ * after text[0..position] under the reference and the candidate model. */
+struct store_kl_row {
+	int64_t run_id;
+	int64_t position;  /* 0-based index of the token whose successor is predicted */
+	int64_t token;     /* the text's next token (the one scored) */
+	double kl;         /* KL(reference || candidate) of the full next-token distributions, nats */
+	bool top1_same;    /* the two most probable tokens are the same */
+	double logp_ref, logp_cand; /* log-probability of `token` under each, nats */
+};
+/* Inserts the row (a second row for the same run and position is refused: -EIO). */
+__attribute__((warn_unused_result)) int store_kl_insert(struct store *s, const struct store_kl_row *r);
 
 /* Stores bytes under their sha256 (idempotent); hex receives the digest. */
 __attribute__((warn_unused_result)) int store_raw_put(struct store *s, const void *p, size_t n, char hex[65]);

@@ -76,10 +76,15 @@ static int bench(const char *path, int threads, const char *isa, int steps, stru
 			params += E * c->n_head * c->head_dim * 3 + 2 * E * c->n_head_kv * c->head_dim;
 		else
 			params += E * (2 * c->ssm_n_k_heads * d + c->ssm_n_v_heads * d) + 2 * E * c->ssm_n_v_heads * d;
-		params += 3 * E * c->n_ff;
+		params += 3 * E * c->n_ff; /* qwen35moe: the shared expert */
+		if (c->n_expert > 0) /* the router, the shared expert's gate, the experts */
+			params += E * c->n_expert + E + 3 * E * c->n_ff_exp * (long)c->n_expert;
 	}
-	snprintf(desc, desc_len, "%.1fM params, %d layers, n_embd %d, %s, %d threads", params / 1e6, c->n_layer,
-		 c->n_embd, model_isa(m), threads);
+	char moe[64] = "";
+	if (c->n_expert > 0)
+		snprintf(moe, sizeof(moe), ", %d experts (%d used)", c->n_expert, c->n_expert_used);
+	snprintf(desc, desc_len, "%.1fM params, %d layers, n_embd %d%s, %s, %d threads", params / 1e6, c->n_layer,
+		 c->n_embd, moe, model_isa(m), threads);
 	/* slot 0 decodes in both phases */
 	struct model_state *s = model_state_create(m, n_seq, prompt + 2 * steps + long_prompt + 8);
 	float *logits = malloc(sizeof(float) * V * (size_t)(long_prompt > n_seq ? long_prompt : n_seq));

@@ -63,7 +63,8 @@ static void test_migrate_v1(void)
 	if (!CHECK(s != NULL)) fprintf(stderr, "%s\n", err);
 	if (!s)
 		return;
-	CHECK_EQ_INT(count(s, "SELECT version FROM schema_version"), 2);
+	CHECK_EQ_INT(count(s, "SELECT version FROM schema_version"), STORE_SCHEMA_VERSION);
+	CHECK_EQ_INT(count(s, "SELECT count(*) FROM sqlite_master WHERE name = 'kl_rows'"), 1); /* version 3 */
 	CHECK_EQ_INT(count(s, "SELECT count(*) FROM sqlite_master WHERE name = 'bench_requests'"
 			      " AND sql LIKE '%WITHOUT ROWID'"), 1);
 	CHECK_EQ_INT(count(s, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'bench_requests'"

@@ -2,16 +2,24 @@
  * through the engine interface the scheduler uses, on the tiny model and on a ~100M random model
  * (BF16 and Q8_0): logits of a batch of sequences of different lengths, prefill and decode in
  * the same passes; greedy text; log rollback (repeated, whole-batch, with a fold) against
- * recomputation; slot copies. Exits 77 with a message when there is no CUDA device.
+ * recomputation; slot copies. First, the device's Q8_0 activation quantiser against the CPU's
+ * (quant_act_quantize), byte for byte. Exits 77 with a message when there is no CUDA device.
  *
- * Tolerances: GPU vs CPU, max |a - b| <= 2e-3 x max |logit| of the row (fp32 both sides, sums in
- * another order; measured values are printed). Rollback vs recomputation on the GPU: exact, as
- * every pass there has at most 16 rows, where a row's floats do not depend on the batch. */
+ * Tolerances: GPU vs CPU, max |a - b| <= 2e-3 x max |logit| of the row, the same for every
+ * weight type: fp32 both sides, sums in another order; for Q8_0 both engines quantise a
+ * product's input per block of 32 with the same arithmetic (checked byte for byte) and add the
+ * same per-block terms (exact integer dot x the product of the two scales), so again only the
+ * order of fp32 sums differs, plus an 8-bit step where an input float that differs in its last
+ * bits lands on the other side of a rounding boundary (measured values are printed). Rollback
+ * vs recomputation on the GPU: exact, as every pass there has at most 16 rows, where a row's
+ * floats do not depend on the batch. */
 #include "test.h"
 #include "greedy.h"
 #include "core/buf.h"
+#include "cuda/cuda_model.h"
 #include "cuda/engine_cuda.h"
 #include "model/gguf.h"
+#include "model/quant.h"
 #include "model/tiny.h"
 #include "server/engine.h"
 #include "server/real.h"
@@ -307,6 +315,49 @@ static void check_model(const char *path, const char *name)
 	engine_destroy(cpu);
 }
 
+/* The device's Q8_0 activation quantiser against quant_act_quantize on blocks that probe its
+ * arithmetic: a zero block, exact ties (amax 127: id = 1, x = k + 0.5), an id that overflows
+ * (amax 1e-38), subnormal inputs, a scale that is an fp16 subnormal (amax 1e-5) or overflows
+ * fp16 (1e30), a negative extreme, then random values over 12 decades. */
+static void check_act_q8(void)
+{
+	enum { NB = 64, N = NB * 32 };
+	float *x = malloc(sizeof(float) * N);
+	uint8_t *a = malloc((size_t)NB * 34), *b = malloc((size_t)NB * 34);
+	uint64_t r = 0x2545f4914f6cdd1dull;
+	for (int i = 0; i < N; i++) {
+		r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+		double u = (double)(r >> 11) / 9007199254740992.0 - 0.5; /* [-0.5, 0.5) */
+		int blk = i / 32, j = i % 32;
+		float v = (float)(u * pow(10.0, (double)(blk % 13) - 6.0));
+		switch (blk) {
+		case 0: v = 0.f; break;
+		case 1: v = j == 31 ? 127.f : (float)j - 15.5f; break;
+		case 2: v = j == 0 ? 1e-38f : (float)u * 1e-38f; break;
+		case 3: v = (float)u * 1e-41f; break;
+		case 4: v = j == 5 ? -1e-5f : (float)u * 1e-5f; break;
+		case 5: v = j == 7 ? 1e30f : (float)u * 1e30f; break;
+		case 6: v = j == 0 ? -3.5f : (float)u; break;
+		default: break;
+		}
+		x[i] = v;
+	}
+	quant_act_quantize(GGUF_TENSOR_Q8_0, x, a, N);
+	int rc = cuda_quantize_q8_0(0, x, N, b), diff = 0;
+	CHECK_EQ_INT(rc, 0);
+	for (int k = 0; rc == 0 && k < NB; k++)
+		if (memcmp(a + 34 * k, b + 34 * k, 34) != 0) {
+			diff++;
+			fprintf(stderr, "  activation block %d: the device's Q8_0 bytes differ from the CPU's\n", k);
+		}
+	CHECK_EQ_INT(diff, 0);
+	printf("Q8_0 activation quantiser: %d blocks (zero, ties, overflowing 127/amax, subnormal inputs, fp16-subnormal "
+	       "and infinite scales, random): %d differ from the CPU's bytes\n", NB, rc == 0 ? diff : NB);
+	free(x);
+	free(a);
+	free(b);
+}
+
 int main(void)
 {
 	char name[256], err[512];
@@ -316,6 +367,7 @@ int main(void)
 		return 77;
 	}
 	printf("device: %s, %.1f GiB free\n", name, (double)free_b / 1073741824.0);
+	check_act_q8();
 	char dir[] = "/tmp/sixi-cuda-XXXXXX";
 	if (!mkdtemp(dir)) {
 		perror("mkdtemp");

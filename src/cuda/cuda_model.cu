@@ -31,8 +31,9 @@
  * Two kernel sets (cuda_model_set_fused): the first version's (the default) and a fused one
  * with fewer kernels a layer (conv_pre, post_window, SwiGLU in the product, the add_norm in the
  * product's last block) and several weight loads in flight; both give the same logits to
- * ~1e-7 of the largest (measured), and each row's floats do not depend on the pass's other
- * rows within a set (up to the small kernel's width). Programmatic dependent launch is a
+ * ~1e-7 of the largest for F32/BF16 weights (measured; Q8_0: ~3e-3, as their last-bit
+ * differences move quantised inputs across rounding boundaries), and each row's floats do not
+ * depend on the pass's other rows within a set (up to the small kernel's width). Programmatic dependent launch is a
  * launch attribute over either set (every kernel starts with pdl_enter).
  * Everything runs on the model's stream, in order; a pass ends with the logits' copy. */
 #include "cuda/cuda_model.h"

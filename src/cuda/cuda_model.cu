@@ -33,8 +33,8 @@
  * product's last block) and several weight loads in flight; both give the same logits to
  * ~1e-7 of the largest for F32/BF16 weights (measured; Q8_0: ~3e-3, as their last-bit
  * differences move quantised inputs across rounding boundaries), and each row's floats do not
- * depend on the pass's other rows within a set (up to the small kernel's width). Programmatic dependent launch is a
- * launch attribute over either set (every kernel starts with pdl_enter).
+ * depend on the pass's other rows within a set (up to the small kernel's width). Programmatic
+ * dependent launch is a launch attribute over either set (every kernel starts with pdl_enter).
  * Everything runs on the model's stream, in order; a pass ends with the logits' copy. */
 #include "cuda/cuda_model.h"
 #include "cuda/gdn_cuda.h"

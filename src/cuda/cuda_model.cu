@@ -1,9 +1,15 @@
 /* cuda_model — see cuda_model.h. Sections: weights, state pool, kernels, the pass.
  *
- * Numerics follow model.c: fp32 activations, states and caches; weights widened to fp32 inside
- * the matrix kernels and every sum in fp32 (the order of the sums differs, so results agree
- * with the CPU to rounding, not bit for bit). Norm weights are used as stored (the GGUF holds
- * 1+w); V-heads are tiled (V-head h uses K-head h mod H_k).
+ * Numerics follow model.c: fp32 activations, states and caches; F32/F16/BF16 weights widened to
+ * fp32 inside the matrix kernels and every sum in fp32 (the order of the sums differs, so results
+ * agree with the CPU to rounding, not bit for bit). Q8_0 weights meet 8-bit activations, as on the
+ * CPU (kernels.c, quant.c): before a product, act_q8_kernel quantises each row of its input per
+ * block of 32 to Q8_0 with the CPU's arithmetic (d = amax / 127 rounded to fp16, quants
+ * round-half-even of x * (127 / amax), zero blocks all zero), so the same input floats give the
+ * same bytes; a block's dot is the exact integer sum of its 32 products (__dp4a) times
+ * (weight scale * activation scale) in fp32, the CPU's per-block term bit for bit. Only the
+ * fp32 sum over a row's blocks is in another order. Norm weights are used as stored (the GGUF
+ * holds 1+w); V-heads are tiled (V-head h uses K-head h mod H_k).
  *
  * Matrix products: two kernels of our own, both reading each weight once per pass and
  * dequantising in registers (the weight type is a per-matrix switch, uniform per warp, so a
@@ -17,16 +23,18 @@
  * at the widths a server runs. Revisit for the tensor-core verify step (issue item 2).
  *
  * Q8_0 is repacked once at upload into int8 quants [n_out][n_in] and f16 scales
- * [n_out][n_in/32] (values unchanged) so the quants load 8 bytes aligned.
+ * [n_out][n_in/32] (values unchanged) so a block's quants load as two aligned 16-byte words
+ * (and the embedding's 8 at a time); the activations' quants are laid out the same way.
  * The GDN recurrence is gdn_cuda.h's kernel (row by row for every segment, prefill included:
  * the chunked form on tensor cores is not written yet). Attention is one block per (row, head)
  * with an online softmax over the slot's cache.
  * Two kernel sets (cuda_model_set_fused): the first version's (the default) and a fused one
  * with fewer kernels a layer (conv_pre, post_window, SwiGLU in the product, the add_norm in the
  * product's last block) and several weight loads in flight; both give the same logits to
- * ~1e-7 of the largest (measured), and each row's floats do not depend on the pass's other
- * rows within a set (up to the small kernel's width). Programmatic dependent launch is a
- * launch attribute over either set (every kernel starts with pdl_enter).
+ * ~1e-7 of the largest for F32/BF16 weights (measured; Q8_0: ~3e-3, as their last-bit
+ * differences move quantised inputs across rounding boundaries), and each row's floats do not
+ * depend on the pass's other rows within a set (up to the small kernel's width). Programmatic
+ * dependent launch is a launch attribute over either set (every kernel starts with pdl_enter).
  * Everything runs on the model's stream, in order; a pass ends with the logits' copy. */
 #include "cuda/cuda_model.h"
 #include "cuda/gdn_cuda.h"
@@ -109,6 +117,9 @@ struct cuda_model {
 	int w1, w2, w3, w4;
 	float *x, *h, *y, *a1, *a2, *a3, *a4, *gb, *ab; /* [rows][E], .., [rows][w1..w4], [rows][2 H_v] x2 */
 	float *logits;                   /* [rows][n_vocab] */
+	int8_t *xq;                      /* [rows][max_in]: a Q8_0 product's input quantised (act_q8_kernel) */
+	float *xd;                       /* [rows][max_in / 32]: its block scales (fp16 values widened) */
+	int max_in;                      /* widest product input: max(n_embd, w1 .. w4) */
 	int *meta, meta_cap;             /* device copy of the pass's index arrays */
 	int *hmeta;                      /* host side of it */
 	char error[256];
@@ -394,6 +405,9 @@ struct mm_args {
 	int n_mat;
 	const float *x;
 	int xs, N;
+	const int8_t *xq; /* Q8_0 matrices: x quantised, [N][nq] int8 and [N][nq / 32] scales (NULL: none) */
+	const float *xd;
+	int nq;           /* the products' n_in */
 	int kw;      /* small kernel: warps per output */
 	int pair;    /* small kernel: the SwiGLU pair above (n_mat 2, end[0] = end[1]) */
 	/* small kernel, optional (an_count NULL: none): the add_norm_row that follows the product,
@@ -415,17 +429,13 @@ __device__ __forceinline__ int mm_pick(const struct mm_args &a, int g, int *base
 	return k;
 }
 
-/* One 8-weight chunk of type T as loaded (before widening), so that several loads are in
- * flight before the first is used. */
+/* One 8-weight chunk of type T (F32, F16, BF16; Q8_0 takes dot_q8 below) as loaded (before
+ * widening), so that several loads are in flight before the first is used. */
 template <int T> struct chunk {
 	uint4 u; /* F16, BF16: 8 halves */
 };
 template <> struct chunk<GGUF_TENSOR_F32> {
 	float4 a, b;
-};
-template <> struct chunk<GGUF_TENSOR_Q8_0> {
-	uint2 q;     /* 8 int8 quants */
-	__half s;    /* their block's scale */
 };
 
 template <int T> __device__ __forceinline__ chunk<T> chunk_load(const struct dmat &m, size_t at)
@@ -434,9 +444,6 @@ template <int T> __device__ __forceinline__ chunk<T> chunk_load(const struct dma
 	if constexpr (T == GGUF_TENSOR_F32) {
 		const float4 *p = reinterpret_cast<const float4 *>((const float *)m.w + at);
 		c.a = __ldg(p), c.b = __ldg(p + 1);
-	} else if constexpr (T == GGUF_TENSOR_Q8_0) {
-		c.q = __ldg(reinterpret_cast<const uint2 *>((const int8_t *)m.w + at));
-		c.s = m.d[at / 32];
 	} else {
 		c.u = __ldg(reinterpret_cast<const uint4 *>((const uint16_t *)m.w + at));
 	}
@@ -448,12 +455,6 @@ template <int T> __device__ __forceinline__ void chunk_widen(const chunk<T> &c, 
 {
 	if constexpr (T == GGUF_TENSOR_F32) {
 		w[0] = c.a.x, w[1] = c.a.y, w[2] = c.a.z, w[3] = c.a.w, w[4] = c.b.x, w[5] = c.b.y, w[6] = c.b.z, w[7] = c.b.w;
-	} else if constexpr (T == GGUF_TENSOR_Q8_0) {
-		float s = __half2float(c.s);
-		uint32_t v[2] = { c.q.x, c.q.y };
-#pragma unroll
-		for (int j = 0; j < 8; j++)
-			w[j] = s * (float)(int8_t)((v[j / 4] >> (8 * (j % 4))) & 0xff);
 	} else {
 		uint32_t v[4] = { c.u.x, c.u.y, c.u.z, c.u.w };
 #pragma unroll
@@ -512,7 +513,77 @@ __device__ __forceinline__ void dot_typed(const struct dmat &w, int o, const str
 	}
 }
 
-/* The weight type is uniform per warp (one matrix). */
+/* ---- Q8_0 weights against Q8_0 activations ---- */
+
+/* One Q8_0 weight block as loaded: 32 quants as 8 words, the scale widened. */
+struct q8blk {
+	int4 lo, hi;
+	float d;
+};
+
+__device__ __forceinline__ q8blk q8_load(const struct dmat &m, int o, int b)
+{
+	const int4 *p = reinterpret_cast<const int4 *>((const int8_t *)m.w + (size_t)o * m.n_in + (size_t)b * 32);
+	q8blk c;
+	c.lo = __ldg(p);
+	c.hi = __ldg(p + 1);
+	c.d = __half2float(m.d[(size_t)o * (m.n_in / 32) + b]);
+	return c;
+}
+
+/* The exact integer dot of two blocks of 32 int8 (8 words each), 4 products an instruction. */
+__device__ __forceinline__ int q8_idot(const int4 &wl, const int4 &wh, const int4 &xl, const int4 &xh)
+{
+	int s = __dp4a(wl.x, xl.x, 0);
+	s = __dp4a(wl.y, xl.y, s);
+	s = __dp4a(wl.z, xl.z, s);
+	s = __dp4a(wl.w, xl.w, s);
+	s = __dp4a(wh.x, xh.x, s);
+	s = __dp4a(wh.y, xh.y, s);
+	s = __dp4a(wh.z, xh.z, s);
+	return __dp4a(wh.w, xh.w, s);
+}
+
+/* acc[r] += block b of the weight row against block b of activation row r0 + r: the integer
+ * dot times (weight scale * activation scale), the CPU's term (quant.c dot_portable:
+ * d_w * d_x * (float)sum; the product of the scales rounded once, the sum exact). */
+template <int R> __device__ __forceinline__ void q8_rows(const q8blk &c, const struct mm_args &a, int r0, int b,
+							 float *acc)
+{
+	const int nb = a.nq / 32;
+#pragma unroll
+	for (int r = 0; r < R; r++) {
+		if (r0 + r < a.N) {
+			const int4 *xp = reinterpret_cast<const int4 *>(a.xq + (size_t)(r0 + r) * a.nq + (size_t)b * 32);
+			int4 xl = __ldg(xp), xh = __ldg(xp + 1);
+			float dx = __ldg(a.xd + (size_t)(r0 + r) * nb + b);
+			acc[r] += __fmul_rn(c.d, dx) * (float)q8_idot(c.lo, c.hi, xl, xh);
+		}
+	}
+}
+
+/* A lane's part of output o of a Q8_0 matrix: blocks b, b + bstep, ... (a lane takes whole
+ * blocks, so that the integer sum stays in the lane), U blocks loaded before any is used. */
+template <int R, int U>
+__device__ __forceinline__ void dot_q8(const struct dmat &w, int o, const struct mm_args &a, int r0, int b, int bstep,
+				       float *acc)
+{
+	const int nb = w.n_in / 32;
+	for (; b + (U - 1) * bstep < nb; b += U * bstep) {
+		q8blk c[U];
+#pragma unroll
+		for (int u = 0; u < U; u++)
+			c[u] = q8_load(w, o, b + u * bstep);
+#pragma unroll
+		for (int u = 0; u < U; u++)
+			q8_rows<R>(c[u], a, r0, b + u * bstep, acc);
+	}
+	for (; b < nb; b += bstep)
+		q8_rows<R>(q8_load(w, o, b), a, r0, b, acc);
+}
+
+/* The weight type is uniform per warp (one matrix). i is the lane's first input (8 per lane,
+ * step apart); a Q8_0 matrix gives each lane whole blocks instead: block i / 8, step / 8 apart. */
 template <int R, int U>
 __device__ __forceinline__ void dot_rows(const struct dmat &w, int o, const struct mm_args &a, int r0, int i, int step,
 					 float *acc)
@@ -521,7 +592,7 @@ __device__ __forceinline__ void dot_rows(const struct dmat &w, int o, const stru
 	case GGUF_TENSOR_F32: dot_typed<R, GGUF_TENSOR_F32, U>(w, o, a, r0, i, step, acc); break;
 	case GGUF_TENSOR_F16: dot_typed<R, GGUF_TENSOR_F16, U>(w, o, a, r0, i, step, acc); break;
 	case GGUF_TENSOR_BF16: dot_typed<R, GGUF_TENSOR_BF16, U>(w, o, a, r0, i, step, acc); break;
-	default: dot_typed<R, GGUF_TENSOR_Q8_0, U>(w, o, a, r0, i, step, acc); break;
+	default: dot_q8<R, U>(w, o, a, r0, i / 8, step / 8, acc); break;
 	}
 }
 
@@ -659,6 +730,85 @@ template <int R, int U, int P> __global__ void __launch_bounds__(256) mm_small(s
 	}
 }
 
+/* mm_tiled's tile for a Q8_0 matrix: one Q8_0 block (32 inputs) a step, weight and activation
+ * quants through shared memory as words, a thread's 4 x 4 integer dots exact, then each added
+ * to its fp32 sum times (weight scale * activation scale) as q8_rows does. */
+__device__ __forceinline__ void mm_tiled_q8(const struct mm_args &a, const struct dmat &w, int k, int o0, int r0)
+{
+	__shared__ int wq[64][8 + 1]; /* [output][word of the block] (+1: no bank conflicts) */
+	__shared__ int xq[64][8 + 1]; /* [row][word] */
+	__shared__ float wd[64], xd[64];
+	const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16, nb = w.n_in / 32;
+	const int ld = (tid % 128) / 2, hw = tid % 2; /* loader: output or row ld, words 4 hw .. 4 hw + 3 */
+	float acc[4][4];
+#pragma unroll
+	for (int i = 0; i < 4; i++)
+#pragma unroll
+		for (int j = 0; j < 4; j++)
+			acc[i][j] = 0.f;
+	for (int b = 0; b < nb; b++) {
+		int4 v = make_int4(0, 0, 0, 0);
+		if (tid < 128) {
+			if (o0 + ld < w.n_out)
+				v = __ldg(reinterpret_cast<const int4 *>((const int8_t *)w.w + (size_t)(o0 + ld) * w.n_in +
+									 (size_t)b * 32) + hw);
+		} else if (r0 + ld < a.N) {
+			v = __ldg(reinterpret_cast<const int4 *>(a.xq + (size_t)(r0 + ld) * a.nq + (size_t)b * 32) + hw);
+		}
+		float sc = 0.f;
+		if (tid < 64)
+			sc = o0 + tid < w.n_out ? __half2float(w.d[(size_t)(o0 + tid) * nb + b]) : 0.f;
+		else if (tid < 128)
+			sc = r0 + tid - 64 < a.N ? __ldg(a.xd + (size_t)(r0 + tid - 64) * (a.nq / 32) + b) : 0.f;
+		__syncthreads();
+		int(*dst)[9] = tid < 128 ? wq : xq;
+		dst[ld][4 * hw] = v.x, dst[ld][4 * hw + 1] = v.y, dst[ld][4 * hw + 2] = v.z, dst[ld][4 * hw + 3] = v.w;
+		if (tid < 64)
+			wd[tid] = sc;
+		else if (tid < 128)
+			xd[tid - 64] = sc;
+		__syncthreads();
+		int s[4][4];
+#pragma unroll
+		for (int i = 0; i < 4; i++)
+#pragma unroll
+			for (int j = 0; j < 4; j++)
+				s[i][j] = 0;
+#pragma unroll
+		for (int q = 0; q < 8; q++) {
+			int wr[4], xr[4];
+#pragma unroll
+			for (int j = 0; j < 4; j++)
+				wr[j] = wq[tx + 16 * j][q];
+#pragma unroll
+			for (int i = 0; i < 4; i++)
+				xr[i] = xq[ty + 16 * i][q];
+#pragma unroll
+			for (int i = 0; i < 4; i++)
+#pragma unroll
+				for (int j = 0; j < 4; j++)
+					s[i][j] = __dp4a(wr[j], xr[i], s[i][j]);
+		}
+#pragma unroll
+		for (int i = 0; i < 4; i++)
+#pragma unroll
+			for (int j = 0; j < 4; j++)
+				acc[i][j] += __fmul_rn(wd[tx + 16 * j], xd[ty + 16 * i]) * (float)s[i][j];
+	}
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		int r = r0 + ty + 16 * i;
+		if (r >= a.N)
+			continue;
+#pragma unroll
+		for (int j = 0; j < 4; j++) {
+			int o = o0 + tx + 16 * j;
+			if (o < w.n_out)
+				a.y[k][(size_t)r * a.ys[k] + o] = acc[i][j];
+		}
+	}
+}
+
 /* 64 outputs x 64 rows a block, k in steps of 32; a thread computes 4 x 4. */
 __global__ void __launch_bounds__(256) mm_tiled(struct mm_args a)
 {
@@ -668,6 +818,10 @@ __global__ void __launch_bounds__(256) mm_tiled(struct mm_args a)
 	int base, k = mm_pick(a, blockIdx.y, &base);
 	const struct dmat &w = a.w[k];
 	int o0 = (blockIdx.y - base) * 64, r0 = blockIdx.x * 64, tid = threadIdx.x;
+	if (w.type == GGUF_TENSOR_Q8_0) { /* uniform per block: one matrix */
+		mm_tiled_q8(a, w, k, o0, r0);
+		return;
+	}
 	int tx = tid % 16, ty = tid / 16;
 	int lo = tid / 4, lk = (tid % 4) * 8; /* loader: output/row lo, k offset lk */
 	float acc[4][4];
@@ -1068,6 +1222,31 @@ __global__ void silu_mul_kernel(float *a1, int w1, const float *a2, int w2, int 
 	a1[r * w1 + c] = silu(g) * a2[r * w2 + c];
 }
 
+/* Rows of x (n of them, xs apart) as Q8_0 activations for a product of n_in inputs: xq
+ * [N][n_in] int8, xd [N][n_in / 32] (the fp16 scale widened). A warp a block of 32, a lane an
+ * element; quant.c's quant_act_quantize (Q8_0) step for step: amax = max |x| (exact in any
+ * order), d = amax / 127 and id = 127 / amax (0 for a zero block), both IEEE-rounded divisions,
+ * q = nearest_int(x * id) as quant.c writes it (round half to even through the mantissa of
+ * v + 1.5 * 2^23, product and sum each rounded, never fused, so a block whose id overflows gives
+ * the same bytes too), d rounded to fp16 to nearest even (kern_f32_to_f16's rounding).
+ * Grid: (blocks of 8 Q8_0 blocks, rows). */
+__global__ void act_q8_kernel(const float *x, int xs, int n_in, int8_t *xq, float *xd)
+{
+	pdl_enter();
+	const int r = blockIdx.y, lane = threadIdx.x & 31, b = blockIdx.x * 8 + (threadIdx.x >> 5);
+	if (b * 32 >= n_in)
+		return;
+	float v = x[(size_t)r * xs + (size_t)b * 32 + lane], amax = fabsf(v);
+#pragma unroll
+	for (int off = 16; off > 0; off >>= 1)
+		amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+	float id = amax != 0.f ? __fdiv_rn(127.0f, amax) : 0.f;
+	int q = (__float_as_int(__fadd_rn(__fmul_rn(v, id), 12582912.0f)) & 0x007fffff) - 0x00400000;
+	xq[(size_t)r * n_in + (size_t)b * 32 + lane] = (int8_t)q;
+	if (lane == 0)
+		xd[(size_t)r * (n_in / 32) + b] = __half2float(__float2half_rn(__fdiv_rn(amax, 127.0f)));
+}
+
 /* ======== the pass ======== */
 
 static int cuda_fail(struct cuda_model *m, cudaError_t e, const char *what)
@@ -1139,7 +1318,15 @@ static void matmul_n(struct cuda_model *m, int n, const struct dmat *const *w, c
 	a.xs = xs;
 	a.N = N;
 	a.pair = pair;
-	int acc = 0, tiled = N > m->small_rows;
+	int acc = 0, tiled = N > m->small_rows, q8 = 0;
+	for (int i = 0; i < n; i++)
+		q8 |= w[i]->type == GGUF_TENSOR_Q8_0;
+	if (q8) { /* the input quantised once for the launch's Q8_0 matrices (all read the same x) */
+		int n_in = w[0]->n_in;
+		launch(m, act_q8_kernel, dim3((unsigned)((n_in / 32 + 7) / 8), (unsigned)N), 256, x, xs, n_in, m->xq,
+		       m->xd);
+		a.xq = m->xq, a.xd = m->xd, a.nq = n_in;
+	}
 	for (int i = 0; i < n; i++) {
 		a.w[i] = *w[i];
 		a.y[i] = y[i];
@@ -1149,10 +1336,10 @@ static void matmul_n(struct cuda_model *m, int n, const struct dmat *const *w, c
 		a.end[i] = acc;
 	}
 	/* enough warps to fill the device (~64 a multiprocessor): a product of few outputs splits
-	 * its inputs over up to 8 warps an output */
+	 * its inputs over up to 8 warps an output (a warp's step: 256 inputs, Q8_0 1024) */
 	int min_in = w[0]->n_in;
 	a.kw = 1;
-	while (!tiled && a.kw < 8 && (long)acc * a.kw < 64L * m->n_sm && min_in >= 512 * a.kw)
+	while (!tiled && a.kw < 8 && (long)acc * a.kw < 64L * m->n_sm && min_in >= (q8 ? 2048 : 512) * a.kw)
 		a.kw *= 2;
 	unsigned blocks = (unsigned)(((long)acc * a.kw + 7) / 8);
 	const struct model_config *c = &m->cfg;
@@ -1216,7 +1403,10 @@ static int ensure_rows(struct cuda_model *m, int N)
 	float *bufs[] = { m->x, m->h, m->y, m->a1, m->a2, m->a3, m->a4, m->gb, m->ab, m->logits };
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		cudaFree(bufs[i]);
-	m->x = m->h = m->y = m->a1 = m->a2 = m->a3 = m->a4 = m->gb = m->ab = m->logits = NULL;
+	cudaFree(m->xq);
+	cudaFree(m->xd);
+	m->x = m->h = m->y = m->a1 = m->a2 = m->a3 = m->a4 = m->gb = m->ab = m->logits = m->xd = NULL;
+	m->xq = NULL;
 	m->cap_rows = 0;
 	size_t E = (size_t)m->cfg.n_embd, R = (size_t)cap;
 	float **dst[] = { &m->x, &m->h, &m->y, &m->a1, &m->a2, &m->a3, &m->a4, &m->gb, &m->ab, &m->logits };
@@ -1227,6 +1417,11 @@ static int ensure_rows(struct cuda_model *m, int N)
 		if (e != cudaSuccess)
 			return cuda_fail(m, e, "pass buffers");
 	}
+	cudaError_t e = cudaMalloc((void **)&m->xq, (size_t)m->max_in * R);
+	if (e == cudaSuccess)
+		e = cudaMalloc((void **)&m->xd, sizeof(float) * (size_t)(m->max_in / 32) * R);
+	if (e != cudaSuccess)
+		return cuda_fail(m, e, "pass buffers");
 	m->cap_rows = cap;
 	return 0;
 }
@@ -1874,6 +2069,7 @@ extern "C" struct cuda_model *cuda_model_create(int dev, const struct model_conf
 	m->w3 = imax(m->Hv * m->d, m->kvd);
 	m->w4 = imax(m->Hv * m->d, c->n_head * c->head_dim);
 	m->w1 = (m->w1 + 7) & ~7, m->w2 = (m->w2 + 7) & ~7, m->w3 = (m->w3 + 7) & ~7, m->w4 = (m->w4 + 7) & ~7;
+	m->max_in = (imax(imax(c->n_embd, imax(m->w1, m->w2)), imax(m->w3, m->w4)) + 31) & ~31;
 	if (ensure_rows(m, 64)) {
 		set_err(err, errlen, "%s", m->error);
 		goto fail;
@@ -1894,9 +2090,10 @@ extern "C" void cuda_model_destroy(struct cuda_model *m)
 	for (int i = 0; i < m->n_allocs; i++)
 		cudaFree(m->allocs[i]);
 	float *bufs[] = { m->ssm, m->conv, m->kc, m->vc, m->lx, m->lk, m->lv, m->lg, m->lb, m->x, m->h, m->y,
-			  m->a1, m->a2, m->a3, m->a4, m->gb, m->ab, m->logits };
+			  m->a1, m->a2, m->a3, m->a4, m->gb, m->ab, m->logits, m->xd };
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		cudaFree(bufs[i]);
+	cudaFree(m->xq);
 	cudaFree(m->meta);
 	cudaFree(m->an_count);
 	cudaFreeHost(m->hmeta);
@@ -1996,6 +2193,41 @@ extern "C" void cuda_model_memory(const struct cuda_model *m, struct model_state
 	out->snapshot_ring = L ? ((size_t)m->Hv * m->d * m->d + conv_slot(m)) * m->n_gdn * (L + 1) * S * f : 0;
 	if (weight_bytes)
 		*weight_bytes = m->weight_bytes;
+}
+
+extern "C" int cuda_quantize_q8_0(int dev, const float *x, int n, void *out)
+{
+	if (n <= 0 || n % 32)
+		return -EINVAL;
+	size_t nb = (size_t)n / 32;
+	float *dx = NULL, *dd = NULL, *hd = (float *)malloc(sizeof(float) * nb);
+	int8_t *dq = NULL, *hq = (int8_t *)malloc((size_t)n);
+	int rc = -EIO;
+	if (!hd || !hq) {
+		rc = -ENOMEM;
+	} else if (cudaSetDevice(dev) == cudaSuccess && cudaMalloc((void **)&dx, sizeof(float) * (size_t)n) == cudaSuccess &&
+		   cudaMalloc((void **)&dq, (size_t)n) == cudaSuccess &&
+		   cudaMalloc((void **)&dd, sizeof(float) * nb) == cudaSuccess &&
+		   cudaMemcpy(dx, x, sizeof(float) * (size_t)n, cudaMemcpyHostToDevice) == cudaSuccess) {
+		/* one row of n (a launch without the attribute: pdl_enter is a no-op) */
+		act_q8_kernel<<<dim3((unsigned)((nb + 7) / 8), 1), 256>>>(dx, n, n, dq, dd);
+		if (cudaGetLastError() == cudaSuccess && cudaMemcpy(hq, dq, (size_t)n, cudaMemcpyDeviceToHost) == cudaSuccess &&
+		    cudaMemcpy(hd, dd, sizeof(float) * nb, cudaMemcpyDeviceToHost) == cudaSuccess) {
+			uint8_t *o = (uint8_t *)out;
+			for (size_t b = 0; b < nb; b++, o += 34) {
+				__half h = __float2half_rn(hd[b]); /* exact: hd holds fp16 values */
+				memcpy(o, &h, 2);
+				memcpy(o + 2, hq + b * 32, 32);
+			}
+			rc = 0;
+		}
+	}
+	cudaFree(dx);
+	cudaFree(dq);
+	cudaFree(dd);
+	free(hd);
+	free(hq);
+	return rc;
 }
 
 extern "C" void *cuda_host_alloc(size_t bytes)

@@ -31,8 +31,9 @@ int cuda_device_query(int dev, char *name, size_t name_len, size_t *free_bytes, 
  * several 1 GiB copies): the memory ceiling benchmarks compare with. 0 or -ENODEV/-ENOMEM. */
 int cuda_device_copy_bandwidth(int dev, double *bytes_per_s);
 
-/* Uploads the weights (looked up by GGUF name, as model_create does; F32, F16, BF16, Q8_0)
- * to device dev and allocates n_slots states of n_ctx positions, with a log of rb_rows rows
+/* Uploads the weights (looked up by GGUF name, as model_create does; F32, F16, BF16, Q8_0,
+ * whose products quantise their input to Q8_0 as the CPU engine does) to device dev and
+ * allocates n_slots states of n_ctx positions, with a log of rb_rows rows
  * per slot (0: no rollback). NULL with "what, what to do" in err. */
 struct cuda_model *cuda_model_create(int dev, const struct model_config *cfg, model_tensor_find_fn find, void *ctx,
 				     const char *source, int n_slots, int n_ctx, int rb_rows, char *err, size_t errlen);
@@ -65,6 +66,11 @@ int cuda_model_slot_rollback(struct cuda_model *m, int slot, int n);
 int cuda_model_slot_pos(const struct cuda_model *m, int slot);
 /* Device bytes by part (model.h's struct model_state_memory) and of the weights. */
 void cuda_model_memory(const struct cuda_model *m, struct model_state_memory *out, size_t *weight_bytes);
+/* The device's activation quantiser of Q8_0 products (act_q8_kernel) on n floats (n a multiple
+ * of 32) of host memory, into n / 32 Q8_0 blocks (34 bytes: fp16 scale, 32 int8) at out: what
+ * quant_act_quantize(GGUF_TENSOR_Q8_0, ...) writes, byte for byte (the agreement test checks it).
+ * 0, -EINVAL (n), -ENOMEM, -EIO (a device error). */
+int cuda_quantize_q8_0(int dev, const float *x, int n, void *out);
 /* Page-locked host memory (the logits copy runs at full bus speed into it), NULL if none;
  * cuda_host_free accepts NULL. */
 void *cuda_host_alloc(size_t bytes);

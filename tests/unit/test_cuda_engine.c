@@ -2,16 +2,29 @@
  * through the engine interface the scheduler uses, on the tiny model and on a ~100M random model
  * (BF16 and Q8_0): logits of a batch of sequences of different lengths, prefill and decode in
  * the same passes; greedy text; log rollback (repeated, whole-batch, with a fold) against
- * recomputation; slot copies. Exits 77 with a message when there is no CUDA device.
+ * recomputation; slot copies. First, the device's Q8_0 activation quantiser against the CPU's
+ * (quant_act_quantize), byte for byte. Exits 77 with a message when there is no CUDA device.
  *
- * Tolerances: GPU vs CPU, max |a - b| <= 2e-3 x max |logit| of the row (fp32 both sides, sums in
- * another order; measured values are printed). Rollback vs recomputation on the GPU: exact, as
- * every pass there has at most 16 rows, where a row's floats do not depend on the batch. */
+ * Tolerances: GPU vs CPU, max |a - b| <= 2e-3 x max |logit| of the row for F32 and BF16 (fp32
+ * both sides, sums in another order), and greedy text equal. Q8_0: both engines quantise a
+ * product's input per block of 32 with the same arithmetic (checked byte for byte) and add the
+ * same per-block terms (exact integer dot x the product of the two scales), so only the order
+ * of fp32 sums differs, as between the CPU engine's own kernel levels; but quantisation is not
+ * continuous: an input that differs in its last bits rounds to the other 8-bit step where it
+ * lies near a boundary, and on this random model such flips compound over the layers to
+ * percents of the largest logit. The CPU engine against itself (portable against its default
+ * kernels, the same file and tokens) shows it: measured here and printed, 0.0207 on a Debian 12
+ * x86-64 host against 1.21e-6 for BF16. So Q8_0's bound is 3 x that spread of the CPU
+ * engine's own (at least 2e-3), and greedy text is counted, not required to be equal. Rollback
+ * vs recomputation on the GPU: exact, as every pass there has at most 16 rows, where a row's
+ * floats do not depend on the batch. */
 #include "test.h"
 #include "greedy.h"
 #include "core/buf.h"
+#include "cuda/cuda_model.h"
 #include "cuda/engine_cuda.h"
 #include "model/gguf.h"
+#include "model/quant.h"
 #include "model/tiny.h"
 #include "server/engine.h"
 #include "server/real.h"
@@ -30,6 +43,8 @@ static const struct model_config c100 = {
 };
 
 static double worst_rel; /* largest GPU-vs-CPU difference seen, relative to the row's largest logit */
+static double tol = 2e-3; /* GPU vs CPU bound for the model being checked (see the file's top) */
+static int greedy_exact = 1; /* greedy text must be equal (F32, BF16) or is only counted (Q8_0) */
 
 /* max |a - b| over a row relative to max |b|; records it. */
 static double row_rel(const float *a, const float *b, int n)
@@ -61,7 +76,7 @@ static int both(struct engine *cpu, struct engine *gpu, const struct engine_row 
 		return -1;
 	for (int j = 0; j < n_want; j++) {
 		double r = row_rel(lg + (size_t)j * V, lc + (size_t)j * V, V);
-		if (!CHECK(r <= 2e-3))
+		if (!CHECK(r <= tol))
 			fprintf(stderr, "  %s: row %d differs by %.3g of its largest logit\n", what, j, r);
 	}
 	return 0;
@@ -153,7 +168,8 @@ static void check_greedy(struct engine *cpu, struct engine *gpu, const char *nam
 		int k = 0;
 		while (k < NGREEDY && a[s][k] == b[s][k])
 			k++;
-		CHECK_EQ_INT(k, NGREEDY);
+		if (greedy_exact)
+			CHECK_EQ_INT(k, NGREEDY);
 		same += k;
 	}
 	printf("%s: greedy text, 3 sequences: %d of %d tokens equal to the CPU engine's\n", name, same, 3 * NGREEDY);
@@ -307,6 +323,93 @@ static void check_model(const char *path, const char *name)
 	engine_destroy(cpu);
 }
 
+/* The device's Q8_0 activation quantiser against quant_act_quantize on blocks that probe its
+ * arithmetic: a zero block, exact ties (amax 127: id = 1, x = k + 0.5), an id that overflows
+ * (amax 1e-38), subnormal inputs, a scale that is an fp16 subnormal (amax 1e-5) or overflows
+ * fp16 (1e30), a negative extreme, then random values over 12 decades. */
+static void check_act_q8(void)
+{
+	enum { NB = 64, N = NB * 32 };
+	float *x = malloc(sizeof(float) * N);
+	uint8_t *a = malloc((size_t)NB * 34), *b = malloc((size_t)NB * 34);
+	uint64_t r = 0x2545f4914f6cdd1dull;
+	for (int i = 0; i < N; i++) {
+		r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+		double u = (double)(r >> 11) / 9007199254740992.0 - 0.5; /* [-0.5, 0.5) */
+		int blk = i / 32, j = i % 32;
+		float v = (float)(u * pow(10.0, (double)(blk % 13) - 6.0));
+		switch (blk) {
+		case 0: v = 0.f; break;
+		case 1: v = j == 31 ? 127.f : (float)j - 15.5f; break;
+		case 2: v = j == 0 ? 1e-38f : (float)u * 1e-38f; break;
+		case 3: v = (float)u * 1e-41f; break;
+		case 4: v = j == 5 ? -1e-5f : (float)u * 1e-5f; break;
+		case 5: v = j == 7 ? 1e30f : (float)u * 1e30f; break;
+		case 6: v = j == 0 ? -3.5f : (float)u; break;
+		default: break;
+		}
+		x[i] = v;
+	}
+	quant_act_quantize(GGUF_TENSOR_Q8_0, x, a, N);
+	int rc = cuda_quantize_q8_0(0, x, N, b), diff = 0;
+	CHECK_EQ_INT(rc, 0);
+	for (int k = 0; rc == 0 && k < NB; k++)
+		if (memcmp(a + 34 * k, b + 34 * k, 34) != 0) {
+			diff++;
+			fprintf(stderr, "  activation block %d: the device's Q8_0 bytes differ from the CPU's\n", k);
+		}
+	CHECK_EQ_INT(diff, 0);
+	printf("Q8_0 activation quantiser: %d blocks (zero, ties, overflowing 127/amax, subnormal inputs, fp16-subnormal "
+	       "and infinite scales, random): %d differ from the CPU's bytes\n", NB, rc == 0 ? diff : NB);
+	free(x);
+	free(a);
+	free(b);
+}
+
+/* The CPU engine against itself: the last logits of one 40-token prefill of path with the
+ * portable kernels and with the default ones, max difference relative to the largest logit
+ * (-1 if either fails). */
+static double cpu_self_spread(const char *path)
+{
+	enum { T = 40 };
+	float *lg[2] = { NULL, NULL };
+	double r = -1;
+	int32_t tok[T], slot[T];
+	uint8_t want[T];
+	tokens_of(11, T, 200, tok);
+	for (int i = 0; i < T; i++)
+		slot[i] = 0, want[i] = i == T - 1;
+	struct model_batch b = { .n_rows = T, .tokens = tok, .slots = slot, .want_logits = want };
+	int V = 0, ok = 1;
+	for (int k = 0; k < 2 && ok; k++) {
+		char err[512];
+		struct model *m = model_load(path, 8, err, sizeof err);
+		struct model_state *st = m ? model_state_create(m, 1, 256) : NULL;
+		ok = st && (k == 1 || model_set_isa(m, "portable") == 0);
+		if (ok) {
+			V = model_get_config(m)->n_vocab;
+			lg[k] = malloc(sizeof(float) * (size_t)V);
+			ok = lg[k] && model_forward(m, st, &b, lg[k]) == 0;
+		}
+		if (!m)
+			fprintf(stderr, "cpu: %s\n", err);
+		model_state_destroy(st);
+		model_free(m);
+	}
+	if (ok) {
+		double mx = 0, d = 0;
+		for (int i = 0; i < V; i++) {
+			mx = fabs(lg[1][i]) > mx ? fabs(lg[1][i]) : mx;
+			double e = fabs((double)lg[0][i] - lg[1][i]);
+			d = e > d || isnan(e) ? e : d;
+		}
+		r = mx > 0 ? d / mx : d;
+	}
+	free(lg[0]);
+	free(lg[1]);
+	return r;
+}
+
 int main(void)
 {
 	char name[256], err[512];
@@ -316,6 +419,7 @@ int main(void)
 		return 77;
 	}
 	printf("device: %s, %.1f GiB free\n", name, (double)free_b / 1073741824.0);
+	check_act_q8();
 	char dir[] = "/tmp/sixi-cuda-XXXXXX";
 	if (!mkdtemp(dir)) {
 		perror("mkdtemp");
@@ -332,6 +436,13 @@ int main(void)
 	} else {
 		check_model(tiny, "tiny (F32)");
 		check_model(bf16, "~100M BF16");
+		double sb = cpu_self_spread(bf16), sq = cpu_self_spread(q8);
+		CHECK(sb >= 0 && sq >= 0);
+		printf("the CPU engine against itself (portable vs default kernels, 40-token prefill): BF16 %.3g, Q8_0 %.3g of "
+		       "the largest logit\n", sb, sq);
+		tol = sq > 2e-3 / 3 ? 3 * sq : 2e-3;
+		greedy_exact = 0;
+		printf("~100M Q8_0: bound %.3g of the largest logit (3 x the CPU's own Q8_0 spread, at least 2e-3)\n", tol);
 		check_model(q8, "~100M Q8_0");
 	}
 	unlink(tiny);

@@ -814,7 +814,7 @@ static int replay_build(void *ud, struct runner_req *rq, int64_t now_ns)
 				cJSON_AddItemToArray(msgs, o);
 			}
 		} else if (m->role == SOURCE_SYSTEM) {
-			rc = buf_printf(&tx, "System: %s\n\n", m->text);
+			rc = buf_printf(&tx, "%sSystem: %s", tx.len ? "\n\n" : "", m->text);
 		} else {
 			rc = buf_printf(&tx, "%sUser: %s\n\nAssistant:", tx.len ? "\n\n" : "", m->text);
 			if (!rc && reply)

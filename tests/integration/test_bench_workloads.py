@@ -329,6 +329,26 @@ def case_search():
     check(st[0][0] == s, "the result is stored with the run (%r)" % st)
 
 
+def case_search_concurrency():
+    """The same one-slot device in closed loop: with C streams each request waits for the C - 1
+    others, so e2e = C x 160 ms; under e2e <= 560 ms the highest concurrency is 3 (480 ms; 4 would
+    take 640 ms). The closed loop cannot over-saturate: no probe is stopped."""
+    cfg = write("slot1.json", json.dumps(SLOT1))
+    srv = Sim(cfg, "--straggler-wait", "off")
+    try:
+        j = bench_json("search", "--url", srv.url, "--mode", "concurrency", "--max-tokens", "4", "--warmup", "0",
+                       "--slo", "e2e=560ms", "--lo", "1", "--hi", "8", "--requests", "30", "--target", "0.8",
+                       timeout=600)
+    finally:
+        srv.stop()
+    if not j:
+        return
+    res = j["detail"]["result"]
+    check(res["bracketed"] and res.get("sustainable") == 3 and res["bracket_high"] == 4,
+          "concurrency search finds 3 streams, bracket [3, 4] (%r)" % res)
+    check(res["over_saturated_probes"] == 0, "closed loop: no over-saturation stop")
+
+
 # ---- arrivals and traces ----
 
 def intended(run):
@@ -509,7 +529,7 @@ def case_bad_input():
 
 CASES = {
     "multiturn_received": case_multiturn_received, "multiturn_cache": case_multiturn_cache,
-    "prefix_cache": case_prefix_cache, "search": case_search, "arrivals": case_arrivals,
+    "prefix_cache": case_prefix_cache, "search": case_search, "search_concurrency": case_search_concurrency, "arrivals": case_arrivals,
     "sources": case_sources, "repeats_slo": case_repeats_slo, "bad_input": case_bad_input,
 }
 

@@ -1201,7 +1201,7 @@ static int probe_run(struct bench *b, const struct search_params *p, struct pick
 			rq->seq = run * per + r;
 			rq->phase = "measure";
 			rq->tag = "search";
-			rc = pick_body(pk, 400000 + level * 1000 + (int64_t)s, run * per + r, 0, 0, rq);
+			rc = pick_body(pk, 400000 + level * 1000000 + (int64_t)s, run * per + r, 0, 0, rq);
 		}
 	}
 	struct satmon m = { .due = due, .n_due = nt };

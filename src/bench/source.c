@@ -332,7 +332,8 @@ struct source *source_load(const char *path, char *err, size_t errlen)
 		return NULL;
 	}
 	struct stat st;
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+	bool dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+	if (dir)
 		snprintf(s->path, sizeof s->path, "%s/tasks.jsonl", path);
 	else
 		snprintf(s->path, sizeof s->path, "%s", path);
@@ -341,7 +342,7 @@ struct source *source_load(const char *path, char *err, size_t errlen)
 	int rc;
 	if (!t) {
 		snprintf(err, errlen, "%s: cannot read the prompt file: %s%s", s->path, strerror(errno),
-			 S_ISDIR(st.st_mode) ? " (a dataset folder holds tasks.jsonl)" : "");
+			 dir ? " (a dataset folder holds tasks.jsonl)" : "");
 		rc = -ENOENT;
 	} else {
 		size_t lead = strspn(t, " \t\r\n");

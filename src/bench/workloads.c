@@ -317,9 +317,15 @@ static cJSON *across_runs(const struct bench_level *runs, size_t n_levels, size_
 			cJSON_AddNumberToObject(e, "cv", cv);
 		cJSON_AddBoolToObject(e, "unstable", unstable);
 		if (text)
+		{
+			char left[96] = "";
+			if (n < (size_t)R)
+				snprintf(left, sizeof left, "  (%lld of %lld runs left out: invalid or no value)",
+					 (long long)R - (long long)n, (long long)R);
 			fprintf(out, "%6lld %-16s %12.3f  [%.3f, %.3f]  cv %5.1f%%%s%s\n", (long long)runs[li].level,
 				run_metrics[k].name, mean, mean - half, mean + half, 100 * cv, unstable ? "  UNSTABLE (cv > 20%)" : "",
-				n < (size_t)R ? "  (some runs invalid: left out)" : "");
+				left);
+		}
 	}
 	return o;
 }

@@ -63,6 +63,8 @@ static const char usage_text[] =
 	"  --output-len DIST       max_tokens per request, the same forms\n"
 	"  --slo SPEC              ttft=500ms,tpot=..,itl=50ms,e2e=10s per request; NAME_pP=V (ttft_p99=2s)\n"
 	"                          over the level; units us, ms, s: goodput and attainment per level\n"
+	"  --metrics               sweep, rate: scrape the server's /metrics (vllm:, sglang:, llamacpp:, sixi_)\n"
+	"                          before and after each level; deltas and speculative acceptance stored\n"
 	"  --repeats N             sweep: run every level N times (mean, t interval, CV across runs);\n"
 	"                          search: runs per probe; prefill: requests per length\n"
 	"\n"
@@ -96,6 +98,7 @@ struct opts {
 	const char *http_engine; /* --http, over SIXI_HTTP */
 	const char *prompts, *input_len, *output_len, *slo, *arrival, *ramp, *trace, *mode;
 	double trace_speed;
+	bool metrics;
 	struct replay_params replay;
 	struct prefix_params prefix;
 	struct search_params search;
@@ -263,6 +266,8 @@ static int parse(int argc, char **argv, const char *cmd, struct opts *o)
 					     strcmp(cmd, "search") == 0 || strcmp(cmd, "replay") == 0)) {
 			NEED_VAL();
 			o->slo = val;
+		} else if (FLAG("--metrics") && (strcmp(cmd, "sweep") == 0 || strcmp(cmd, "rate") == 0)) {
+			o->metrics = true;
 		} else if (FLAG("--arrival") && (strcmp(cmd, "rate") == 0 || strcmp(cmd, "search") == 0)) {
 			NEED_VAL();
 			o->arrival = val;
@@ -537,6 +542,7 @@ int main(int argc, char **argv)
 	in.input_len = o.input_len ? &in_len : NULL;
 	in.output_len = o.output_len ? &out_len : NULL;
 	in.slo = o.slo ? &slo : NULL;
+	in.metrics = o.metrics;
 	if (strcmp(cmd, "replay") == 0 && !o.prompts)
 		return fail_usage("replay needs --prompts FILE (ShareGPT JSON or JSONL of conversations)%s%s", "", "");
 	if (strcmp(cmd, "search") == 0) {
@@ -637,6 +643,7 @@ int main(int argc, char **argv)
 		cJSON_AddStringToObject(proto, "slo", o.slo);
 	if (strcmp(cmd, "sweep") == 0)
 		cJSON_AddNumberToObject(proto, "repeats", (double)o.repeats);
+	cJSON_AddBoolToObject(proto, "scrape_metrics", o.metrics);
 	cJSON_AddBoolToObject(proto, "unique_prompts", o.cfg.unique_prompts);
 	char *proto_s = cJSON_PrintUnformatted(proto);
 	cJSON_Delete(proto);

@@ -889,6 +889,8 @@ cJSON *bench_level_json(const struct bench_level *L)
 	cJSON_AddStringToObject(o, "fingerprint", L->fingerprint);
 	if (L->repeat > 0)
 		add_num(o, "repeat", (double)L->repeat);
+	if (L->server_metrics)
+		cJSON_AddItemToObject(o, "server_metrics", cJSON_Duplicate(L->server_metrics, true));
 	if (L->has_slo) {
 		cJSON *q = cJSON_AddObjectToObject(o, "slo");
 		add_num(q, "scheduled", (double)L->slo_scheduled);

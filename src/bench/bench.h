@@ -148,6 +148,7 @@ struct bench_level {
 	bool slo_level_met;            /* every percentile term holds */
 	char slo_failed[192];
 	int64_t repeat;                /* 1.. with --repeats, else 0 */
+	struct cJSON *server_metrics;  /* with --metrics (scrape.h): owned by the workload, which deletes it */
 };
 
 /* 0, or -ENOMEM (the level is then marked invalid and must not be stored). */

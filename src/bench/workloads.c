@@ -3,6 +3,7 @@
 #include "bench/dist.h"
 #include "bench/plot.h"
 #include "bench/prompt.h"
+#include "bench/scrape.h"
 #include "bench/selftest.h"
 #include "bench/slo.h"
 #include "bench/source.h"
@@ -127,15 +128,52 @@ static int pick_body(struct picker *pk, int64_t stream, int64_t seq, int64_t in_
 
 /* Runs a level's plan (and frees it), summarises the level and stores the summary.
  * A fingerprint that changed since the run's first makes the level invalid. */
-static int run_level(struct bench *b, struct plan *pl, int64_t level, bool fingerprint_changed, const struct slo *slo,
-		     int64_t repeat, struct bench_level *out)
+/* The server's metrics before a level, and after it the deltas into L (--metrics). */
+static int metrics_before(struct bench *b, const struct workload_inputs *in, struct scrape *s)
 {
+	memset(s, 0, sizeof *s);
+	return in && in->metrics ? scrape_fetch(bench_config(b)->url, s) : 0;
+}
+
+static int metrics_after(struct bench *b, const struct workload_inputs *in, struct scrape *before, struct bench_level *L)
+{
+	struct scrape after;
+	int rc = 0;
+	if (in && in->metrics && (rc = scrape_fetch(bench_config(b)->url, &after)) == 0) {
+		L->server_metrics = scrape_delta(before, &after);
+		if (!after.ok)
+			log_warn("%s/metrics did not answer: no server metrics for this level", bench_config(b)->url);
+		scrape_finish(&after);
+	}
+	scrape_finish(before);
+	return rc;
+}
+
+static void levels_free_metrics(struct bench_level *L, size_t n)
+{
+	for (size_t i = 0; L && i < n; i++) {
+		cJSON_Delete(L[i].server_metrics);
+		L[i].server_metrics = NULL;
+	}
+}
+
+static int run_level(struct bench *b, struct plan *pl, int64_t level, bool fingerprint_changed,
+		     const struct workload_inputs *in, int64_t repeat, struct bench_level *out)
+{
+	const struct slo *slo = in ? in->slo : NULL;
 	struct bench_sample *samples = NULL;
 	size_t n = 0;
-	int rc = bench_run_streams(b, pl->streams, pl->n_streams, &samples, &n);
+	struct scrape before;
+	int rc = metrics_before(b, in, &before);
+	if (!rc)
+		rc = bench_run_streams(b, pl->streams, pl->n_streams, &samples, &n);
 	plan_free(pl);
 	if (!rc)
 		rc = bench_level_summarise(b, samples, n, level, out);
+	if (!rc)
+		rc = metrics_after(b, in, &before, out);
+	else
+		scrape_finish(&before);
 	if (!rc && slo)
 		rc = slo_level_apply(slo, samples, n, level, out);
 	if (!rc) {
@@ -330,8 +368,27 @@ static cJSON *across_runs(const struct bench_level *runs, size_t n_levels, size_
 	return o;
 }
 
+/* The server's own view of each level (--metrics): its derived ratios and counters. */
+static void print_server_metrics(FILE *out, const char *what, const struct bench_level *L, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const cJSON *m = L[i].server_metrics;
+		if (!m)
+			continue;
+		const cJSON *acc = cJSON_GetObjectItem(m, "spec_acceptance"), *hit = cJSON_GetObjectItem(m, "prefix_cache_hit_rate");
+		const cJSON *c = cJSON_GetObjectItem(m, "counters");
+		fprintf(out, "  %s %lld server: %d counters changed", what, (long long)L[i].level, cJSON_GetArraySize(c));
+		if (cJSON_IsNumber(acc))
+			fprintf(out, ", speculative acceptance %.3f", acc->valuedouble);
+		if (cJSON_IsNumber(hit))
+			fprintf(out, ", prefix cache hit rate %.3f", hit->valuedouble);
+		fprintf(out, "\n");
+	}
+}
+
 static void print_slo(FILE *out, const char *what, const struct bench_level *L, size_t n)
 {
+	print_server_metrics(out, what, L, n);
 	for (size_t i = 0; i < n; i++) {
 		if (!L[i].has_slo)
 			continue;
@@ -350,7 +407,6 @@ int workload_sweep(struct bench *b, const struct sweep_params *p, FILE *out, cha
 		return rc;
 	header(out, b, "sweep");
 	int64_t R = p->repeats > 0 ? p->repeats : 1;
-	const struct slo *slo = p->in ? p->in->slo : NULL;
 	struct bench_level *levels = calloc(p->n_levels * (size_t)R, sizeof *levels);
 	struct picker pk;
 	if (!levels || picker_init(&pk, b, p->in, 0x5eeb) != 0) {
@@ -384,7 +440,7 @@ int workload_sweep(struct bench *b, const struct sweep_params *p, FILE *out, cha
 				break;
 			}
 			struct bench_level *L = &levels[(size_t)rep * p->n_levels + li];
-			if ((rc = run_level(b, &pl, conc, changed, slo, R > 1 ? rep + 1 : 0, L)) != 0)
+			if ((rc = run_level(b, &pl, conc, changed, p->in, R > 1 ? rep + 1 : 0, L)) != 0)
 				break;
 			if (!c->json && !c->quiet)
 				fprintf(out, "  concurrency %lld%s: %.1f tok/s aggregate, %lld/%lld ok\n", (long long)conc,
@@ -427,6 +483,7 @@ int workload_sweep(struct bench *b, const struct sweep_params *p, FILE *out, cha
 		if (!c->no_plots)
 			plot_sweep(b, levels, p->n_levels, c->json ? stderr : out);
 	}
+	levels_free_metrics(levels, p->n_levels * (size_t)R);
 	free(levels);
 	return rc;
 }
@@ -700,6 +757,9 @@ int workload_rate(struct bench *b, const struct rate_params *p, FILE *out, char 
 	free(arr);
 	struct bench_sample *samples = NULL;
 	size_t n = 0;
+	struct scrape before;
+	if (!rc)
+		rc = metrics_before(b, p->in, &before);
 	if (!rc)
 		rc = bench_run_streams(b, pl.streams, pl.n_streams, &samples, &n);
 	plan_free(&pl);
@@ -708,15 +768,23 @@ int workload_rate(struct bench *b, const struct rate_params *p, FILE *out, char 
 		return rc;
 	}
 	struct bench_level L;
+	memset(&L, 0, sizeof L);
+	if (metrics_after(b, p->in, &before, &L) != 0) {
+		bench_samples_free(samples, n);
+		return -ENOMEM;
+	}
+	cJSON *server_metrics = L.server_metrics;
 	/* latency from the intended send time, and the lag of the client itself */
 	double *e2e = calloc(n + 1, sizeof *e2e), *lag = calloc(n + 1, sizeof *lag);
 	if (!e2e || !lag || bench_level_summarise(b, samples, n, level, &L) != 0 ||
 	    (p->in && p->in->slo && slo_level_apply(p->in->slo, samples, n, level, &L) != 0)) {
 		free(e2e);
 		free(lag);
+		cJSON_Delete(server_metrics);
 		bench_samples_free(samples, n);
 		return -ENOMEM;
 	}
+	L.server_metrics = server_metrics; /* summarising cleared it */
 	size_t ne = 0, nl = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (samples[i].t_send && samples[i].t_intended)
@@ -764,6 +832,7 @@ int workload_rate(struct bench *b, const struct rate_params *p, FILE *out, char 
 	}
 	free(e2e);
 	free(lag);
+	cJSON_Delete(L.server_metrics);
 	bench_samples_free(samples, n);
 	return 0;
 }

@@ -13,6 +13,7 @@
  * err says what went wrong. */
 #ifndef SIXI_BENCH_WORKLOADS_H
 #define SIXI_BENCH_WORKLOADS_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -30,6 +31,7 @@ struct workload_inputs {
 	const struct dist *input_len;   /* synthetic prompt length (else --prompt-tokens) */
 	const struct dist *output_len;  /* max_tokens per request (else --max-tokens) */
 	const struct slo *slo;          /* goodput and attainment per level */
+	bool metrics;                   /* scrape the server's /metrics before and after each level */
 };
 
 struct sweep_params {

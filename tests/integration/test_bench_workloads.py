@@ -349,6 +349,56 @@ def case_search_concurrency():
     check(res["over_saturated_probes"] == 0, "closed loop: no over-saturation stop")
 
 
+def case_metrics():
+    """--metrics scrapes sixi-server's /metrics before and after each level: the deltas match what
+    the client itself stored (requests, completion tokens), and under speculative decoding (the
+    tiny real model, --spec ngram, greedy) each level carries the acceptance rate, which is the
+    ratio of the accepted and drafted counters' deltas."""
+    tiny = os.path.join(TMP, "tiny.gguf")
+    if not os.access(SERVER, os.X_OK):
+        print("SKIP: %s not built" % SERVER)
+        sys.exit(77)
+    subprocess.run([SERVER, "--write-tiny", tiny], check=True, capture_output=True, timeout=60)
+    srv = Sim("thor", "--time-scale", "20")
+    try:
+        j = bench_json("sweep", "--url", srv.url, "--concurrency", "1,3", "--rounds", "2", "--max-tokens", "5",
+                       "--warmup", "1", "--metrics")
+    finally:
+        srv.stop()
+    for lv in (j or {}).get("levels", []):
+        m = lv.get("server_metrics") or {}
+        c = m.get("counters", {})
+        (ct,), = rows("SELECT sum(completion_tokens) FROM bench_requests WHERE run = ? AND phase = 'measure'"
+                      " AND level = ?", j["run"], lv["level"])
+        check(c.get("sixi_requests_total") == lv["requests"], "level %d: the server counted the level's %d requests "
+              "(%r)" % (lv["level"], lv["requests"], c.get("sixi_requests_total")))
+        check(c.get("sixi_completion_tokens_total") == ct, "level %d: and its %d tokens (%r)" %
+              (lv["level"], ct, c.get("sixi_completion_tokens_total")))
+        check("sixi_active_sequences" in m.get("gauges", {}), "gauges are kept (queue, running)")
+        check(c.get("sixi_spec_drafted_total") == 0 and "spec_acceptance" not in m,
+              "no speculation, no acceptance rate (%r)" % m.get("spec_acceptance"))
+    pf = os.path.join(TMP, "tport")
+    proc = subprocess.Popen([SERVER, "--model", tiny, "--spec", "ngram", "--host", "127.0.0.1", "--port", "0",
+                             "--port-file", pf, "--threads", "1"], stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    try:
+        url = wait_port(proc, pf, "sixi-server --model tiny")
+        j = bench_json("sweep", "--url", url, "--concurrency", "1,2", "--rounds", "2", "--max-tokens", "64",
+                       "--temperature", "0", "--warmup", "1", "--metrics")
+    finally:
+        os.kill(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+    for lv in (j or {}).get("levels", []):
+        m = lv.get("server_metrics") or {}
+        c = m.get("counters", {})
+        d, a = c.get("sixi_spec_drafted_total", 0), c.get("sixi_spec_accepted_total", -1)
+        check(d > 0 and 0 <= a <= d, "level %d: tokens were drafted and some accepted (%r of %r)" % (lv["level"], a, d))
+        check(d > 0 and abs(m.get("spec_acceptance", -1) - a / d) < 1e-12,
+              "level %d: acceptance rate per level = accepted / drafted (%r)" % (lv["level"], m.get("spec_acceptance")))
+    (st,), = rows("SELECT json_extract(summary_json, '$.levels[0].server_metrics.spec_acceptance') FROM runs"
+                  " WHERE id = ?", j["run"]) if j else ((None,),)
+    check(st is not None, "the acceptance rate is stored with the level")
+
+
 # ---- arrivals and traces ----
 
 def intended(run):
@@ -529,7 +579,7 @@ def case_bad_input():
 
 CASES = {
     "multiturn_received": case_multiturn_received, "multiturn_cache": case_multiturn_cache,
-    "prefix_cache": case_prefix_cache, "search": case_search, "search_concurrency": case_search_concurrency, "arrivals": case_arrivals,
+    "prefix_cache": case_prefix_cache, "search": case_search, "search_concurrency": case_search_concurrency, "metrics": case_metrics, "arrivals": case_arrivals,
     "sources": case_sources, "repeats_slo": case_repeats_slo, "bad_input": case_bad_input,
 }
 

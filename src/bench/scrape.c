@@ -2,7 +2,8 @@
  * kind" lines, then "name{labels} value [timestamp]"). Metric names of the peers
  * are from their documentation: vLLM spec_decode_num_draft_tokens_total and
  * spec_decode_num_accepted_tokens_total, prefix_cache_queries_total and
- * prefix_cache_hits_total. */
+ * prefix_cache_hits_total; llama.cpp's server (server-task.cpp) the same two
+ * speculative counters under llamacpp: and prompt_tokens_cached_total. */
 #include "bench/scrape.h"
 #include "core/buf.h"
 #include "net/http.h"
@@ -176,7 +177,10 @@ cJSON *scrape_delta(const struct scrape *before, const struct scrape *after)
 	ratio(o, "spec_acceptance", before, after, "sixi_spec_accepted_total", "sixi_spec_drafted_total");
 	ratio(o, "spec_acceptance", before, after, "vllm:spec_decode_num_accepted_tokens_total",
 	      "vllm:spec_decode_num_draft_tokens_total");
+	ratio(o, "spec_acceptance", before, after, "llamacpp:spec_decode_num_accepted_tokens_total",
+	      "llamacpp:spec_decode_num_draft_tokens_total");
 	ratio(o, "prefix_cache_hit_rate", before, after, "vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total");
+	ratio(o, "prefix_cache_hit_rate", before, after, "llamacpp:prompt_tokens_cached_total", "llamacpp:prompt_tokens_total");
 	ratio(o, "prefix_cache_hit_rate", before, after, "sixi_cached_tokens_total", "sixi_prompt_tokens_total");
 	return o;
 }

@@ -44,6 +44,21 @@ int main(void)
 	CHECK_NEAR(cJSON_GetObjectItem(g, "sixi_new_gauge")->valuedouble, 5, 1e-12);
 	CHECK_NEAR(cJSON_GetObjectItem(d, "spec_acceptance")->valuedouble, 150.0 / 200.0, 1e-12);
 	cJSON_Delete(d);
+	/* llama.cpp's names (its server's metrics endpoint with --metrics) */
+	static const char lb[] = "llamacpp:spec_decode_num_draft_tokens_total 10\nllamacpp:spec_decode_num_accepted_tokens_total 2\n"
+				 "llamacpp:prompt_tokens_total 100\nllamacpp:prompt_tokens_cached_total 0\nllamacpp:requests_deferred 1\n";
+	static const char la[] = "llamacpp:spec_decode_num_draft_tokens_total 50\nllamacpp:spec_decode_num_accepted_tokens_total 32\n"
+				 "llamacpp:prompt_tokens_total 300\nllamacpp:prompt_tokens_cached_total 50\nllamacpp:requests_deferred 0\n";
+	struct scrape x = { 0 }, y = { 0 };
+	CHECK(scrape_parse(lb, strlen(lb), &x) == 0 && scrape_parse(la, strlen(la), &y) == 0);
+	y.ok = true;
+	d = scrape_delta(&x, &y);
+	CHECK(d && fabs(cJSON_GetObjectItem(d, "spec_acceptance")->valuedouble - 30.0 / 40.0) < 1e-12);
+	CHECK(d && fabs(cJSON_GetObjectItem(d, "prefix_cache_hit_rate")->valuedouble - 50.0 / 200.0) < 1e-12);
+	CHECK(d && cJSON_GetObjectItem(cJSON_GetObjectItem(d, "gauges"), "llamacpp:requests_deferred")->valuedouble == 0);
+	cJSON_Delete(d);
+	scrape_finish(&x);
+	scrape_finish(&y);
 	/* a server that did not answer gives nothing, not an error */
 	struct scrape none = { 0 };
 	CHECK(scrape_delta(&b, &none) == NULL);

@@ -1,7 +1,11 @@
 /* sixi-bench — load generator for OpenAI-compatible endpoints.
  * Parses arguments and wires src/bench together; the work is in the modules. */
+#include "bench/arrival.h"
 #include "bench/bench.h"
+#include "bench/dist.h"
 #include "bench/emitter.h"
+#include "bench/slo.h"
+#include "bench/source.h"
 #include "bench/selftest.h"
 #include "bench/workloads.h"
 #include "core/args.h"
@@ -10,7 +14,9 @@
 #include "net/http.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <gsl/gsl_errno.h>
 #include <malloc.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +33,15 @@ static const char usage_text[] =
 	"  sweep     closed-loop concurrency sweep   --concurrency 1,4,16,32\n"
 	"  prefill   TTFT and prefill rate per prompt length, cache-cold   --prompt-tokens 1000,4000,16000\n"
 	"  agents    long unique documents with follow-ups   --agents 16 --doc-tokens 17800 --followups 2 [--stagger S]\n"
-	"  rate      open-loop Poisson arrivals   --rps R --duration S\n"
+	"  rate      open-loop arrivals   --rps R --duration S [--arrival poisson|constant|gamma:B] [--ramp linear:FROM,S]\n"
+	"            or a recorded trace   --trace FILE (Mooncake JSONL, BurstGPT CSV) [--trace-speed X]\n"
+	"  replay    multi-turn conversations, each turn with the history and the model's replies\n"
+	"            --prompts FILE [--conversations C] [--max-turns K] [--think-time S] [--max-conversations N]\n"
+	"  prefix    G groups sharing an L-token prefix, cached_tokens reported\n"
+	"            --groups G --prefix-tokens L [--requests R] [--question-tokens Q]\n"
+	"  search    the highest load whose SLO attainment (Wilson lower bound) meets a target\n"
+	"            --slo SPEC --lo X --hi Y [--mode rate|concurrency] [--target 0.9] [--repeats N]\n"
+	"            [--requests N] [--tolerance 0.05] [--arrival ...]\n"
 	"  selftest  this client's ceiling against a built-in emitter   [--streams 1,64,1000] [--url EMITTER]\n"
 	"  emitter   run the built-in emitter alone   --port N [--port-file F] [--events 256]\n"
 	"  plan      size KV cache and state pools   --model CONFIG_OR_GGUF --context N --sequences S\n"
@@ -42,6 +56,17 @@ static const char usage_text[] =
 	"  --no-ignore-eos         do not send ignore_eos\n"
 	"  --extra JSON            object merged into every request body\n"
 	"  --allow-cached          do not invalidate points whose prompts hit a prefix cache\n"
+	"  --prompts FILE|DIR      prompts from ShareGPT JSON, JSONL (prompt or messages records) or an eval\n"
+	"                          dataset folder (implies --allow-cached: such prompts may share prefixes)\n"
+	"  --input-len DIST        synthetic prompt lengths: fixed:N, uniform:LO,HI, normal:MEAN,SD,\n"
+	"                          lognormal:MEDIAN,SIGMA (tokens; seeded by --seed)\n"
+	"  --output-len DIST       max_tokens per request, the same forms\n"
+	"  --slo SPEC              ttft=500ms,tpot=..,itl=50ms,e2e=10s per request; NAME_pP=V (ttft_p99=2s)\n"
+	"                          over the level; units us, ms, s: goodput and attainment per level\n"
+	"  --metrics               sweep, rate: scrape the server's /metrics (vllm:, sglang:, llamacpp:, sixi_)\n"
+	"                          before and after each level; deltas and speculative acceptance stored\n"
+	"  --repeats N             sweep: run every level N times (mean, t interval, CV across runs);\n"
+	"                          search: runs per probe; prefill: requests per length\n"
 	"\n"
 	"run options:\n"
 	"  --rounds N              requests per stream at each level (default 2)\n"
@@ -71,6 +96,12 @@ struct opts {
 	const char *port_file;
 	double lifetime;
 	const char *http_engine; /* --http, over SIXI_HTTP */
+	const char *prompts, *input_len, *output_len, *slo, *arrival, *ramp, *trace, *mode;
+	double trace_speed;
+	bool metrics;
+	struct replay_params replay;
+	struct prefix_params prefix;
+	struct search_params search;
 };
 
 static int fail_usage(const char *fmt, const char *a, const char *b)
@@ -215,9 +246,86 @@ static int parse(int argc, char **argv, const char *cmd, struct opts *o)
 		} else if (FLAG("--concurrency") && strcmp(cmd, "sweep") == 0) {
 			NEED_VAL();
 			o->concurrency = val;
-		} else if (FLAG("--repeats") && strcmp(cmd, "prefill") == 0) {
+		} else if (FLAG("--repeats") && (strcmp(cmd, "prefill") == 0 || strcmp(cmd, "sweep") == 0 ||
+						 strcmp(cmd, "search") == 0)) {
 			NEED_VAL();
 			CHECKED(args_i64(flag, val, 1, 1000, &o->repeats, err, sizeof err));
+		} else if (FLAG("--prompts") && strcmp(cmd, "prefill") != 0 && strcmp(cmd, "agents") != 0 &&
+			   strcmp(cmd, "prefix") != 0) {
+			NEED_VAL();
+			o->prompts = val;
+		} else if (FLAG("--input-len") && (strcmp(cmd, "sweep") == 0 || strcmp(cmd, "rate") == 0 ||
+						   strcmp(cmd, "search") == 0)) {
+			NEED_VAL();
+			o->input_len = val;
+		} else if (FLAG("--output-len") && (strcmp(cmd, "sweep") == 0 || strcmp(cmd, "rate") == 0 ||
+						    strcmp(cmd, "search") == 0 || strcmp(cmd, "replay") == 0)) {
+			NEED_VAL();
+			o->output_len = val;
+		} else if (FLAG("--slo") && (strcmp(cmd, "sweep") == 0 || strcmp(cmd, "rate") == 0 ||
+					     strcmp(cmd, "search") == 0 || strcmp(cmd, "replay") == 0)) {
+			NEED_VAL();
+			o->slo = val;
+		} else if (FLAG("--metrics") && (strcmp(cmd, "sweep") == 0 || strcmp(cmd, "rate") == 0)) {
+			o->metrics = true;
+		} else if (FLAG("--arrival") && (strcmp(cmd, "rate") == 0 || strcmp(cmd, "search") == 0)) {
+			NEED_VAL();
+			o->arrival = val;
+		} else if (FLAG("--ramp") && strcmp(cmd, "rate") == 0) {
+			NEED_VAL();
+			o->ramp = val;
+		} else if (FLAG("--trace") && strcmp(cmd, "rate") == 0) {
+			NEED_VAL();
+			o->trace = val;
+		} else if (FLAG("--trace-speed") && strcmp(cmd, "rate") == 0) {
+			NEED_VAL();
+			CHECKED(args_double(flag, val, 0.001, 1e6, &o->trace_speed, err, sizeof err));
+		} else if (FLAG("--conversations") && strcmp(cmd, "replay") == 0) {
+			NEED_VAL();
+			CHECKED(args_i64(flag, val, 1, 4096, &o->replay.conversations, err, sizeof err));
+		} else if (FLAG("--max-conversations") && strcmp(cmd, "replay") == 0) {
+			NEED_VAL();
+			CHECKED(args_i64(flag, val, 1, 1000000, &o->replay.limit, err, sizeof err));
+		} else if (FLAG("--max-turns") && strcmp(cmd, "replay") == 0) {
+			NEED_VAL();
+			CHECKED(args_i64(flag, val, 1, 1000, &o->replay.max_turns, err, sizeof err));
+		} else if (FLAG("--think-time") && strcmp(cmd, "replay") == 0) {
+			NEED_VAL();
+			CHECKED(args_double(flag, val, 0, 3600, &o->replay.think_s, err, sizeof err));
+		} else if (FLAG("--groups") && strcmp(cmd, "prefix") == 0) {
+			NEED_VAL();
+			CHECKED(args_i64(flag, val, 1, 4096, &o->prefix.groups, err, sizeof err));
+		} else if (FLAG("--prefix-tokens") && strcmp(cmd, "prefix") == 0) {
+			NEED_VAL();
+			CHECKED(args_i64(flag, val, 1, 10000000, &o->prefix.prefix_tokens, err, sizeof err));
+		} else if (FLAG("--requests") && (strcmp(cmd, "prefix") == 0 || strcmp(cmd, "search") == 0)) {
+			NEED_VAL();
+			int64_t v;
+			CHECKED(args_i64(flag, val, 1, 100000, &v, err, sizeof err));
+			o->prefix.requests = o->search.requests = v;
+		} else if (FLAG("--question-tokens") && strcmp(cmd, "prefix") == 0) {
+			NEED_VAL();
+			CHECKED(args_i64(flag, val, 1, 10000000, &o->prefix.question_tokens, err, sizeof err));
+		} else if (FLAG("--mode") && strcmp(cmd, "search") == 0) {
+			NEED_VAL();
+			if (strcmp(val, "rate") && strcmp(val, "concurrency"))
+				return fail_usage("--mode: '%s' is not one of rate, concurrency%s", val, "");
+			o->search.concurrency = strcmp(val, "concurrency") == 0;
+		} else if (FLAG("--lo") && strcmp(cmd, "search") == 0) {
+			NEED_VAL();
+			CHECKED(args_double(flag, val, 0.001, 1e6, &o->search.lo, err, sizeof err));
+		} else if (FLAG("--hi") && strcmp(cmd, "search") == 0) {
+			NEED_VAL();
+			CHECKED(args_double(flag, val, 0.001, 1e6, &o->search.hi, err, sizeof err));
+		} else if (FLAG("--target") && strcmp(cmd, "search") == 0) {
+			NEED_VAL();
+			CHECKED(args_double(flag, val, 0.001, 0.9999, &o->search.target, err, sizeof err));
+		} else if (FLAG("--tolerance") && strcmp(cmd, "search") == 0) {
+			NEED_VAL();
+			CHECKED(args_double(flag, val, 0.001, 1, &o->search.tolerance, err, sizeof err));
+		} else if (FLAG("--max-probes") && strcmp(cmd, "search") == 0) {
+			NEED_VAL();
+			CHECKED(args_i64(flag, val, 3, 64, &o->search.max_probes, err, sizeof err));
 		} else if (FLAG("--agents") && strcmp(cmd, "agents") == 0) {
 			NEED_VAL();
 			CHECKED(args_i64(flag, val, 1, 4096, &o->agents.agents, err, sizeof err));
@@ -345,6 +453,7 @@ int main(int argc, char **argv)
 	 * 1,300 system calls off a 2,560-request selftest. The few allocations per
 	 * request are far too rare for the shared lock to matter. */
 	mallopt(M_ARENA_MAX, 1);
+	gsl_set_error_handler_off();
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
 		fputs(usage_text, argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;
@@ -353,12 +462,14 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "plan") == 0) {
 		return plan_cmd_main(argc - 1, argv + 1);
 	}
-	static const char *known[] = { "sweep", "prefill", "agents", "rate", "selftest", "emitter" };
+	static const char *known[] = { "sweep", "prefill", "agents", "rate", "selftest", "emitter", "replay", "prefix",
+				       "search" };
 	bool ok = false;
 	for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
 		ok |= strcmp(cmd, known[i]) == 0;
 	if (!ok) {
-		fprintf(stderr, "sixi-bench: unknown command '%s' (sweep, prefill, agents, rate, selftest, emitter, plan)\n",
+		fprintf(stderr, "sixi-bench: unknown command '%s' (sweep, prefill, agents, rate, replay, prefix, search, "
+				"selftest, emitter, plan)\n",
 			cmd);
 		return 2;
 	}
@@ -371,6 +482,10 @@ int main(int argc, char **argv)
 	o.tokens_per_event = 1;
 	o.lifetime = 3600;
 	o.repeats = 1;
+	o.trace_speed = 1;
+	o.replay = (struct replay_params){ .conversations = 4, .limit = 1000000, .max_turns = 1000 };
+	o.prefix = (struct prefix_params){ .groups = 4, .prefix_tokens = 1000, .requests = 4, .question_tokens = 32 };
+	o.search = (struct search_params){ .target = 0.9, .tolerance = 0.05, .requests = 100, .max_probes = 12 };
 	int rc = parse(argc, argv, cmd, &o);
 	if (rc)
 		return rc;
@@ -411,6 +526,48 @@ int main(int argc, char **argv)
 	char url[1024];
 	if ((rc = check_url(&o.cfg, url, sizeof url)) != 0)
 		return rc;
+	/* every input is read and checked before the run is recorded or a request sent */
+	struct dist in_len, out_len;
+	struct slo slo;
+	struct arrival arrival = { .kind = ARRIVAL_POISSON, .burstiness = 1 };
+	struct arrival_trace trace = { 0 };
+	struct source *src = NULL;
+	struct workload_inputs in = { 0 };
+	if ((o.input_len && dist_parse("--input-len", o.input_len, &in_len, err, sizeof err)) ||
+	    (o.output_len && dist_parse("--output-len", o.output_len, &out_len, err, sizeof err)) ||
+	    (o.slo && slo_parse(o.slo, &slo, err, sizeof err)) ||
+	    (o.arrival && arrival_parse(o.arrival, &arrival, err, sizeof err)) ||
+	    (o.ramp && arrival_parse_ramp(o.ramp, &arrival, err, sizeof err)))
+		return fprintf(stderr, "sixi-bench: %s\n", err), 2;
+	in.input_len = o.input_len ? &in_len : NULL;
+	in.output_len = o.output_len ? &out_len : NULL;
+	in.slo = o.slo ? &slo : NULL;
+	in.metrics = o.metrics;
+	if (strcmp(cmd, "replay") == 0 && !o.prompts)
+		return fail_usage("replay needs --prompts FILE (ShareGPT JSON or JSONL of conversations)%s%s", "", "");
+	if (strcmp(cmd, "search") == 0) {
+		if (!o.slo)
+			return fail_usage("search needs --slo SPEC (e.g. --slo ttft=500ms,e2e=10s)%s%s", "", "");
+		if (o.search.lo <= 0 || o.search.hi <= o.search.lo)
+			return fail_usage("search needs --lo X and --hi Y with 0 < X < Y%s%s", "", "");
+		if (o.search.concurrency && (o.search.lo != floor(o.search.lo) || o.search.hi != floor(o.search.hi)))
+			return fail_usage("--mode concurrency: --lo and --hi are whole numbers of streams%s%s", "", "");
+	}
+	if (o.prompts) {
+		src = source_load(o.prompts, err, sizeof err);
+		if (!src)
+			return fprintf(stderr, "sixi-bench: %s\n", err), 2;
+		if (src->skipped)
+			log_warn("%s: %zu record(s) without a user turn skipped", src->path, src->skipped);
+		in.src = src;
+		o.cfg.unique_prompts = false; /* a prompt set may share prefixes: cached tokens are reported, not invalid */
+	}
+	if (strcmp(cmd, "replay") == 0 || strcmp(cmd, "prefix") == 0)
+		o.cfg.unique_prompts = false; /* reuse of the history or prefix is what is measured */
+	if (o.trace && arrival_trace_load(o.trace, o.trace_speed, 1000000, &trace, err, sizeof err) != 0) {
+		source_destroy(src);
+		return fprintf(stderr, "sixi-bench: %s\n", err), 2;
+	}
 	cJSON *proto = cJSON_CreateObject();
 	cJSON_AddStringToObject(proto, "workload", cmd);
 	cJSON_AddStringToObject(proto, "url", o.cfg.url);
@@ -443,32 +600,87 @@ int main(int argc, char **argv)
 		cJSON_AddNumberToObject(proto, "followup_tokens", (double)o.agents.followup_tokens);
 		cJSON_AddNumberToObject(proto, "stagger_s", o.agents.stagger_s);
 	} else if (strcmp(cmd, "rate") == 0) {
-		if (o.rps <= 0 || o.duration <= 0)
-			return cJSON_Delete(proto), fail_usage("rate needs --rps R and --duration S%s%s", "", "");
+		if (!o.trace && (o.rps <= 0 || o.duration <= 0)) {
+			source_destroy(src);
+			return cJSON_Delete(proto), fail_usage("rate needs --rps R and --duration S (or --trace FILE)%s%s", "", "");
+		}
 		cJSON_AddNumberToObject(proto, "rps", o.rps);
 		cJSON_AddNumberToObject(proto, "duration_s", o.duration);
+		cJSON_AddStringToObject(proto, "arrival", o.arrival ? o.arrival : "poisson");
+		if (o.ramp)
+			cJSON_AddStringToObject(proto, "ramp", o.ramp);
+		if (o.trace) {
+			cJSON_AddStringToObject(proto, "trace", o.trace);
+			cJSON_AddNumberToObject(proto, "trace_speed", o.trace_speed);
+		}
+	} else if (strcmp(cmd, "replay") == 0) {
+		cJSON_AddNumberToObject(proto, "conversations", (double)o.replay.conversations);
+		cJSON_AddNumberToObject(proto, "max_conversations", (double)o.replay.limit);
+		cJSON_AddNumberToObject(proto, "max_turns", (double)o.replay.max_turns);
+		cJSON_AddNumberToObject(proto, "think_time_s", o.replay.think_s);
+	} else if (strcmp(cmd, "prefix") == 0) {
+		cJSON_AddNumberToObject(proto, "groups", (double)o.prefix.groups);
+		cJSON_AddNumberToObject(proto, "prefix_tokens", (double)o.prefix.prefix_tokens);
+		cJSON_AddNumberToObject(proto, "requests_per_group", (double)o.prefix.requests);
+		cJSON_AddNumberToObject(proto, "question_tokens", (double)o.prefix.question_tokens);
+	} else if (strcmp(cmd, "search") == 0) {
+		cJSON_AddStringToObject(proto, "mode", o.search.concurrency ? "concurrency" : "rate");
+		cJSON_AddNumberToObject(proto, "lo", o.search.lo);
+		cJSON_AddNumberToObject(proto, "hi", o.search.hi);
+		cJSON_AddNumberToObject(proto, "target", o.search.target);
+		cJSON_AddNumberToObject(proto, "tolerance", o.search.tolerance);
+		cJSON_AddNumberToObject(proto, "requests", (double)o.search.requests);
+		cJSON_AddNumberToObject(proto, "search_repeats", (double)o.repeats);
+		cJSON_AddStringToObject(proto, "arrival", o.arrival ? o.arrival : "poisson");
 	}
+	if (o.prompts)
+		cJSON_AddStringToObject(proto, "prompts", o.prompts);
+	if (o.input_len)
+		cJSON_AddStringToObject(proto, "input_len", o.input_len);
+	if (o.output_len)
+		cJSON_AddStringToObject(proto, "output_len", o.output_len);
+	if (o.slo)
+		cJSON_AddStringToObject(proto, "slo", o.slo);
+	if (strcmp(cmd, "sweep") == 0)
+		cJSON_AddNumberToObject(proto, "repeats", (double)o.repeats);
+	cJSON_AddBoolToObject(proto, "scrape_metrics", o.metrics);
+	cJSON_AddBoolToObject(proto, "unique_prompts", o.cfg.unique_prompts);
 	char *proto_s = cJSON_PrintUnformatted(proto);
 	cJSON_Delete(proto);
 	struct bench *b = bench_create(&o.cfg, cmd, proto_s, err, sizeof err);
 	free(proto_s);
 	if (!b) {
 		fprintf(stderr, "sixi-bench: %s\n", err);
+		source_destroy(src);
+		arrival_trace_finish(&trace);
 		http_global_cleanup();
 		return 1;
 	}
 	if (strcmp(cmd, "sweep") == 0) {
-		struct sweep_params p = { list, n_list };
+		struct sweep_params p = { list, n_list, o.repeats, &in };
 		rc = workload_sweep(b, &p, stdout, err, sizeof err);
+	} else if (strcmp(cmd, "replay") == 0) {
+		o.replay.in = &in;
+		rc = workload_replay(b, &o.replay, stdout, err, sizeof err);
+	} else if (strcmp(cmd, "prefix") == 0) {
+		o.prefix.in = &in;
+		rc = workload_prefix(b, &o.prefix, stdout, err, sizeof err);
+	} else if (strcmp(cmd, "search") == 0) {
+		o.search.in = &in;
+		o.search.repeats = o.repeats;
+		o.search.arrival = arrival;
+		rc = workload_search(b, &o.search, stdout, err, sizeof err);
 	} else if (strcmp(cmd, "prefill") == 0) {
 		struct prefill_params p = { list, n_list, o.repeats };
 		rc = workload_prefill(b, &p, stdout, err, sizeof err);
 	} else if (strcmp(cmd, "agents") == 0) {
 		rc = workload_agents(b, &o.agents, stdout, err, sizeof err);
 	} else {
-		struct rate_params p = { o.rps, o.duration };
+		struct rate_params p = { o.rps, o.duration, arrival, o.trace ? &trace : NULL, &in };
 		rc = workload_rate(b, &p, stdout, err, sizeof err);
 	}
+	source_destroy(src);
+	arrival_trace_finish(&trace);
 	int64_t run = bench_run_id(b);
 	if (rc == 0 && bench_store_errors(b)) {
 		rc = -EIO;

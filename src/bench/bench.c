@@ -131,10 +131,12 @@ const char *bench_fingerprint_hash(const struct bench *b) { return b->fp; }
 
 /* ---- request bodies ---- */
 
-static int body_for(struct bench *b, const char *prompt, int64_t max_tokens, char **body, size_t *len)
+static int body_msgs(struct bench *b, const char *prompt, const char *messages_json, int64_t max_tokens, char **body,
+		     size_t *len)
 {
 	struct openai_request rq = {
 		.api = b->cfg.api, .model = b->cfg.model, .prompt = prompt, .max_tokens = max_tokens,
+		.messages_json = messages_json,
 		.temperature = b->cfg.temperature, .top_p = -1, .top_k = -1, .seed = -1,
 		.stream = b->cfg.stream, .include_usage = b->cfg.stream, .ignore_eos = b->cfg.ignore_eos,
 		.extra_json = b->cfg.extra_json,
@@ -149,6 +151,17 @@ static int body_for(struct bench *b, const char *prompt, int64_t max_tokens, cha
 	*len = out.len;
 	*body = buf_steal(&out);
 	return *body ? 0 : -ENOMEM;
+}
+
+static int body_for(struct bench *b, const char *prompt, int64_t max_tokens, char **body, size_t *len)
+{
+	return body_msgs(b, prompt, NULL, max_tokens, body, len);
+}
+
+int bench_body_text(struct bench *b, const char *prompt, const char *messages_json, int64_t max_tokens, char **body,
+		    size_t *len)
+{
+	return body_msgs(b, prompt ? prompt : "", messages_json, max_tokens, body, len);
 }
 
 int bench_body(struct bench *b, int64_t stream, int64_t seq, int64_t prompt_tokens, int64_t max_tokens, char **body,
@@ -472,6 +485,7 @@ static void writer_push(struct writer *w, const struct store_bench_row *row)
 }
 
 struct collect {
+	const struct bench_hooks *h;
 	struct bench *b;
 	struct bench_sample *v;
 	size_t n, cap;
@@ -484,6 +498,8 @@ static void sink(void *ud, const struct runner_req *rq, const struct oai_stream 
 	struct collect *c = ud;
 	struct bench *b = c->b;
 	struct store_bench_row row;
+	if (c->h && c->h->on_reply)
+		c->h->on_reply(c->h->ud, rq, s->error ? NULL : s->content.data, s->error ? 0 : s->content.len);
 	fill_row(b, &row, rq->phase ? rq->phase : "measure", rq->level, rq->stream, rq->seq, rq->requested_tokens, s);
 	row.t_intended = rq->t_intended_ns;
 	row.tag = rq->tag;
@@ -528,10 +544,24 @@ static void sink(void *ud, const struct runner_req *rq, const struct oai_stream 
 			c->oom = true;
 		}
 	}
+	if (c->h && c->h->on_sample)
+		c->h->on_sample(c->h->ud, x);
 }
 
 int bench_run_streams(struct bench *b, struct runner_stream *streams, size_t n_streams, struct bench_sample **samples,
 		      size_t *n)
+{
+	return bench_run_streams_with(b, streams, n_streams, NULL, samples, n);
+}
+
+static int build_tramp(void *ud, struct runner_req *rq, int64_t now_ns)
+{
+	struct collect *c = ud;
+	return c->h->build(c->h->ud, rq, now_ns);
+}
+
+int bench_run_streams_with(struct bench *b, struct runner_stream *streams, size_t n_streams,
+			   const struct bench_hooks *h, struct bench_sample **samples, size_t *n)
 {
 	struct writer w = { .b = b, .cap = 4096 };
 	w.q = malloc(w.cap * sizeof *w.q);
@@ -543,7 +573,7 @@ int bench_run_streams(struct bench *b, struct runner_stream *streams, size_t n_s
 		free(w.q);
 		return -EAGAIN;
 	}
-	struct collect c = { .b = b, .v = *samples, .n = *n, .cap = *n, .w = &w };
+	struct collect c = { .h = h, .b = b, .v = *samples, .n = *n, .cap = *n, .w = &w };
 	struct runner_opts o = {
 		.url = b->url_api,
 		.stream = b->cfg.stream,
@@ -554,8 +584,11 @@ int bench_run_streams(struct bench *b, struct runner_stream *streams, size_t n_s
 		.stall_timeout_ms = b->cfg.stall_timeout_ms,
 		.total_timeout_ms = b->cfg.total_timeout_ms,
 		.keep_event_times = true,
+		.keep_text = h && h->on_reply,
 		.sink = sink,
 		.ud = &c,
+		.build = h && h->build ? build_tramp : NULL,
+		.stop = h ? h->stop : NULL,
 	};
 	int rc = runner_run(&o, streams, n_streams);
 	pthread_mutex_lock(&w.lock);
@@ -854,6 +887,21 @@ cJSON *bench_level_json(const struct bench_level *L)
 	cJSON_AddBoolToObject(o, "valid", L->valid);
 	cJSON_AddStringToObject(o, "invalid_reason", L->invalid_reason);
 	cJSON_AddStringToObject(o, "fingerprint", L->fingerprint);
+	if (L->repeat > 0)
+		add_num(o, "repeat", (double)L->repeat);
+	if (L->server_metrics)
+		cJSON_AddItemToObject(o, "server_metrics", cJSON_Duplicate(L->server_metrics, true));
+	if (L->has_slo) {
+		cJSON *q = cJSON_AddObjectToObject(o, "slo");
+		add_num(q, "scheduled", (double)L->slo_scheduled);
+		add_num(q, "good", (double)L->slo_good);
+		add_num(q, "attainment", L->slo_attainment);
+		add_num(q, "attainment_low", L->slo_low);
+		add_num(q, "attainment_high", L->slo_high);
+		add_num(q, "goodput_rps", L->goodput_rps);
+		cJSON_AddBoolToObject(q, "level_terms_met", L->slo_level_met);
+		cJSON_AddStringToObject(q, "failed", L->slo_failed);
+	}
 	return o;
 }
 

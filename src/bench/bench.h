@@ -97,6 +97,28 @@ __attribute__((warn_unused_result)) int bench_run_streams(struct bench *b, struc
 							  size_t n_streams, struct bench_sample **samples, size_t *n);
 void bench_samples_free(struct bench_sample *s, size_t n);
 
+/* What a workload may add to a run of streams. All optional. */
+struct bench_hooks {
+	/* runner_opts.build: makes a body when its request is next (multi-turn). */
+	int (*build)(void *ud, struct runner_req *rq, int64_t now_ns);
+	/* Called for each finished request with the reply's text (content only; NULL
+	 * when it failed), serialised, before the request's row is queued. */
+	void (*on_reply)(void *ud, const struct runner_req *rq, const char *text, size_t len);
+	/* Called after each sample is kept (serialised); x is valid during the call. */
+	void (*on_sample)(void *ud, const struct bench_sample *x);
+	void *ud;
+	const _Atomic bool *stop;   /* runner_opts.stop */
+};
+/* bench_run_streams with hooks (h may be NULL). */
+__attribute__((warn_unused_result)) int bench_run_streams_with(struct bench *b, struct runner_stream *streams,
+							       size_t n_streams, const struct bench_hooks *h,
+							       struct bench_sample **samples, size_t *n);
+/* A request body for a given text prompt (completions) or messages array (chat,
+ * messages_json non-NULL); max_tokens as given. Caller frees *body. */
+__attribute__((warn_unused_result)) int bench_body_text(struct bench *b, const char *prompt,
+							const char *messages_json, int64_t max_tokens, char **body,
+							size_t *len);
+
 /* Summary of one level (the measured samples of that level). */
 struct bench_level {
 	int64_t level;
@@ -119,6 +141,14 @@ struct bench_level {
 	bool valid;
 	char invalid_reason[256];
 	char fingerprint[65];
+	/* with --slo (slo.h): per-request goodput and attainment, Wilson 95 % */
+	bool has_slo;
+	int64_t slo_scheduled, slo_good;
+	double slo_attainment, slo_low, slo_high, goodput_rps;
+	bool slo_level_met;            /* every percentile term holds */
+	char slo_failed[192];
+	int64_t repeat;                /* 1.. with --repeats, else 0 */
+	struct cJSON *server_metrics;  /* with --metrics (scrape.h): owned by the workload, which deletes it */
 };
 
 /* 0, or -ENOMEM (the level is then marked invalid and must not be stored). */

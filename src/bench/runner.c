@@ -5,6 +5,7 @@
 #include "core/clock.h"
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,14 +70,20 @@ static void *work(void *arg)
 		return NULL;
 	}
 	while (w->remaining > 0) {
+		if (o->stop && atomic_load(o->stop))
+			break;
 		int64_t now = clock_now_ns();
 		int64_t next_due = now + 50000000LL;
 		for (size_t i = 0; i < w->n_slots; i++) {
 			struct slot *sl = &w->slots[i];
 			while (!sl->busy && sl->next < sl->st->n) {
-				const struct runner_req *rq = &sl->st->reqs[sl->next];
+				struct runner_req *rq = &sl->st->reqs[sl->next];
 				if (o->deadline_ns && now >= o->deadline_ns) {
 					skip_request(w, sl, "deadline", "not sent: the run's time limit was reached");
+					continue;
+				}
+				if (!rq->body && o->build && o->build(o->ud, rq, now) != 0) {
+					skip_request(w, sl, "client", "could not build the request (out of memory?)");
 					continue;
 				}
 				if (rq->t_intended_ns > now) {
@@ -118,9 +125,12 @@ static void *work(void *arg)
 	}
 	http_client_destroy(c); /* ends anything still running through on_done */
 	/* requests never started after a forced stop */
+	bool stopped = o->stop && atomic_load(o->stop);
 	for (size_t i = 0; i < w->n_slots; i++)
 		while (w->slots[i].next < w->slots[i].st->n)
-			skip_request(w, &w->slots[i], "deadline", "not sent: the run's time limit was reached");
+			skip_request(w, &w->slots[i], stopped ? "stopped" : "deadline",
+				     stopped ? "not sent: the level was stopped early (over-saturated)"
+					     : "not sent: the run's time limit was reached");
 	return NULL;
 }
 

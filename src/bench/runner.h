@@ -7,7 +7,8 @@
  * its latency is reported from the intended time, so a slow server cannot hide
  * queueing (no coordinated omission). Every request ends in exactly one call of
  * the sink, under a mutex, successful or not. Bodies are serialised before the
- * timed phase. The whole run is bounded by deadline_ns: requests not started by
+ * timed phase, unless a build hook makes them when they are next (multi-turn
+ * replay: a turn carries the replies before it). The whole run is bounded by deadline_ns: requests not started by
  * then end as error "deadline" without being sent. */
 #ifndef SIXI_BENCH_RUNNER_H
 #define SIXI_BENCH_RUNNER_H
@@ -44,6 +45,16 @@ struct runner_opts {
 	 * fields are valid during the call only. */
 	void (*sink)(void *ud, const struct runner_req *rq, const struct oai_stream *s);
 	void *ud;
+	/* Optional: builds the body of a request whose body is NULL when it is next in
+	 * its stream (after the previous one ended), on the stream's thread; it sets
+	 * rq->body and rq->body_len (owned by the caller like any body) and may set
+	 * rq->t_intended_ns (a think time). Requests of one stream are built and
+	 * delivered in order on one thread. Non-zero: the request ends unsent as
+	 * error "client". */
+	int (*build)(void *ud, struct runner_req *rq, int64_t now_ns);
+	/* Optional: once *stop is set, requests not yet sent end unsent as error
+	 * "stopped" and transfers in flight are ended (the level was cut short). */
+	const _Atomic bool *stop;
 };
 
 /* Runs all streams to completion or deadline. 0, or -errno when the run could not

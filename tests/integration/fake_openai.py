@@ -127,6 +127,8 @@ class Handler(BaseHTTPRequestHandler):
         self.chunk(b": keep-alive\r\n\r\n")
         sent = 0
         i = 0
+        nreq = k
+        reply = []
         while sent < max_tokens:
             i += 1
             if fail and i == 3:
@@ -155,7 +157,8 @@ class Handler(BaseHTTPRequestHandler):
                     self.chunk(b"")
                     return
             k = min(ARGS.tokens_per_event, max_tokens - sent)
-            text = "tok " * k
+            text = ("r%de%d " % (nreq, i)) * k if ARGS.distinct_replies else "tok " * k
+            reply.append(text)
             if chat:
                 self.event({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]})
             else:
@@ -169,6 +172,9 @@ class Handler(BaseHTTPRequestHandler):
         else:
             final["choices"][0]["text"] = ""
         self.event(final)
+        if ARGS.record:
+            with LOCK, open(ARGS.record, "a") as f:
+                f.write(json.dumps({"n": nreq, "body": body, "reply": "".join(reply)}) + "\n")
         so = body.get("stream_options") or {}
         if so.get("include_usage") and not ARGS.no_usage:
             self.event({"choices": [], "usage": usage})
@@ -190,6 +196,8 @@ def main():
     ap.add_argument("--stall-seconds", type=float, default=20.0)
     ap.add_argument("--event-delay-ms", type=float, default=0.0)
     ap.add_argument("--fingerprint", default="fake-1")
+    ap.add_argument("--record", help="append each streamed request's body and reply text to this JSONL file")
+    ap.add_argument("--distinct-replies", action="store_true", help="reply text names the request and event")
     ap.add_argument("--lifetime", type=float, default=600.0, help="exit after this many seconds regardless")
     ARGS = ap.parse_args()
     ThreadingHTTPServer.daemon_threads = True

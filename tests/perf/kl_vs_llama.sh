@@ -36,19 +36,7 @@ trap cleanup EXIT
 # forbid the byte tokens through logit_bias, which acts in the sampler; the probabilities
 # reported (post_sampling_probs off) are the raw logits' softmax.
 [ -x "$B/src/sixi-server" ] || { echo "SKIP: $B/src/sixi-server not built"; exit 77; }
-"$PY" - "$B/src/sixi-server" "$FILE" >"$T/bias.json" <<'PY'
-import json, subprocess, sys
-bad = {}
-for i in range(1 << 20):
-    r = subprocess.run([sys.argv[1], "--detokenize", sys.argv[2], str(i)], capture_output=True)
-    if r.returncode != 0:
-        break
-    try:
-        r.stdout.rstrip(b"\n").decode("utf-8")
-    except UnicodeDecodeError:
-        bad[str(i)] = -100
-print(json.dumps(bad))
-PY
+"$PY" "$(dirname "$0")/byte_bias.py" "$B/src/sixi-server" "$FILE" >"$T/bias.json"
 P=$("$PY" -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])")
 "$LLAMA_SERVER" -m "$FILE" --host 127.0.0.1 --port "$P" -np 1 -c $((N + 64)) -t "$THREADS" >"$T/llama.log" 2>&1 &
 PID=$!

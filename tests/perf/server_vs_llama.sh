@@ -51,19 +51,7 @@ CTX=1024
 # A random model emits byte tokens that are not UTF-8 on their own; llama-server
 # answers those with a 500 ("does not match the expected Content-only format").
 # Both servers get the same logit_bias forbidding them (sixi-server applies it too).
-"$PY" - "$B/src/sixi-server" "$MODEL" >"$T/extra.json" <<'PY'
-import json, subprocess, sys
-bad = {}
-for i in range(1 << 20):
-    r = subprocess.run([sys.argv[1], "--detokenize", sys.argv[2], str(i)], capture_output=True)
-    if r.returncode != 0:
-        break
-    try:
-        r.stdout.rstrip(b"\n").decode("utf-8")
-    except UnicodeDecodeError:
-        bad[str(i)] = -100
-print(json.dumps({"logit_bias": bad}))
-PY
+"$PY" "$(dirname "$0")/byte_bias.py" "$B/src/sixi-server" "$MODEL" logit_bias >"$T/extra.json"
 
 . "$(dirname "$0")/../integration/server_lib.sh"
 free_port() { "$PY" -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"; }

@@ -1,6 +1,6 @@
 # driver.py — the trusted side of one grading job inside the sixi-eval sandbox.
 #
-# Started by src/eval/sandbox.c as `/usr/bin/python3 /harness/driver.py MODE`
+# Started by src/grade/sandbox.c as `/usr/bin/python3 /harness/driver.py MODE`
 # inside bubblewrap. The task (tests, expected outputs, the brute-force
 # program, the limits) arrives on fd 4, which this process reads and closes
 # before any code of the candidate runs; /input holds only solution.py. Writes

@@ -12,10 +12,10 @@
 #ifdef SIXI_HAVE_CUDA
 #include "cuda/engine_cuda.h"
 #endif
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/kernels.h"
 #include "model/tiny.h"
-#include "model/tok_cmd.h"
+#include "text/tok_cmd.h"
 #include "plan/plan.h"
 #include "plan/plan_gguf.h"
 

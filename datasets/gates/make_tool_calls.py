@@ -7,7 +7,7 @@
 # Each case offers two to four tools (the right one and plausible
 # distractors); the expected call names the tool and the argument values that
 # must appear. Arguments must also validate against the tool's schema, which
-# uses only the subset src/eval/jschema.c implements.
+# uses only the subset src/datasets/jschema.c implements.
 import json
 import os
 

@@ -3,7 +3,7 @@
 #include "bench/prompt.h"
 #include "core/buf.h"
 #include "core/clock.h"
-#include "core/hostmem.h"
+#include "net/hostmem.h"
 #include "core/hash.h"
 #include "core/json.h"
 #include "core/log.h"

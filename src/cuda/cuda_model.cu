@@ -51,7 +51,7 @@
 #include <string.h>
 
 extern "C" {
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 }
 
 #define L2_EPS 1e-6f  /* model.c's l2norm epsilon */

@@ -4,9 +4,9 @@
 #include "cuda/cuda_model.h"
 #include "server/engine.h"
 #include "server/real.h"
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/model.h"
-#include "model/tokenizer.h"
+#include "text/tokenizer.h"
 
 #include <errno.h>
 #include <stdio.h>

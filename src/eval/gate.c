@@ -4,11 +4,11 @@
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/json.h"
-#include "eval/errmsg.h"
-#include "eval/grade.h"
-#include "eval/needle.h"
-#include "eval/task.h"
-#include "eval/toolcall.h"
+#include "core/err.h"
+#include "grade/grade.h"
+#include "datasets/needle.h"
+#include "datasets/task.h"
+#include "datasets/toolcall.h"
 #include "net/http.h"
 #include "net/openai.h"
 #include <errno.h>
@@ -68,10 +68,10 @@ static bool in_list(const char *const *list, const char *s)
 static int check_keys(const cJSON *o, const char *where, const char *const *keys, char *err, size_t errlen)
 {
 	if (!cJSON_IsObject(o))
-		return eval_errorf(err, errlen, "%s must be a JSON object", where);
+		return err_fail(err, errlen, "%s must be a JSON object", where);
 	for (const cJSON *k = o->child; k; k = k->next)
 		if (!in_list(keys, k->string))
-			return eval_errorf(err, errlen, "%s: unknown key \"%s\" (see protocols/README-gate.md)", where,
+			return err_fail(err, errlen, "%s: unknown key \"%s\" (see protocols/README-gate.md)", where,
 					   k->string);
 	return 0;
 }
@@ -85,7 +85,7 @@ static int num(const cJSON *o, const char *where, const char *key, double min, d
 		return 0;
 	if (!cJSON_IsNumber(v) || v->valuedouble < min || v->valuedouble > max ||
 	    (integer && floor(v->valuedouble) != v->valuedouble))
-		return eval_errorf(err, errlen, "%s: \"%s\" must be %s from %g to %g", where, key,
+		return err_fail(err, errlen, "%s: \"%s\" must be %s from %g to %g", where, key,
 				   integer ? "a whole number" : "a number", min, max);
 	*out = v->valuedouble;
 	return 0;
@@ -109,14 +109,14 @@ static int parse_points(const cJSON *o, const char *where, const char *key, doub
 {
 	const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, key);
 	if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) < 1 || cJSON_GetArraySize(a) > GATE_MAX_POINTS)
-		return eval_errorf(err, errlen, "%s: \"%s\" must be an array of 1 to %d numbers", where, key,
+		return err_fail(err, errlen, "%s: \"%s\" must be an array of 1 to %d numbers", where, key,
 				   GATE_MAX_POINTS);
 	*n = 0;
 	const cJSON *v;
 	cJSON_ArrayForEach(v, a) {
 		if (!cJSON_IsNumber(v) || v->valuedouble < min || v->valuedouble > max ||
 		    (integer && floor(v->valuedouble) != v->valuedouble))
-			return eval_errorf(err, errlen, "%s: every entry of \"%s\" must be %s from %g to %g", where, key,
+			return err_fail(err, errlen, "%s: every entry of \"%s\" must be %s from %g to %g", where, key,
 					   integer ? "a whole number" : "a number", min, max);
 		out[(*n)++] = v->valuedouble;
 	}
@@ -133,29 +133,29 @@ static int parse_gate(struct gate_protocol *p, const cJSON *g, int i, const char
 	struct gate *G = &p->gates[i];
 	const char *name = json_get_str(g, "name"), *kind = json_get_str(g, "kind");
 	if (!name || !*name || strlen(name) > 64 || strpbrk(name, " \t\n"))
-		return eval_errorf(err, errlen, "%s: \"name\" must be a short word (no spaces)", where);
+		return err_fail(err, errlen, "%s: \"name\" must be a short word (no spaces)", where);
 	snprintf(where, sizeof where, "gate %s", name);
 	for (int k = 0; k < i; k++)
 		if (strcmp(p->gates[k].name, name) == 0)
-			return eval_errorf(err, errlen, "%s: the name is used twice; gate names must differ", where);
+			return err_fail(err, errlen, "%s: the name is used twice; gate names must differ", where);
 	if (!(G->name = strdup(name)))
 		return -ENOMEM;
 	if (!kind || (strcmp(kind, "dataset") && strcmp(kind, "tool_calls") && strcmp(kind, "needle")))
-		return eval_errorf(err, errlen, "%s: \"kind\" must be \"dataset\", \"tool_calls\" or \"needle\"", where);
+		return err_fail(err, errlen, "%s: \"kind\" must be \"dataset\", \"tool_calls\" or \"needle\"", where);
 	G->kind = !strcmp(kind, "dataset") ? GATE_DATASET : !strcmp(kind, "tool_calls") ? GATE_TOOL_CALLS : GATE_NEEDLE;
 	bool has_path = cJSON_GetObjectItemCaseSensitive(g, "dataset") != NULL;
 	if (G->kind != GATE_NEEDLE && !json_get_str(g, "dataset"))
-		return eval_errorf(err, errlen, "%s: \"dataset\" (a path) is required for kind %s", where, kind);
+		return err_fail(err, errlen, "%s: \"dataset\" (a path) is required for kind %s", where, kind);
 	if (G->kind == GATE_NEEDLE && has_path)
-		return eval_errorf(err, errlen, "%s: a needle gate generates its prompts; remove \"dataset\"", where);
+		return err_fail(err, errlen, "%s: a needle gate generates its prompts; remove \"dataset\"", where);
 	if (G->kind != GATE_DATASET && cJSON_GetObjectItemCaseSensitive(g, "tasks"))
-		return eval_errorf(err, errlen, "%s: \"tasks\" is for dataset gates", where);
+		return err_fail(err, errlen, "%s: \"tasks\" is for dataset gates", where);
 	if (G->kind != GATE_TOOL_CALLS && cJSON_GetObjectItemCaseSensitive(g, "text_calls"))
-		return eval_errorf(err, errlen, "%s: \"text_calls\" is for tool_calls gates", where);
+		return err_fail(err, errlen, "%s: \"text_calls\" is for tool_calls gates", where);
 	if (G->kind != GATE_NEEDLE && (cJSON_GetObjectItemCaseSensitive(g, "context_tokens") ||
 				       cJSON_GetObjectItemCaseSensitive(g, "depths") ||
 				       cJSON_GetObjectItemCaseSensitive(g, "trials")))
-		return eval_errorf(err, errlen, "%s: context_tokens, depths and trials are for needle gates", where);
+		return err_fail(err, errlen, "%s: context_tokens, depths and trials are for needle gates", where);
 
 	double d = 0, trials = 1;
 	char lerr[4096];
@@ -166,22 +166,22 @@ static int parse_gate(struct gate_protocol *p, const cJSON *g, int i, const char
 		if (!(G->path = resolve(base_dir, json_get_str(g, "dataset"))))
 			return -ENOMEM;
 		if (!(G->dataset = eval_dataset_load(G->path, lerr, sizeof lerr)))
-			return eval_errorf(err, errlen, "%s: the dataset does not load: %s", where, lerr);
+			return err_fail(err, errlen, "%s: the dataset does not load: %s", where, lerr);
 		size_t n = eval_dataset_count(G->dataset);
 		if (G->tasks > (int64_t)n)
-			return eval_errorf(err, errlen, "%s: \"tasks\" is %lld but %s has %zu", where,
+			return err_fail(err, errlen, "%s: \"tasks\" is %lld but %s has %zu", where,
 					   (long long)G->tasks, G->path, n);
 		G->n_items = G->tasks ? (size_t)G->tasks : n;
 	} else if (G->kind == GATE_TOOL_CALLS) {
 		if (!(G->path = resolve(base_dir, json_get_str(g, "dataset"))))
 			return -ENOMEM;
 		if (!(G->toolset = toolcall_set_load(G->path, lerr, sizeof lerr)))
-			return eval_errorf(err, errlen, "%s: the tool-call set does not load: %s", where, lerr);
+			return err_fail(err, errlen, "%s: the tool-call set does not load: %s", where, lerr);
 		G->n_items = toolcall_set_count(G->toolset);
 		bool tc = false;
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(g, "text_calls");
 		if (v && !json_get_bool(g, "text_calls", &tc))
-			return eval_errorf(err, errlen, "%s: \"text_calls\" must be true or false", where);
+			return err_fail(err, errlen, "%s: \"text_calls\" must be true or false", where);
 		G->text_calls = tc;
 	} else {
 		double pts[GATE_MAX_POINTS];
@@ -198,13 +198,13 @@ static int parse_gate(struct gate_protocol *p, const cJSON *g, int i, const char
 	bool has_min = cJSON_GetObjectItemCaseSensitive(g, "min_passed") != NULL;
 	bool has_rate = cJSON_GetObjectItemCaseSensitive(g, "min_rate") != NULL;
 	if (has_min == has_rate)
-		return eval_errorf(err, errlen, "%s: give exactly one threshold: \"min_passed\" (a count) or \"min_rate\" "
+		return err_fail(err, errlen, "%s: give exactly one threshold: \"min_passed\" (a count) or \"min_rate\" "
 						"(a fraction from 0 to 1)", where);
 	G->min_passed = -1;
 	G->min_rate = -1;
 	if (has_min) {
 		if ((rc = num(g, where, "min_passed", 0, (double)G->n_items, true, &d, err, errlen)))
-			return eval_errorf(err, errlen, "%s: \"min_passed\" must be a whole number from 0 to %zu (the "
+			return err_fail(err, errlen, "%s: \"min_passed\" must be a whole number from 0 to %zu (the "
 							"gate grades %zu items)", where, G->n_items, G->n_items);
 		G->min_passed = (int64_t)d;
 	} else if ((rc = num(g, where, "min_rate", 0, 1, false, &G->min_rate, err, errlen))) {
@@ -218,7 +218,7 @@ struct gate_protocol *gate_protocol_load(const char *path, char *err, size_t err
 	char jerr[512];
 	cJSON *root = json_parse_file(path, jerr, sizeof jerr);
 	if (!root) {
-		eval_errorf(err, errlen, "%s", jerr);
+		err_fail(err, errlen, "%s", jerr);
 		return NULL;
 	}
 	struct gate_protocol *p = calloc(1, sizeof *p);
@@ -251,7 +251,7 @@ struct gate_protocol *gate_protocol_load(const char *path, char *err, size_t err
 	p->seed = (int64_t)seed;
 	const cJSON *gates = cJSON_GetObjectItemCaseSensitive(root, "gates");
 	if (!cJSON_IsArray(gates) || cJSON_GetArraySize(gates) < 1 || cJSON_GetArraySize(gates) > GATE_MAX) {
-		rc = eval_errorf(err, errlen, "%s: \"gates\" must be an array of 1 to %d gates", path, GATE_MAX);
+		rc = err_fail(err, errlen, "%s: \"gates\" must be an array of 1 to %d gates", path, GATE_MAX);
 		goto out;
 	}
 	const cJSON *g;
@@ -264,7 +264,7 @@ struct gate_protocol *gate_protocol_load(const char *path, char *err, size_t err
 	}
 out:
 	if (rc == -ENOMEM)
-		eval_errorf(err, errlen, "out of memory");
+		err_fail(err, errlen, "out of memory");
 	free(base);
 	cJSON_Delete(root);
 	if (rc) {
@@ -615,7 +615,7 @@ int gate_run(const struct gate_protocol *p, const struct gate_overrides *o, FILE
 	*all_passed = false;
 	const char *endpoint = o->url ? o->url : p->endpoint;
 	if (!endpoint || strncmp(endpoint, "http", 4) != 0)
-		return eval_errorf(err, errlen, "give the server's base URL with --url (e.g. http://127.0.0.1:8080) "
+		return err_fail(err, errlen, "give the server's base URL with --url (e.g. http://127.0.0.1:8080) "
 						"or \"endpoint\" in the protocol");
 	int only = -1;
 	if (o->only) {
@@ -623,7 +623,7 @@ int gate_run(const struct gate_protocol *p, const struct gate_overrides *o, FILE
 			if (strcmp(p->gates[i].name, o->only) == 0)
 				only = i;
 		if (only < 0)
-			return eval_errorf(err, errlen, "the protocol has no gate named \"%s\"", o->only);
+			return err_fail(err, errlen, "the protocol has no gate named \"%s\"", o->only);
 	}
 	char url[1200];
 	size_t el = strlen(endpoint);

@@ -13,9 +13,9 @@
 #include "core/err.h"
 #include "core/hash.h"
 #include "core/log.h"
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/model.h"
-#include "model/tokenizer.h"
+#include "text/tokenizer.h"
 #include "store/store.h"
 
 #define KL_CHUNK 64 /* rows a forward pass holds: bounds the logits to 2 x 64 x n_vocab floats */

@@ -3,9 +3,9 @@
 #include "core/buf.h"
 #include "core/hash.h"
 #include "core/json.h"
-#include "eval/errmsg.h"
-#include "eval/jinja.h"
-#include "model/gguf.h"
+#include "core/err.h"
+#include "text/jinja.h"
+#include "gguf/gguf.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +26,7 @@ static char *gguf_template(const char *path, cJSON **special, char *err, size_t 
 	const char *t = gguf_get_str(g, "tokenizer.chat_template");
 	char *text = t ? strdup(t) : NULL;
 	if (!t)
-		eval_errorf(err, errlen, "%s has no tokenizer.chat_template", path);
+		err_fail(err, errlen, "%s has no tokenizer.chat_template", path);
 	long toks = gguf_find_key(g, "tokenizer.ggml.tokens");
 	static const char *const ids[][2] = {{"tokenizer.ggml.bos_token_id", "bos_token"},
 					     {"tokenizer.ggml.eos_token_id", "eos_token"}};
@@ -48,7 +48,7 @@ struct eval_prompt *eval_prompt_load(const char *source, const char *path, char 
 {
 	struct eval_prompt *p = calloc(1, sizeof *p);
 	if (!p) {
-		eval_errorf(err, errlen, "out of memory");
+		err_fail(err, errlen, "out of memory");
 		return NULL;
 	}
 	char lerr[512] = "";
@@ -62,7 +62,7 @@ struct eval_prompt *eval_prompt_load(const char *source, const char *path, char 
 	else
 		snprintf(lerr, sizeof lerr, "template source \"%s\" is not a file source", source);
 	if (!text) {
-		eval_errorf(err, errlen, "cannot read the chat template: %s", lerr);
+		err_fail(err, errlen, "cannot read the chat template: %s", lerr);
 		goto fail;
 	}
 	if (!n)
@@ -71,12 +71,12 @@ struct eval_prompt *eval_prompt_load(const char *source, const char *path, char 
 	p->tmpl = jinja_parse(text, n, lerr, sizeof lerr);
 	free(text);
 	if (!p->tmpl) {
-		eval_errorf(err, errlen, "%s: %s", path, lerr);
+		err_fail(err, errlen, "%s: %s", path, lerr);
 		goto fail;
 	}
 	char *probe = eval_prompt_render(p, "hello", lerr, sizeof lerr);
 	if (!probe) {
-		eval_errorf(err, errlen, "%s does not render a user message: %s", path, lerr);
+		err_fail(err, errlen, "%s does not render a user message: %s", path, lerr);
 		goto fail;
 	}
 	const char *bos = p->special ? json_get_str(p->special, "bos_token") : NULL;
@@ -105,7 +105,7 @@ char *eval_prompt_render(const struct eval_prompt *p, const char *user, char *er
 	if (!msgs || !m) {
 		cJSON_Delete(ctx);
 		cJSON_Delete(m);
-		eval_errorf(err, errlen, "out of memory");
+		err_fail(err, errlen, "out of memory");
 		return NULL;
 	}
 	cJSON_AddStringToObject(m, "role", "user");

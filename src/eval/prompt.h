@@ -2,7 +2,7 @@
  * Face tokenizer_config.json or a GGUF's metadata (tokenizer.chat_template, with
  * bos/eos tokens from tokenizer.ggml.*_token_id), and rendered for one user
  * message with add_generation_prompt, as apply_chat_template would, for raw
- * /v1/completions. Rendering is src/eval/jinja's; this module only finds the
+ * /v1/completions. Rendering is src/text/jinja's; this module only finds the
  * template, hashes it (sha256 of the source, frozen with a run) and builds the
  * context. A template that cannot render a plain user message is refused at load.
  * Arguments are borrowed; rendered strings are the caller's to free. */

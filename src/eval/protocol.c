@@ -5,7 +5,7 @@
  * the validated struct, never from the input text, so formatting, key order and
  * omitted defaults do not change the hash. */
 #include "eval/protocol.h"
-#include "eval/errmsg.h"
+#include "core/err.h"
 #include "core/buf.h"
 #include "core/json.h"
 #include <errno.h>
@@ -40,14 +40,14 @@ static bool in_list(const char *const *list, const char *s)
 static int check_keys(const cJSON *o, const char *where, const char *const *keys, char *err, size_t errlen)
 {
 	if (!cJSON_IsObject(o))
-		return eval_errorf(err, errlen, "%s must be a JSON object", where);
+		return err_fail(err, errlen, "%s must be a JSON object", where);
 	for (const cJSON *k = o->child; k; k = k->next) {
 		if (!in_list(keys, k->string)) {
 			struct buf b;
 			buf_init(&b);
 			for (const char *const *q = keys; *q; q++)
 				bprintf(&b, "%s%s", q == keys ? "" : ", ", *q);
-			eval_errorf(err, errlen, "%s: unknown key \"%s\" (allowed: %s; see protocols/schema.json)", where,
+			err_fail(err, errlen, "%s: unknown key \"%s\" (allowed: %s; see protocols/schema.json)", where,
 			     k->string, b.data ? b.data : "");
 			buf_finish(&b);
 			return -EINVAL;
@@ -63,11 +63,11 @@ static int get_num(const cJSON *o, const char *where, const char *key, double mi
 	if (!v)
 		return 0;
 	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
-		return eval_errorf(err, errlen, "%s.%s must be a number", where, key);
+		return err_fail(err, errlen, "%s.%s must be a number", where, key);
 	if (integer && v->valuedouble != floor(v->valuedouble))
-		return eval_errorf(err, errlen, "%s.%s must be a whole number, got %g", where, key, v->valuedouble);
+		return err_fail(err, errlen, "%s.%s must be a whole number, got %g", where, key, v->valuedouble);
 	if (v->valuedouble < min || v->valuedouble > max)
-		return eval_errorf(err, errlen, "%s.%s = %g is impossible (allowed %g to %g)", where, key, v->valuedouble, min,
+		return err_fail(err, errlen, "%s.%s = %g is impossible (allowed %g to %g)", where, key, v->valuedouble, min,
 			    max);
 	*out = v->valuedouble;
 	return 0;
@@ -88,14 +88,14 @@ static int get_str(const cJSON *o, const char *where, const char *key, bool requ
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
 	if (!v) {
 		if (required)
-			return eval_errorf(err, errlen, "%s.%s is missing (a string)", where, key);
+			return err_fail(err, errlen, "%s.%s is missing (a string)", where, key);
 		return 0;
 	}
 	if (!cJSON_IsString(v) || !*v->valuestring)
-		return eval_errorf(err, errlen, "%s.%s must be a non-empty string", where, key);
+		return err_fail(err, errlen, "%s.%s must be a non-empty string", where, key);
 	free(*out);
 	*out = strdup(v->valuestring);
-	return *out ? 0 : eval_errorf(err, errlen, "%s.%s: out of memory", where, key);
+	return *out ? 0 : err_fail(err, errlen, "%s.%s: out of memory", where, key);
 }
 
 static char *resolve(const char *base_dir, const char *p)
@@ -125,7 +125,7 @@ static int parse_condition(struct eval_protocol *p, const cJSON *c, int i, const
 	if (rc)
 		return rc;
 	if (strncmp(k->endpoint, "http://", 7) != 0 && strncmp(k->endpoint, "https://", 8) != 0)
-		return eval_errorf(err, errlen, "%s.endpoint \"%s\" must start with http:// or https://", where, k->endpoint);
+		return err_fail(err, errlen, "%s.endpoint \"%s\" must start with http:// or https://", where, k->endpoint);
 	size_t el = strlen(k->endpoint);
 	while (el > 8 && k->endpoint[el - 1] == '/')
 		k->endpoint[--el] = 0;
@@ -138,27 +138,27 @@ static int parse_condition(struct eval_protocol *p, const cJSON *c, int i, const
 		    (rc = get_str(t, twhere, "path", false, &k->template_path, err, errlen)))
 			return rc;
 		if (!in_list(sources, k->template_source))
-			return eval_errorf(err, errlen, "%s.source \"%s\" is unknown (use chat, raw, jinja, tokenizer_config or gguf)",
+			return err_fail(err, errlen, "%s.source \"%s\" is unknown (use chat, raw, jinja, tokenizer_config or gguf)",
 				    twhere, k->template_source);
 		bool needs_path = strcmp(k->template_source, "chat") != 0 && strcmp(k->template_source, "raw") != 0;
 		if (needs_path != (k->template_path != NULL))
-			return eval_errorf(err, errlen, "%s: source \"%s\" %s a \"path\"", twhere, k->template_source,
+			return err_fail(err, errlen, "%s: source \"%s\" %s a \"path\"", twhere, k->template_source,
 				    needs_path ? "needs" : "takes no");
 		if (k->template_path) {
 			char *r = resolve(base_dir, k->template_path);
 			free(k->template_path);
 			k->template_path = r;
 			if (!r)
-				return eval_errorf(err, errlen, "%s.path: out of memory", twhere);
+				return err_fail(err, errlen, "%s.path: out of memory", twhere);
 		}
 	} else {
 		k->template_source = strdup("chat");
 		if (!k->template_source)
-			return eval_errorf(err, errlen, "%s: out of memory", twhere);
+			return err_fail(err, errlen, "%s: out of memory", twhere);
 	}
 	for (int j = 0; j < i; j++)
 		if (strcmp(p->conditions[j].name, k->name) == 0)
-			return eval_errorf(err, errlen, "%s.name \"%s\" is used twice; condition names must differ", where,
+			return err_fail(err, errlen, "%s.name \"%s\" is used twice; condition names must differ", where,
 				    k->name);
 	return k->template_source ? 0 : -ENOMEM;
 }
@@ -167,7 +167,7 @@ struct eval_protocol *eval_protocol_parse(const cJSON *root, const char *base_di
 {
 	struct eval_protocol *p = calloc(1, sizeof *p);
 	if (!p) {
-		eval_errorf(err, errlen, "out of memory");
+		err_fail(err, errlen, "out of memory");
 		return NULL;
 	}
 	p->temperature = 0.7;
@@ -190,7 +190,7 @@ struct eval_protocol *eval_protocol_parse(const cJSON *root, const char *base_di
 		goto fail;
 	const cJSON *conds = cJSON_GetObjectItemCaseSensitive(root, "conditions");
 	if (!cJSON_IsArray(conds) || cJSON_GetArraySize(conds) < 1 || cJSON_GetArraySize(conds) > EVAL_MAX_CONDITIONS) {
-		rc = eval_errorf(err, errlen, "protocol.conditions must be an array of 1 to %d conditions", EVAL_MAX_CONDITIONS);
+		rc = err_fail(err, errlen, "protocol.conditions must be an array of 1 to %d conditions", EVAL_MAX_CONDITIONS);
 		goto fail;
 	}
 	for (const cJSON *c = conds->child; c; c = c->next) {
@@ -200,12 +200,12 @@ struct eval_protocol *eval_protocol_parse(const cJSON *root, const char *base_di
 	}
 	const cJSON *ds = cJSON_GetObjectItemCaseSensitive(root, "datasets");
 	if (!cJSON_IsArray(ds) || cJSON_GetArraySize(ds) < 1 || cJSON_GetArraySize(ds) > EVAL_MAX_DATASETS) {
-		rc = eval_errorf(err, errlen, "protocol.datasets must be an array of 1 to %d dataset paths", EVAL_MAX_DATASETS);
+		rc = err_fail(err, errlen, "protocol.datasets must be an array of 1 to %d dataset paths", EVAL_MAX_DATASETS);
 		goto fail;
 	}
 	for (const cJSON *d = ds->child; d; d = d->next) {
 		if (!cJSON_IsString(d) || !*d->valuestring) {
-			rc = eval_errorf(err, errlen, "protocol.datasets[%d] must be a path (string)", p->n_datasets);
+			rc = err_fail(err, errlen, "protocol.datasets[%d] must be a path (string)", p->n_datasets);
 			goto fail;
 		}
 		if (!(p->datasets[p->n_datasets++] = resolve(base_dir, d->valuestring))) {
@@ -223,18 +223,18 @@ struct eval_protocol *eval_protocol_parse(const cJSON *root, const char *base_di
 		    (rc = get_i64(s, "sampling", "reasoning_max_tokens", 1, 1e7, &p->reasoning_max_tokens, err, errlen)))
 			goto fail;
 		if (p->top_k == 0) {
-			rc = eval_errorf(err, errlen, "sampling.top_k = 0 is impossible; use -1 (or leave it out) for no limit");
+			rc = err_fail(err, errlen, "sampling.top_k = 0 is impossible; use -1 (or leave it out) for no limit");
 			goto fail;
 		}
 		const cJSON *st = cJSON_GetObjectItemCaseSensitive(s, "stop");
 		if (st) {
 			if (!cJSON_IsArray(st) || cJSON_GetArraySize(st) > EVAL_MAX_STOPS) {
-				rc = eval_errorf(err, errlen, "sampling.stop must be an array of at most %d strings", EVAL_MAX_STOPS);
+				rc = err_fail(err, errlen, "sampling.stop must be an array of at most %d strings", EVAL_MAX_STOPS);
 				goto fail;
 			}
 			for (const cJSON *e = st->child; e; e = e->next) {
 				if (!cJSON_IsString(e) || !*e->valuestring) {
-					rc = eval_errorf(err, errlen, "sampling.stop entries must be non-empty strings");
+					rc = err_fail(err, errlen, "sampling.stop entries must be non-empty strings");
 					goto fail;
 				}
 				p->stop[p->n_stop++] = strdup(e->valuestring);
@@ -258,12 +258,12 @@ struct eval_protocol *eval_protocol_parse(const cJSON *root, const char *base_di
 		const cJSON *t = cJSON_GetObjectItemCaseSensitive(a, "tests");
 		if (t) {
 			if (!cJSON_IsArray(t) || cJSON_GetArraySize(t) > 8) {
-				rc = eval_errorf(err, errlen, "analysis.tests must be an array of test names");
+				rc = err_fail(err, errlen, "analysis.tests must be an array of test names");
 				goto fail;
 			}
 			for (const cJSON *e = t->child; e; e = e->next) {
 				if (!cJSON_IsString(e) || !in_list(known_tests, e->valuestring)) {
-					rc = eval_errorf(err, errlen,
+					rc = err_fail(err, errlen,
 						  "analysis.tests: unknown test %s%s%s (use fisher, mcnemar, sign, wilson, welch, bootstrap)",
 						  cJSON_IsString(e) ? "\"" : "", cJSON_IsString(e) ? e->valuestring : "(not a string)",
 						  cJSON_IsString(e) ? "\"" : "");
@@ -276,7 +276,7 @@ struct eval_protocol *eval_protocol_parse(const cJSON *root, const char *base_di
 	if (!p->alternative)
 		p->alternative = strdup("two-sided");
 	if (!in_list(alternatives, p->alternative)) {
-		rc = eval_errorf(err, errlen, "analysis.alternative \"%s\" is unknown (use two-sided, less or greater)",
+		rc = err_fail(err, errlen, "analysis.alternative \"%s\" is unknown (use two-sided, less or greater)",
 			  p->alternative);
 		goto fail;
 	}
@@ -286,7 +286,7 @@ struct eval_protocol *eval_protocol_parse(const cJSON *root, const char *base_di
 		p->tests[p->n_tests++] = strdup("wilson");
 	}
 	if (p->stall_s > p->timeout_s) {
-		rc = eval_errorf(err, errlen, "stall_s (%g) is longer than timeout_s (%g); a stall could never be seen",
+		rc = err_fail(err, errlen, "stall_s (%g) is longer than timeout_s (%g); a stall could never be seen",
 			  p->stall_s, p->timeout_s);
 		goto fail;
 	}

@@ -6,11 +6,11 @@
  * the model) and end to end (over all task runs), side by side. */
 #include "core/buf.h"
 #include "core/json.h"
-#include "eval/grade.h"
+#include "grade/grade.h"
 #include "eval/run.h"
-#include "eval/score.h"
-#include "eval/task.h"
-#include "eval/errmsg.h"
+#include "grade/score.h"
+#include "datasets/task.h"
+#include "core/err.h"
 #include "store/store.h"
 #include <errno.h>
 #include <math.h>
@@ -170,11 +170,11 @@ int eval_run_summary(const char *db_path, int64_t run, bool json, FILE *out, cha
 	struct rows rs = {0};
 	int rc = run_header(store_db(s), run, &proto, &model, &status);
 	if (rc) {
-		eval_errorf(err, errlen, "%s has no eval run %lld", path, (long long)run);
+		err_fail(err, errlen, "%s has no eval run %lld", path, (long long)run);
 		goto out;
 	}
 	if ((rc = rows_load(store_db(s), run, &rs)) != 0) {
-		eval_errorf(err, errlen, "reading rows of run %lld failed", (long long)run);
+		err_fail(err, errlen, "reading rows of run %lld failed", (long long)run);
 		goto out;
 	}
 	cJSON *frozen = cJSON_Parse(proto);
@@ -221,7 +221,7 @@ int eval_run_summary(const char *db_path, int64_t run, bool json, FILE *out, cha
 		free(acc);
 		cJSON_Delete(frozen);
 		rc = -ENOMEM;
-		eval_errorf(err, errlen, "out of memory summarising run %lld", (long long)run);
+		err_fail(err, errlen, "out of memory summarising run %lld", (long long)run);
 		goto out;
 	}
 	for (size_t i = 0; acc && i < n_names; i++)
@@ -375,7 +375,7 @@ int eval_run_export(const char *db_path, int64_t run, const char *format, FILE *
 {
 	bool csv = strcmp(format, "csv") == 0;
 	if (!csv && strcmp(format, "jsonl") != 0)
-		return eval_errorf(err, errlen, "export format \"%s\" is unknown; use --csv or --jsonl", format);
+		return err_fail(err, errlen, "export format \"%s\" is unknown; use --csv or --jsonl", format);
 	const char *path = db_path ? db_path : STORE_DEFAULT_PATH;
 	struct store *s = store_open(path, err, errlen);
 	if (!s)
@@ -387,7 +387,7 @@ int eval_run_export(const char *db_path, int64_t run, const char *format, FILE *
 	free(status);
 	if (rc) {
 		store_close(s);
-		return eval_errorf(err, errlen, "%s has no eval run %lld", path, (long long)run);
+		return err_fail(err, errlen, "%s has no eval run %lld", path, (long long)run);
 	}
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(store_db(s),
@@ -400,7 +400,7 @@ int eval_run_export(const char *db_path, int64_t run, const char *format, FILE *
 			       " WHERE e.run = ? ORDER BY e.repeat_index, e.task_id, e.attempt",
 			       -1, &st, NULL) != SQLITE_OK) {
 		store_close(s);
-		return eval_errorf(err, errlen, "reading rows failed");
+		return err_fail(err, errlen, "reading rows failed");
 	}
 	sqlite3_bind_int64(st, 1, run);
 	if (csv)
@@ -459,7 +459,7 @@ int eval_run_export(const char *db_path, int64_t run, const char *format, FILE *
 	}
 	sqlite3_finalize(st);
 	store_close(s);
-	return ferror(out) ? eval_errorf(err, errlen, "writing the export failed") : 0;
+	return ferror(out) ? err_fail(err, errlen, "writing the export failed") : 0;
 }
 
 /* ---- regrade ------------------------------------------------------------------ */
@@ -531,7 +531,7 @@ int eval_run_regrade(const char *db_path, int64_t run, const int64_t *budgets, s
 	cJSON *frozen = NULL, *result = cJSON_CreateArray();
 	int rc = run_header(store_db(s), run, &proto, &model, &status);
 	if (rc) {
-		eval_errorf(err, errlen, "%s has no eval run %lld", path, (long long)run);
+		err_fail(err, errlen, "%s has no eval run %lld", path, (long long)run);
 		goto out;
 	}
 	frozen = cJSON_Parse(proto);
@@ -545,7 +545,7 @@ int eval_run_regrade(const char *db_path, int64_t run, const int64_t *budgets, s
 			goto out;
 		}
 		if (!sha || strcmp(sha, eval_dataset_sha256(ds[n_ds])) != 0) {
-			rc = eval_errorf(err, errlen, "%s changed since run %lld (sha256 differs); regrading needs the same data", p,
+			rc = err_fail(err, errlen, "%s changed since run %lld (sha256 differs); regrading needs the same data", p,
 				  (long long)run);
 			n_ds++;
 			goto out;
@@ -553,7 +553,7 @@ int eval_run_regrade(const char *db_path, int64_t run, const int64_t *budgets, s
 		n_ds++;
 	}
 	if ((rc = rows_load(store_db(s), run, &rs)) != 0 || !(g = grader_create(harness_dir, NULL))) {
-		rc = eval_errorf(err, errlen, "reading rows of run %lld failed", (long long)run);
+		rc = err_fail(err, errlen, "reading rows of run %lld failed", (long long)run);
 		goto out;
 	}
 	if (!json && out)

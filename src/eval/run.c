@@ -9,18 +9,19 @@
  * (UNIQUE(run, repeat_index, task_id, attempt) would refuse a second one). */
 #include "eval/run.h"
 #include "core/buf.h"
+#include "text/reply.h"
 #include "core/clock.h"
 #include "core/hash.h"
-#include "core/hostmem.h"
+#include "net/hostmem.h"
 #include "core/json.h"
 #include "core/log.h"
 #include "core/progress.h"
-#include "eval/grade.h"
+#include "grade/grade.h"
 #include "eval/prompt.h"
-#include "eval/preflight.h"
-#include "eval/score.h"
-#include "eval/task.h"
-#include "eval/errmsg.h"
+#include "grade/preflight.h"
+#include "grade/score.h"
+#include "datasets/task.h"
+#include "core/err.h"
 #include "net/http.h"
 #include "net/openai.h"
 #include "net/stream.h"
@@ -577,7 +578,7 @@ static char *server_fingerprint(const char *base, char *err, size_t errlen)
 	int status = 0;
 	char ferr[256] = "";
 	if (http_fetch(url, NULL, 10000, &body, &status, ferr, sizeof ferr) != 0 || status != 200) {
-		eval_errorf(err, errlen, "%s: %s", url, ferr[0] ? ferr : "the server did not answer 200");
+		err_fail(err, errlen, "%s: %s", url, ferr[0] ? ferr : "the server did not answer 200");
 		buf_finish(&body);
 		return NULL;
 	}
@@ -613,7 +614,7 @@ static int open_datasets(struct runner *R, char *err, size_t errlen)
 		for (int k = 0; k < i; k++)
 			for (size_t t = 0; t < eval_dataset_count(R->ds[i]); t++)
 				if (eval_dataset_find(R->ds[k], eval_dataset_task(R->ds[i], t)->id))
-					return eval_errorf(err, errlen, "task id \"%s\" is in both %s and %s; ids must be unique across a run's datasets",
+					return err_fail(err, errlen, "task id \"%s\" is in both %s and %s; ids must be unique across a run's datasets",
 						    eval_dataset_task(R->ds[i], t)->id, R->p->datasets[k], R->p->datasets[i]);
 	}
 	return 0;
@@ -639,7 +640,7 @@ static int runner_init(struct runner *R, const struct eval_protocol *p, int cond
 		char perr[768];
 		R->tmpl = eval_prompt_load(src, R->cond->template_path, perr, sizeof perr);
 		if (!R->tmpl)
-			return eval_errorf(err, errlen, "condition \"%s\": %s", R->cond->name, perr);
+			return err_fail(err, errlen, "condition \"%s\": %s", R->cond->name, perr);
 		snprintf(R->tmpl_sha, sizeof R->tmpl_sha, "%s", eval_prompt_sha256(R->tmpl));
 		if (eval_prompt_starts_with_bos(R->tmpl))
 			log_warn("condition \"%s\": the rendered prompt starts with the BOS token; a server that adds BOS "
@@ -656,7 +657,7 @@ static int runner_init(struct runner *R, const struct eval_protocol *p, int cond
 		return -EIO;
 	R->grader = grader_create(o->harness_dir, NULL);
 	if (!R->grader)
-		return eval_errorf(err, errlen, "out of memory");
+		return err_fail(err, errlen, "out of memory");
 	if (grader_sandbox_problem(R->grader))
 		log_warn("%s: code tasks will be graded as environment failures", grader_sandbox_problem(R->grader));
 	return 0;
@@ -775,7 +776,7 @@ static int warm_up(struct runner *R, struct http_client *c, char *err, size_t er
 		if (ready)
 			break;
 		if (clock_now_ns() > until)
-			return eval_errorf(err, errlen,
+			return err_fail(err, errlen,
 				    "%s never returned tokens within %g s (last attempt: %s); a server can answer /health "
 				    "and /v1/models while its generation is still loading or wedged: check it, then resume "
 				    "the run (the readiness requests are stored apart, phase 'ready')",
@@ -815,7 +816,7 @@ static void parser_probe(struct runner *R, struct http_client *c)
 	cJSON_AddNumberToObject(pr, "chat_completion_tokens", (double)chat.s.completion_tokens);
 	cJSON_AddStringToObject(pr, "chat_finish_reason", chat.s.finish_reason);
 	cJSON_AddNumberToObject(pr, "raw_text_bytes", rc2 == 0 ? (double)raw.s.content.len : -1);
-	const char *after = rc2 == 0 && raw.s.content.data ? score_after_reasoning(raw.s.content.data) : "";
+	const char *after = rc2 == 0 && raw.s.content.data ? text_after_reasoning(raw.s.content.data) : "";
 	cJSON_AddNumberToObject(pr, "raw_answer_bytes", (double)strlen(after));
 	cJSON_AddBoolToObject(pr, "chat_content_empty", empty);
 	if (chat.s.error)
@@ -849,7 +850,7 @@ static int runner_plan(struct runner *R, char *err, size_t errlen)
 {
 	size_t done = 0;
 	if (build_jobs(R, &done) != 0)
-		return eval_errorf(err, errlen, "reading the stored rows failed: %s", store_errmsg(R->store));
+		return err_fail(err, errlen, "reading the stored rows failed: %s", store_errmsg(R->store));
 	if (R->o->out && done)
 		fprintf(R->o->out, "%zu task runs already complete, %zu to do\n", done, R->n_jobs);
 	return 0;
@@ -862,7 +863,7 @@ static int runner_execute(struct runner *R, bool probe, char *err, size_t errlen
 	if (R->n_jobs) {
 		struct http_client *c = http_client_create();
 		if (!c)
-			return eval_errorf(err, errlen, "cannot create an HTTP client");
+			return err_fail(err, errlen, "cannot create an HTTP client");
 		rc = warm_up(R, c, err, errlen);
 		if (rc == 0 && probe)
 			parser_probe(R, c);
@@ -878,16 +879,16 @@ static int runner_execute(struct runner *R, bool probe, char *err, size_t errlen
 		if (pthread_create(&th[started], NULL, worker_main, R) != 0)
 			break;
 	if (started == 0)
-		return eval_errorf(err, errlen, "cannot start worker threads");
+		return err_fail(err, errlen, "cannot start worker threads");
 	for (int64_t i = 0; i < started; i++)
 		pthread_join(th[i], NULL);
 	if (R->o->out)
 		progress_finish(&R->prog);
 	if (R->fatal)
-		return eval_errorf(err, errlen, "%s; the run can be resumed with `sixi-eval resume %lld`", R->fatal_msg,
+		return err_fail(err, errlen, "%s; the run can be resumed with `sixi-eval resume %lld`", R->fatal_msg,
 			    (long long)R->run_id);
 	if (store_run_finish(R->store, R->run_id, "done") != 0)
-		return eval_errorf(err, errlen, "could not mark the run done: %s", store_errmsg(R->store));
+		return err_fail(err, errlen, "could not mark the run done: %s", store_errmsg(R->store));
 	return 0;
 }
 
@@ -960,7 +961,7 @@ int eval_power_plan(const struct eval_protocol *p, size_t n_tasks, double gap, d
 		baseline = 0.5 - gap / 2; /* centred on 50 %: the largest variance, the most attempts */
 	double p2 = baseline + gap;
 	if (!(gap > 0 && gap < 1) || !(baseline > 0 && baseline < 1) || !(p2 > 0 && p2 < 1))
-		return eval_errorf(err, errlen,
+		return err_fail(err, errlen,
 			    "a gap of %g points from a pass rate of %g %% is out of range: both pass rates must lie "
 			    "strictly between 0 and 100 %%",
 			    gap * 100, baseline * 100);
@@ -971,7 +972,7 @@ int eval_power_plan(const struct eval_protocol *p, size_t n_tasks, double gap, d
 	out->two_sided = !p->alternative || strcmp(p->alternative, "two-sided") == 0;
 	struct stats_power pw;
 	if (stats_power_two_prop(baseline, p2, out->alpha, out->power, out->two_sided, &pw) != 0)
-		return eval_errorf(err, errlen, "the power calculation failed for a gap of %g", gap);
+		return err_fail(err, errlen, "the power calculation failed for a gap of %g", gap);
 	out->needed = (int64_t)ceil(pw.n_per_group);
 	out->planned = (int64_t)n_tasks * p->repeats;
 	out->underpowered = out->planned < out->needed;
@@ -998,7 +999,7 @@ int eval_run_new(const struct eval_protocol *p, int cond, const struct eval_run_
 		for (int i = 0; i < R.n_ds; i++) {
 			struct preflight_report rep;
 			if ((rc = preflight_run(R.grader, R.ds[i], false, NULL, &rep)) != 0) {
-				eval_errorf(err, errlen, "preflight of %s could not run", R.p->datasets[i]);
+				err_fail(err, errlen, "preflight of %s could not run", R.p->datasets[i]);
 				goto out;
 			}
 			for (int k = 0; k < rep.n_excluded; k++) {
@@ -1027,7 +1028,7 @@ int eval_run_new(const struct eval_protocol *p, int cond, const struct eval_run_
 			 plan.two_sided ? "two-sided" : "one-sided", (long long)plan.needed, n_tasks,
 			 (long long)p->repeats, (long long)plan.planned);
 		if (plan.underpowered && !o->allow_underpowered) {
-			rc = eval_errorf(err, errlen,
+			rc = err_fail(err, errlen,
 				  "%s: too few to detect that difference; add tasks or repeats (--repeats %lld would do), "
 				  "state a larger gap, or pass --allow-underpowered to run anyway (recorded with the run)",
 				  line, (long long)((plan.needed + (int64_t)n_tasks - 1) / (int64_t)(n_tasks ? n_tasks : 1)));
@@ -1056,7 +1057,7 @@ int eval_run_new(const struct eval_protocol *p, int cond, const struct eval_run_
 	}
 	text = frozen ? cJSON_PrintUnformatted(frozen) : NULL;
 	if (!text) {
-		rc = eval_errorf(err, errlen, "out of memory");
+		rc = err_fail(err, errlen, "out of memory");
 		goto out;
 	}
 	char memwarn[1024];
@@ -1079,7 +1080,7 @@ int eval_run_new(const struct eval_protocol *p, int cond, const struct eval_run_
 	rc = store_run_begin(R.store, &sr, &R.run_id);
 	free(facts);
 	if (rc != 0) {
-		eval_errorf(err, errlen, "could not store the run: %s", store_errmsg(R.store));
+		err_fail(err, errlen, "could not store the run: %s", store_errmsg(R.store));
 		goto out;
 	}
 	*run_id = R.run_id;
@@ -1155,7 +1156,7 @@ int eval_run_resume(int64_t run_id, const char *protocol_path, const struct eval
 	store_close(s);
 	if (!stored) {
 		free(stored_fp);
-		return eval_errorf(err, errlen, "%s has no eval run %lld; `sixi-eval export` lists runs' rows", db,
+		return err_fail(err, errlen, "%s has no eval run %lld; `sixi-eval export` lists runs' rows", db,
 			    (long long)run_id);
 	}
 	int rc = 0;
@@ -1164,7 +1165,7 @@ int eval_run_resume(int64_t run_id, const char *protocol_path, const struct eval
 	const cJSON *proto = frozen ? cJSON_GetObjectItem(frozen, "protocol") : NULL;
 	char perr[512];
 	if (!proto || !(p = eval_protocol_parse(proto, NULL, perr, sizeof perr))) {
-		rc = eval_errorf(err, errlen, "run %lld: its stored configuration cannot be read", (long long)run_id);
+		rc = err_fail(err, errlen, "run %lld: its stored configuration cannot be read", (long long)run_id);
 		goto out;
 	}
 	if (protocol_path) {
@@ -1186,7 +1187,7 @@ int eval_run_resume(int64_t run_id, const char *protocol_path, const struct eval
 		free(a);
 		free(b);
 		if (!same) {
-			rc = eval_errorf(err, errlen,
+			rc = err_fail(err, errlen,
 				  "%s differs from the configuration run %lld was started with (%s); a run's "
 				  "configuration is frozen: resume without --protocol, or start a new run",
 				  protocol_path, (long long)run_id, ci < 0 ? "its condition is missing" : what);
@@ -1203,7 +1204,7 @@ int eval_run_resume(int64_t run_id, const char *protocol_path, const struct eval
 		{
 			const char *sha = json_get_str(d, "sha256");
 			if (i >= R.n_ds || !sha || strcmp(sha, eval_dataset_sha256(R.ds[i])) != 0) {
-				rc = eval_errorf(err, errlen,
+				rc = err_fail(err, errlen,
 					  "%s changed since run %lld started (sha256 differs); a run's data is frozen: "
 					  "start a new run",
 					  i < R.n_ds ? eval_dataset_path(R.ds[i]) : "a dataset", (long long)run_id);
@@ -1216,7 +1217,7 @@ int eval_run_resume(int64_t run_id, const char *protocol_path, const struct eval
 		/* the same template */
 		const char *sha = json_get_str(frozen, "template_sha256");
 		if ((sha || R.tmpl_sha[0]) && (!sha || strcmp(sha, R.tmpl_sha) != 0))
-			rc = eval_errorf(err, errlen, "the chat template %s changed since run %lld started; a run's configuration is frozen",
+			rc = err_fail(err, errlen, "the chat template %s changed since run %lld started; a run's configuration is frozen",
 				  R.cond->template_path ? R.cond->template_path : "", (long long)run_id);
 	}
 	if (rc == 0) {
@@ -1227,7 +1228,7 @@ int eval_run_resume(int64_t run_id, const char *protocol_path, const struct eval
 		R.api_error_retries = cJSON_IsNumber(retries) ? (int64_t)retries->valuedouble : 0;
 		const cJSON *limits = cJSON_GetObjectItem(frozen, "grader_limits");
 		if (limits && grader_limits_load(R.grader, limits) != 0)
-			rc = eval_errorf(err, errlen, "out of memory");
+			rc = err_fail(err, errlen, "out of memory");
 	}
 	if (rc == 0) {
 		rc = runner_plan(&R, err, errlen);
@@ -1238,7 +1239,7 @@ int eval_run_resume(int64_t run_id, const char *protocol_path, const struct eval
 		if (!fp) {
 			rc = -ECONNREFUSED;
 		} else if (strcmp(fp, stored_fp) != 0) {
-			rc = eval_errorf(err, errlen,
+			rc = err_fail(err, errlen,
 				  "the server at %s now reports %s, but run %lld was started against %s; a run's "
 				  "configuration is frozen",
 				  R.url_base, fp, (long long)run_id, stored_fp);

@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/quant.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))

@@ -22,7 +22,7 @@
 
 #include "model/gdn.h"
 #include "model/gdn_log.h"
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/kernels.h"
 
 #define GDN_CHUNK 64

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/kernels.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "core/json.h"
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/kernels.h"
 
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 
 #define SPEC_DRAFT_LIMIT 64
 

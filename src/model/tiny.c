@@ -12,10 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/kernels.h"
 #include "model/quant.h"
-#include "model/tokenizer.h"
+#include "text/tokenizer.h"
 
 const char model_tiny_chat_template[] =
 	"{%- for message in messages %}"

@@ -13,7 +13,7 @@
  * attention (an overestimate), and it reads nothing but metadata and the tensor table. */
 #include "plan/plan.h"
 #include "plan/plan_gguf.h"
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>

@@ -6,9 +6,9 @@
 #include "server/real.h"
 #include "server/engine.h"
 #include "core/buf.h"
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/model.h"
-#include "model/tokenizer.h"
+#include "text/tokenizer.h"
 #include "server/spec_draft.h"
 
 #include <errno.h>

@@ -5,7 +5,7 @@
 #include "core/buf.h"
 #include "core/json.h"
 #include "core/log.h"
-#include "eval/jinja.h"
+#include "text/jinja.h"
 
 #include <errno.h>
 #include <math.h>

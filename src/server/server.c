@@ -4,7 +4,7 @@
  * 400s with an OpenAI-style error object naming the field and what to send
  * instead; unknown fields are ignored, as OpenAI servers do, and logged.
  * Chat prompts are rendered with the model's Jinja chat template (or the one
- * --chat-template names) through src/eval/jinja; without one, with a built-in
+ * --chat-template names) through src/text/jinja; without one, with a built-in
  * ChatML rendering (<|im_start|>role\n...<|im_end|>). What it does not do:
  * logprobs, tools, images, echo, best_of. logit_bias is applied (values in
  * [-100, 100] are added to the logits, as OpenAI documents). "vote": true with "n": k
@@ -23,7 +23,7 @@
 #include "core/clock.h"
 #include "core/json.h"
 #include "core/log.h"
-#include "eval/jinja.h"
+#include "text/jinja.h"
 
 #include <errno.h>
 #include <inttypes.h>

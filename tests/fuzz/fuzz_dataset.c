@@ -1,10 +1,10 @@
-/* fuzz_dataset — libFuzzer target for the dataset loader (src/eval/task.c):
+/* fuzz_dataset — libFuzzer target for the dataset loader (src/datasets/task.c):
  * arbitrary bytes as a JSONL dataset, every line parsed and checked. Beyond
  * "no crash": a refused dataset has a message naming a line; an accepted one
  * has at least one task, every task has a valid id, a prompt and a known
  * grader, is found by its id, and the same bytes parse to the same tasks a
  * second time; the seeded shuffle is a permutation. */
-#include "eval/task.h"
+#include "datasets/task.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

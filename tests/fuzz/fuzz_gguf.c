@@ -3,7 +3,7 @@
  * Built with -DFUZZ_STANDALONE it is its own driver: it writes a seed GGUF with
  * the writer, then opens a bounded number of deterministic mutations of it
  * (byte changes, truncations, length-field bombs). */
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 
 #include <stdio.h>
 #include <stdlib.h>

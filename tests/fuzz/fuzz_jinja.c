@@ -1,4 +1,4 @@
-/* libFuzzer target for src/eval/jinja: the input is a template, optionally
+/* libFuzzer target for src/text/jinja: the input is a template, optionally
  * followed by a NUL byte and a JSON object of variables. Parsing and rendering
  * must never crash, leak or run away, whatever the bytes; errors are fine.
  * Build: CC=clang meson setup build-fuzz && ninja -C build-fuzz fuzz_jinja;
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "core/buf.h"
-#include "eval/jinja.h"
+#include "text/jinja.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

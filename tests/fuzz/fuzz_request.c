@@ -10,7 +10,7 @@
 #include "server/request.h"
 #include "server/engine.h"
 #include "server/sim.h"
-#include "eval/jinja.h"
+#include "text/jinja.h"
 #include "core/log.h"
 #include <math.h>
 #include <stdio.h>

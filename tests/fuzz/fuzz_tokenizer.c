@@ -8,10 +8,10 @@
  * idempotent, NFD(NFC(x)) == NFD(x), NFKC(NFKD(x)) == NFKC(x); invalid UTF-8 gives -EILSEQ.
  * Built with -DFUZZ_STANDALONE it drives itself with a bounded number of deterministic
  * inputs. */
-#include "model/gguf.h"
-#include "model/tokenizer.h"
-#include "model/unicode.h"
-#include "model/unicode_norm.h"
+#include "gguf/gguf.h"
+#include "text/tokenizer.h"
+#include "text/unicode.h"
+#include "text/unicode_norm.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -9,10 +9,10 @@
  *
  *   test_dataset_bundled [code|math|gates]   (default: all) */
 #include "core/json.h"
-#include "eval/grade.h"
-#include "eval/preflight.h"
-#include "eval/task.h"
-#include "eval/toolcall.h"
+#include "grade/grade.h"
+#include "grade/preflight.h"
+#include "datasets/task.h"
+#include "datasets/toolcall.h"
 #include "test.h"
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,8 +4,8 @@
  * Skips (saying why) where bubblewrap cannot build a sandbox. */
 #include "test.h"
 #include "core/clock.h"
-#include "eval/grade.h"
-#include "eval/preflight.h"
+#include "grade/grade.h"
+#include "grade/preflight.h"
 #include <sys/stat.h>
 
 int main(void)

@@ -29,8 +29,8 @@
 #include <unistd.h>
 
 #include "core/json.h"
-#include "model/tokenizer.h"
-#include "model/unicode.h"
+#include "text/tokenizer.h"
+#include "text/unicode.h"
 
 #define NPM_VERSION "3.7.2"
 #define HF_VERSION "0.23.2" /* npm "tokenizers": Hugging Face's Rust library through its Node binding */

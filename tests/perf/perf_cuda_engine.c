@@ -12,7 +12,7 @@
  * that many streams). */
 #include "core/clock.h"
 #include "cuda/cuda_model.h"
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/kernels.h"
 #include "model/model.h"
 

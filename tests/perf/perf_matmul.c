@@ -21,7 +21,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/kernels.h"
 #include "model/quant.h"
 #include <strings.h>

@@ -27,12 +27,12 @@
 #include <unistd.h>
 
 #include "core/clock.h"
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/model.h"
 #include "model/quant.h"
 #include "model/safetensors.h"
 #include "model/tiny.h"
-#include "model/tokenizer.h"
+#include "text/tokenizer.h"
 
 static const struct model_config c100 = {
 	.n_embd = 768, .n_layer = 12, .n_ff = 2816, .n_head = 8, .n_head_kv = 2, .head_dim = 64,

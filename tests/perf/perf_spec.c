@@ -19,7 +19,7 @@
 
 #include "core/clock.h"
 #include "model/gdn_log.h"
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/model.h"
 #include "model/tiny.h"
 

@@ -7,9 +7,9 @@
  * one line instead of failing every task as environment.
  * Skips (saying why) where bubblewrap cannot build a sandbox at all. */
 #include "test.h"
-#include "eval/grade.h"
-#include "eval/preflight.h"
-#include "eval/task.h"
+#include "grade/grade.h"
+#include "grade/preflight.h"
+#include "datasets/task.h"
 #include <sys/stat.h>
 #include <unistd.h>
 

@@ -8,8 +8,8 @@
  * `build/tests/sandbox/test_reward_hacks NAME` runs the hacks of one name. */
 #include "test.h"
 #include "core/json.h"
-#include "eval/grade.h"
-#include "eval/task.h"
+#include "grade/grade.h"
+#include "datasets/task.h"
 
 static char *read_text(const char *path)
 {

@@ -17,7 +17,7 @@
  * Skips (saying why) where bubblewrap cannot build a sandbox. */
 #include "test.h"
 #include "core/clock.h"
-#include "eval/grade.h"
+#include "grade/grade.h"
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>

@@ -23,7 +23,7 @@
 #include "core/buf.h"
 #include "cuda/cuda_model.h"
 #include "cuda/engine_cuda.h"
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/quant.h"
 #include "model/tiny.h"
 #include "server/engine.h"

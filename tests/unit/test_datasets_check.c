@@ -2,7 +2,7 @@
  * and report their size and licence; broken sets are refused with the reason
  * (missing licence line, duplicate ids, tests that do not parse, a mutant of
  * an unknown task, a task without tests); usage errors exit 2. */
-#include "eval/dataset_cmd.h"
+#include "datasets/dataset_cmd.h"
 #include "test.h"
 #include <fcntl.h>
 #include <stdio.h>

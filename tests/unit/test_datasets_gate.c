@@ -4,11 +4,11 @@
  * grader (datasets/sixi-math). */
 #include "core/json.h"
 #include "eval/gate.h"
-#include "eval/grade.h"
-#include "eval/jschema.h"
-#include "eval/needle.h"
-#include "eval/task.h"
-#include "eval/toolcall.h"
+#include "grade/grade.h"
+#include "datasets/jschema.h"
+#include "datasets/needle.h"
+#include "datasets/task.h"
+#include "datasets/toolcall.h"
 #include "test.h"
 #include <stdio.h>
 #include <stdlib.h>

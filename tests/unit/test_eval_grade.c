@@ -1,11 +1,11 @@
-/* Unit tests for src/eval/grade and sandbox: every bundled task's reference
+/* Unit tests for src/grade/grade and sandbox: every bundled task's reference
  * passes and an empty answer fails; wrong answers fail; a grader that cannot
  * run (missing interpreter, missing module, missing harness) is environment,
  * never fail; a timeout is re-run alone before it counts. */
 #include "test.h"
-#include "eval/grade.h"
-#include "eval/preflight.h"
-#include "eval/task.h"
+#include "grade/grade.h"
+#include "grade/preflight.h"
+#include "datasets/task.h"
 
 static struct eval_task py_task(const char *tests)
 {

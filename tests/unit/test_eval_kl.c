@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "eval/kl.h"
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/model.h"
 #include "model/tiny.h"
 #include "report/kl.h"

@@ -4,7 +4,7 @@
 #include "test.h"
 #include "core/hash.h"
 #include "eval/prompt.h"
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include <unistd.h>
 
 #define TEMPLATE "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}<|end|>{% endfor %}" \

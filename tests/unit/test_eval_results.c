@@ -5,7 +5,7 @@
 #include "test.h"
 #include "core/json.h"
 #include "eval/run.h"
-#include "eval/score.h"
+#include "grade/score.h"
 #include "store/store.h"
 #include <sqlite3.h>
 #include <unistd.h>

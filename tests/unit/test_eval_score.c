@@ -1,9 +1,9 @@
-/* Unit tests for src/eval/score: loop ratio and pass@k against values computed by
+/* Unit tests for src/grade/score: loop ratio and pass@k against values computed by
  * Python (tests/fixtures/eval/score_vectors.json), code/number/choice extraction,
  * failure classes and majority vote. */
 #include "test.h"
 #include "core/json.h"
-#include "eval/score.h"
+#include "grade/score.h"
 #include <errno.h>
 #include <stdint.h>
 

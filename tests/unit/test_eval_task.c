@@ -1,11 +1,11 @@
-/* Unit tests for src/eval/task (dataset loader) and src/eval/protocol: every
+/* Unit tests for src/datasets/task (dataset loader) and src/eval/protocol: every
  * refusal the issue lists (file:line errors, duplicate ids, tasks without tests,
  * unknown graders, unknown protocol keys, impossible values), the bundled demo
  * set, and the agreement of the protocol loader with protocols/schema.json. */
 #include "test.h"
 #include "core/json.h"
 #include "eval/protocol.h"
-#include "eval/task.h"
+#include "datasets/task.h"
 #include <unistd.h>
 
 static char tmp_path[256];

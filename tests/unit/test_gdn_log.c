@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "model/gdn_log.h"
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/model.h"
 #include "model/tiny.h"
 #include "test.h"

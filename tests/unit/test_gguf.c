@@ -1,9 +1,9 @@
-/* Unit tests for src/model/gguf: write/read round trip of every metadata type and the
+/* Unit tests for src/gguf/gguf: write/read round trip of every metadata type and the
  * tensor types the project uses; every truncation and many single-byte corruptions of
  * a written file give an error, never a crash; hand-built nested arrays and bad
  * headers; the vocabulary files in ../shared/data/vocab when present. */
 #include "test.h"
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 
 #include <errno.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* Unit tests for src/core/hostmem.c.
+/* Unit tests for src/net/hostmem.c.
  * 1. What a process is, by executable and arguments (hostmem_server_kind).
  * 2. A fixture process table (a /proc-shaped tree built here: exe links, comm,
  *    cmdline, fd links to sockets, net/tcp{,6}): servers by executable, by
@@ -9,7 +9,7 @@
  *    listening socket is named with its pid and port, and is the target when the
  *    endpoint is its port; sleep started with argv[0] "llama-server" is not; an
  *    endpoint in this process or on another machine is not checked. */
-#include "core/hostmem.h"
+#include "net/hostmem.h"
 #include "core/json.h"
 #include "test.h"
 #include <arpa/inet.h>

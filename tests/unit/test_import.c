@@ -5,10 +5,10 @@
  * damaged gzip, a line that is not JSON, tests that do not parse, a task
  * without tests, an existing folder. After a refusal the output folder holds
  * nothing, not even the temporary folder. */
-#include "eval/grade.h"
-#include "eval/import.h"
-#include "eval/preflight.h"
-#include "eval/task.h"
+#include "grade/grade.h"
+#include "datasets/import.h"
+#include "grade/preflight.h"
+#include "datasets/task.h"
 #include "test.h"
 #include <dirent.h>
 #include <ftw.h>

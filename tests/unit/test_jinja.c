@@ -1,4 +1,4 @@
-/* Unit tests for src/eval/jinja and the template command: the snippet golden
+/* Unit tests for src/text/jinja and the template command: the snippet golden
  * file made by jinja2 (tests/fixtures/templates/expected/snippets.json), syntax
  * errors with line and column, the template-injection guard, non-UTF-8 input,
  * runaway limits, loading from tokenizer_config.json, and `template render`. */
@@ -12,8 +12,8 @@
 #include "core/buf.h"
 #include "core/hash.h"
 #include "core/json.h"
-#include "eval/jinja.h"
-#include "eval/template_cmd.h"
+#include "text/jinja.h"
+#include "text/template_cmd.h"
 
 #define FIXED_NOW 1764547200 /* strftime_now's instant in make_expected.py */
 

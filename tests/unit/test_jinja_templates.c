@@ -13,7 +13,7 @@
 #include "core/buf.h"
 #include "core/hash.h"
 #include "core/json.h"
-#include "eval/jinja.h"
+#include "text/jinja.h"
 
 /* strftime_now's instant in make_expected.py */
 #define FIXED_NOW 1764547200

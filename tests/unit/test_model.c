@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "core/json.h"
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/model.h"
 #include "model/safetensors.h"
 #include "greedy.h"

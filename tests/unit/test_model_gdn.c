@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "model/gdn.h"
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/kernels.h"
 #include "test.h"
 

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/kernels.h"
 #include "model/model.h"
 #include "model/quant.h"

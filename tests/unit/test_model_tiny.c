@@ -10,10 +10,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/model.h"
 #include "model/tiny.h"
-#include "model/tokenizer.h"
+#include "text/tokenizer.h"
 #include "greedy.h"
 #include "test.h"
 

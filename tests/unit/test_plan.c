@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <unistd.h>
 #ifdef SIXI_PLAN_GGUF
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "plan/plan_gguf.h"
 #endif
 

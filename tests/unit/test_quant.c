@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/kernels.h"
 #include "model/quant.h"
 

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/model.h"
 #include "model/tiny.h"
 #include "server/spec_draft.h"

@@ -1,4 +1,4 @@
-/* Unit tests for src/model/tokenizer (no shared data needed):
+/* Unit tests for src/text/tokenizer (no shared data needed):
  * - pre-tokenizer splits (gpt2, qwen2, qwen35, default) against tests/fixtures/tokenizer/
  *   splits.jsonl, produced by Python's re engine over the same regexes (gen_splits.py);
  * - the project's tiny byte-level BPE: deterministic training, GGUF round trip, encode/
@@ -8,10 +8,10 @@
  * - bad input: invalid UTF-8, vocabularies with missing or broken merges, bad ids;
  * - the --tokenize command. */
 #include "test.h"
-#include "model/gguf.h"
-#include "model/tok_cmd.h"
-#include "model/tokenizer.h"
-#include "model/unicode.h"
+#include "gguf/gguf.h"
+#include "text/tok_cmd.h"
+#include "text/tokenizer.h"
+#include "text/unicode.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

@@ -3,9 +3,9 @@
  * the expected ids (no BOS/EOS, special tokens not parsed, as llama.cpp's
  * test-tokenizer-0 runs) and decodes back to itself, at once and token by token. Skips when the files are absent. */
 #include "test.h"
-#include "model/gguf.h"
-#include "model/tokenizer.h"
-#include "model/unicode.h"
+#include "gguf/gguf.h"
+#include "text/tokenizer.h"
+#include "text/unicode.h"
 
 #include <cjson/cJSON.h>
 #include <unistd.h>

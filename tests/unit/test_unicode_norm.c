@@ -13,10 +13,10 @@
 #include <cjson/cJSON.h>
 #include <unistd.h>
 
-#include "model/tokenizer.h"
-#include "model/tokenizer_norm.h"
-#include "model/unicode.h"
-#include "model/unicode_norm.h"
+#include "text/tokenizer.h"
+#include "text/tokenizer_norm.h"
+#include "text/unicode.h"
+#include "text/unicode_norm.h"
 
 /* ---- --lines: the Python comparison's C side ---- */
 

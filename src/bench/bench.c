@@ -14,7 +14,6 @@
 #include <stdatomic.h>
 #include <math.h>
 #include <pthread.h>
-#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -75,7 +74,7 @@ struct bench *bench_create(const struct bench_cfg *cfg, const char *workload, co
 	 * 10,000 pages instead of every 1,000. At 1,000 it doubled the cost of a row
 	 * (about 48 against 21 us here), time the load loop's core lost to the writer.
 	 * Closing the database checkpoints what is left. A failure only costs speed. */
-	if (store_exec(b->store, "PRAGMA wal_autocheckpoint=10000") != 0)
+	if (store_set_checkpoint_pages(b->store, 10000) != 0)
 		log_warn("%s: could not set the checkpoint interval", cfg->db_path);
 	struct session_opts so = { .url = cfg->url ? cfg->url : "", .api = cfg->api, .stream = cfg->stream,
 				   .connect_timeout_ms = cfg->connect_timeout_ms, .stall_timeout_ms = cfg->stall_timeout_ms,
@@ -565,16 +564,9 @@ double bench_percentile(double *v, size_t n, double pct)
 
 double bench_client_ceiling(struct bench *b)
 {
-	sqlite3_stmt *st;
 	double v = 0;
-	if (sqlite3_prepare_v2(store_db(b->store),
-			       "SELECT json_extract(summary_json, '$.events_per_s') FROM runs WHERE workload = 'selftest'"
-			       " AND status = 'done' AND summary_json IS NOT NULL ORDER BY id DESC LIMIT 1",
-			       -1, &st, NULL) == SQLITE_OK) {
-		if (sqlite3_step(st) == SQLITE_ROW)
-			v = sqlite3_column_double(st, 0);
-		sqlite3_finalize(st);
-	}
+	if (store_selftest_events_per_s(b->store, &v) != 0)
+		log_warn("could not read the client's ceiling from the selftest runs: %s", store_errmsg(b->store));
 	return v;
 }
 
@@ -770,21 +762,10 @@ cJSON *bench_level_json(const struct bench_level *L)
 
 void bench_level_store(struct bench *b, const struct bench_level *L)
 {
-	/* summary_json.levels is an array; append through SQLite's JSON functions */
 	cJSON *o = bench_level_json(L);
 	char *s = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
-	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(store_db(b->store),
-			       "UPDATE runs SET summary_json = json_set(coalesce(summary_json, '{}'), '$.levels',"
-			       " json_insert(coalesce(json_extract(summary_json, '$.levels'), json('[]')), '$[#]', json(?)))"
-			       " WHERE id = ?",
-			       -1, &st, NULL) == SQLITE_OK) {
-		sqlite3_bind_text(st, 1, s, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int64(st, 2, b->run_id);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			log_warn("could not store the level summary: %s", store_errmsg(b->store));
-		sqlite3_finalize(st);
-	}
+	if (!s || store_run_append_level(b->store, b->run_id, s) != 0)
+		log_warn("could not store the level summary: %s", s ? store_errmsg(b->store) : "out of memory");
 	free(s);
 }

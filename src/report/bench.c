@@ -13,7 +13,6 @@
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 #include <math.h>
-#include <sqlite3.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -207,16 +206,81 @@ static int emit_level(struct report_doc *d, struct level *l, const char *q, stru
 	return curve_add(cv, r, (double)l->level, agg, per, p50, prefill);
 }
 
-static int bench_run(sqlite3 *db, struct report_doc *d, const struct report_run *run, struct curves *cv, int r,
+/* What bench_run's row callback works on. */
+struct bench_pass {
+	struct report_doc *d;
+	const char *q;
+	struct curves *cv;
+	int r;
+	bool unique;
+	struct level l;
+	int rows;
+};
+
+static int bench_row(void *ctx, const struct store_bench_read *x)
+{
+	struct bench_pass *P = ctx;
+	struct level *l = &P->l;
+	int rc = 0;
+	if (x->level != l->level) {
+		if (l->level != INT64_MIN)
+			rc = emit_level(P->d, l, P->q, P->cv, P->r);
+		level_reset(l, x->level);
+	}
+	if (rc == 0)
+		rc = level_grow(l);
+	if (rc)
+		return rc;
+	P->rows++;
+	if (x->stream != l->cur_stream) {
+		if (l->cur_stream >= 0)
+			close_stream(l);
+		l->cur_stream = x->stream;
+	}
+	l->rows++;
+	bool no_usage = x->completion_tokens < 0;
+	bool error = x->error != NULL;
+	bool cached = P->unique && x->cached_tokens > 0;
+	l->no_usage += no_usage;
+	l->errors += error;
+	l->cached += cached;
+	int64_t tok = x->completion_tokens, send = x->t_send, first = x->t_first_token, done = x->t_done;
+	const char *fp = x->fingerprint_hash;
+	if (l->fps == 0 || strncmp(l->fp, fp, 12) != 0) {
+		if (l->fps == 0)
+			snprintf(l->fp, sizeof l->fp, "%.12s", fp);
+		l->fps += l->fps == 0 || strncmp(l->fp, fp, 12) != 0;
+	}
+	if (no_usage || error || cached)
+		return 0;
+	l->tokens += tok;
+	l->events += x->sse_events;
+	l->s_tokens += tok;
+	if (send && send < l->t_min)
+		l->t_min = send;
+	if (done > l->t_max)
+		l->t_max = done;
+	if (send && send < l->s_min)
+		l->s_min = send;
+	if (done > l->s_max)
+		l->s_max = done;
+	if (send && first > send) {
+		double ttft_ms = (double)(first - send) / 1e6;
+		if (strcmp(x->tag, "followup") == 0)
+			l->follow_ms[l->nfollow++] = ttft_ms;
+		else
+			l->ttft_ms[l->nttft++] = ttft_ms;
+		if (x->prompt_tokens >= 0)
+			l->prefill[l->nprefill++] = (double)x->prompt_tokens / (ttft_ms / 1e3);
+	}
+	return 0;
+}
+
+static int bench_run(struct store *s, struct report_doc *d, const struct report_run *run, struct curves *cv, int r,
 		     char *err, size_t errlen)
 {
 	char sql[600], q[32], title[512];
-	snprintf(sql, sizeof sql,
-		 "SELECT id, level, stream, prompt_tokens, cached_tokens, completion_tokens, sse_events, t_send,"
-		 " t_first_token, t_done, error, coalesce(fingerprint_hash, ''), coalesce(tag, '')"
-		 " FROM bench_requests WHERE run = %lld AND phase = 'measure'"
-		 " ORDER BY level, stream, seq",
-		 (long long)run->id);
+	store_bench_each_sql(run->id, sql, sizeof sql);
 	snprintf(q, sizeof q, "bench_%lld", (long long)run->id);
 	report_doc_query(d, q, sql);
 	bool unique = unique_prompts(run);
@@ -233,87 +297,15 @@ static int bench_run(sqlite3 *db, struct report_doc *d, const struct report_run 
 		report_doc_para(d, "Warning (run %lld): when it started, %s. Its numbers may be lower than the "
 				   "server can reach.", (long long)run->id, run->memory_warning);
 	report_doc_table(d, q, title, 13, h);
-	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-		snprintf(err, errlen, "reading bench_requests failed: %s", sqlite3_errmsg(db));
-		return -EIO;
-	}
-	static const char *const numeric[] = { "prompt_tokens", "cached_tokens", "completion_tokens", "sse_events",
-					       "t_send", "t_first_token", "t_done" };
-	struct level l = { 0 };
-	level_reset(&l, INT64_MIN);
-	int rc = 0, step, rows = 0;
-	while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
-		int64_t level = sqlite3_column_int64(st, 1), stream = sqlite3_column_int64(st, 2);
-		if (level != l.level) {
-			if (l.level != INT64_MIN)
-				rc = emit_level(d, &l, q, cv, r);
-			level_reset(&l, level);
-		}
-		if (rc == 0)
-			rc = level_grow(&l);
-		if (rc)
-			break;
-		char where[96];
-		snprintf(where, sizeof where, "run %lld, level %lld", (long long)run->id, (long long)level);
-		rc = report_db_numeric(st, 3, 7, numeric, "bench_requests", where, err, errlen);
-		if (rc)
-			break;
-		rows++;
-		if (stream != l.cur_stream) {
-			if (l.cur_stream >= 0)
-				close_stream(&l);
-			l.cur_stream = stream;
-		}
-		l.rows++;
-		bool no_usage = sqlite3_column_type(st, 5) == SQLITE_NULL;
-		bool error = sqlite3_column_type(st, 10) != SQLITE_NULL;
-		bool cached = unique && sqlite3_column_int64(st, 4) > 0;
-		l.no_usage += no_usage;
-		l.errors += error;
-		l.cached += cached;
-		int64_t tok = sqlite3_column_int64(st, 5), send = sqlite3_column_int64(st, 7);
-		int64_t first = sqlite3_column_int64(st, 8), done = sqlite3_column_int64(st, 9);
-		const char *fp = (const char *)sqlite3_column_text(st, 11), *tag = (const char *)sqlite3_column_text(st, 12);
-		if (l.fps == 0 || strncmp(l.fp, fp, 12) != 0) {
-			if (l.fps == 0)
-				snprintf(l.fp, sizeof l.fp, "%.12s", fp);
-			l.fps += l.fps == 0 || strncmp(l.fp, fp, 12) != 0;
-		}
-		if (no_usage || error || cached)
-			continue;
-		l.tokens += tok;
-		l.events += sqlite3_column_int64(st, 6);
-		l.s_tokens += tok;
-		if (send && send < l.t_min)
-			l.t_min = send;
-		if (done > l.t_max)
-			l.t_max = done;
-		if (send && send < l.s_min)
-			l.s_min = send;
-		if (done > l.s_max)
-			l.s_max = done;
-		if (send && first > send) {
-			double ttft_ms = (double)(first - send) / 1e6;
-			if (strcmp(tag, "followup") == 0)
-				l.follow_ms[l.nfollow++] = ttft_ms;
-			else
-				l.ttft_ms[l.nttft++] = ttft_ms;
-			if (sqlite3_column_type(st, 3) != SQLITE_NULL)
-				l.prefill[l.nprefill++] = (double)sqlite3_column_int64(st, 3) / (ttft_ms / 1e3);
-		}
-	}
-	if (rc == 0 && step != SQLITE_DONE) {
-		snprintf(err, errlen, "reading bench_requests failed: %s", sqlite3_errmsg(db));
-		rc = -EIO;
-	}
-	if (rc == 0 && l.level != INT64_MIN)
-		rc = emit_level(d, &l, q, cv, r);
-	sqlite3_finalize(st);
-	free(l.ttft_ms);
-	free(l.prefill);
-	free(l.follow_ms);
-	if (rc == 0 && rows == 0) {
+	struct bench_pass P = { .d = d, .q = q, .cv = cv, .r = r, .unique = unique };
+	level_reset(&P.l, INT64_MIN);
+	int rc = store_bench_each(s, run->id, bench_row, &P, err, errlen);
+	if (rc == 0 && P.l.level != INT64_MIN)
+		rc = emit_level(d, &P.l, q, cv, r);
+	free(P.l.ttft_ms);
+	free(P.l.prefill);
+	free(P.l.follow_ms);
+	if (rc == 0 && P.rows == 0) {
 		snprintf(err, errlen, "run %lld has no measured requests (only warm-up or none)", (long long)run->id);
 		rc = -EINVAL;
 	}
@@ -341,7 +333,7 @@ int report_bench_build(const struct report_bench_opts *o, struct report_doc *d, 
 	if (rc == 0)
 		report_doc_para(d, "Every number below is computed from bench_requests at render time.");
 	for (size_t i = 0; i < o->nruns && rc == 0; i++)
-		rc = bench_run((sqlite3 *)store_db(s), d, &runs[i], &cv, (int)i, err, errlen);
+		rc = bench_run(s, d, &runs[i], &cv, (int)i, err, errlen);
 	if (rc == 0) {
 		char names[REPORT_BENCH_MAX_RUNS][32];
 		const char *series[REPORT_BENCH_MAX_RUNS + 1];

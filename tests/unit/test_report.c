@@ -28,10 +28,8 @@ static int64_t add_run(struct store *s, const char *kind, const char *workload, 
 
 static void exec(struct store *s, const char *sql)
 {
-	char *msg = NULL;
-	if (!CHECK(sqlite3_exec((sqlite3 *)store_db(s), sql, NULL, NULL, &msg) == SQLITE_OK))
-		fprintf(stderr, "%s: %s\n", sql, msg);
-	sqlite3_free(msg);
+	if (!CHECK(store_exec(s, sql) == 0))
+		fprintf(stderr, "%s: %s\n", sql, store_errmsg(s));
 }
 
 static void eval_row(struct store *s, int64_t run, int rep, const char *task, int attempt, const char *cls,

@@ -12,6 +12,7 @@
 #include "grade/score.h"
 #include "datasets/task.h"
 #include "core/err.h"
+#include "stats/stats.h"
 #include "store/store.h"
 #include <errno.h>
 #include <math.h>
@@ -272,19 +273,20 @@ int eval_run_summary(const char *db_path, int64_t run, bool json, FILE *out, cha
 	cJSON_AddNumberToObject(e, "seconds", seconds);
 	cJSON_AddNumberToObject(e, "seconds_per_attempt", rs.n ? seconds / (double)rs.n : 0);
 	cJSON *pr = cJSON_AddArrayToObject(e, "pass_rate_per_repeat");
-	double mean = 0, m2 = 0;
+	/* run-to-run spread: the sample sd of the repeats' pass rates, as sixi-report
+	 * compare computes it (stats_mean_sd) */
+	double rep_rate[1000], mean = 0, sd = 0;
 	int nrep = 0;
 	for (int64_t r = 0; r < repeats && r < 1000; r++) {
 		if (!rep_graded[r])
 			continue;
 		double v = (double)rep_pass[r] / (double)rep_graded[r];
 		cJSON_AddItemToArray(pr, cJSON_CreateNumber(v));
-		nrep++;
-		double d = v - mean;
-		mean += d / nrep;
-		m2 += d * (v - mean);
+		rep_rate[nrep++] = v;
 	}
-	cJSON_AddNumberToObject(e, "pass_rate_sd_across_repeats", nrep > 1 ? sqrt(m2 / (nrep - 1)) : 0);
+	if (nrep < 2 || stats_mean_sd(rep_rate, (size_t)nrep, &mean, &sd) != 0)
+		sd = 0;
+	cJSON_AddNumberToObject(e, "pass_rate_sd_across_repeats", sd);
 	cJSON *pk = cJSON_AddObjectToObject(e, "pass_at_k");
 	for (int k = 1; k <= min_n && k <= 16; k++) {
 		double tot = 0;
@@ -292,7 +294,9 @@ int eval_run_summary(const char *db_path, int64_t run, bool json, FILE *out, cha
 		for (size_t t = 0; t < n_tasks; t++) {
 			if (acc[t].n == 0)
 				continue;
-			tot += score_pass_at_k(acc[t].n, acc[t].c, k);
+			double v;
+			if (stats_pass_at_k(acc[t].n, acc[t].c, k, &v) == 0)
+				tot += v;
 			m++;
 		}
 		char key[16];
@@ -321,7 +325,7 @@ int eval_run_summary(const char *db_path, int64_t run, bool json, FILE *out, cha
 		const cJSON *v;
 		cJSON_ArrayForEach(v, pr)
 			fprintf(out, " %.1f%%", 100 * v->valuedouble);
-		fprintf(out, " (sd %.1f points)\n", nrep > 1 ? 100 * sqrt(m2 / (nrep - 1)) : 0);
+		fprintf(out, " (sd %.1f points)\n", 100 * sd);
 		fprintf(out, "  ");
 		const cJSON *k;
 		cJSON_ArrayForEach(k, pk)

@@ -51,8 +51,9 @@ int store_bench_insert(struct store *s, const struct store_bench_row *r)
 
 /* The columns store_bench_each reads, in struct store_bench_read's order. */
 static const char bench_rows_sql[] =
-	"SELECT id, level, stream, seq, prompt_tokens, cached_tokens, completion_tokens, sse_events, t_send,"
-	" t_first_token, t_done, error, coalesce(fingerprint_hash, ''), coalesce(tag, '')"
+	"SELECT id, level, stream, seq, prompt_tokens, cached_tokens, completion_tokens, requested_tokens,"
+	" sse_events, content_events, t_intended, t_send, t_first_token, t_last, t_done, error,"
+	" coalesce(fingerprint_hash, ''), coalesce(tag, '')"
 	" FROM bench_requests WHERE run = %lld AND phase = 'measure'"
 	" ORDER BY level, stream, seq";
 
@@ -66,8 +67,9 @@ static int64_t count_or_unknown(sqlite3_stmt *st, int col)
 int store_bench_each(struct store *s, int64_t run, int (*fn)(void *ctx, const struct store_bench_read *r), void *ctx,
 		     char *err, size_t errlen)
 {
-	static const char *const numeric[] = { "prompt_tokens", "cached_tokens", "completion_tokens", "sse_events",
-					       "t_send", "t_first_token", "t_done" };
+	static const char *const numeric[] = { "prompt_tokens", "cached_tokens", "completion_tokens",
+					       "requested_tokens", "sse_events", "content_events", "t_intended",
+					       "t_send", "t_first_token", "t_last", "t_done" };
 	char sql[sizeof bench_rows_sql + 32];
 	store_bench_each_sql(run, sql, sizeof sql);
 	sqlite3_stmt *st;
@@ -84,20 +86,24 @@ int store_bench_each(struct store *s, int64_t run, int (*fn)(void *ctx, const st
 		};
 		char where[96];
 		snprintf(where, sizeof where, "run %lld, level %lld", (long long)run, (long long)r.level);
-		/* columns 4 (prompt_tokens) to 10 (t_done), in numeric[]'s order */
-		rc = store_check_numeric(st, 4, 7, numeric, "bench_requests", where, err, errlen);
+		/* columns 4 (prompt_tokens) to 14 (t_done), in numeric[]'s order */
+		rc = store_check_numeric(st, 4, 11, numeric, "bench_requests", where, err, errlen);
 		if (rc)
 			break;
 		r.prompt_tokens = count_or_unknown(st, 4);
 		r.cached_tokens = count_or_unknown(st, 5);
 		r.completion_tokens = count_or_unknown(st, 6);
-		r.sse_events = sqlite3_column_int64(st, 7);
-		r.t_send = sqlite3_column_int64(st, 8);
-		r.t_first_token = sqlite3_column_int64(st, 9);
-		r.t_done = sqlite3_column_int64(st, 10);
-		r.error = (const char *)sqlite3_column_text(st, 11);
-		r.fingerprint_hash = store_col_text(st, 12);
-		r.tag = store_col_text(st, 13);
+		r.requested_tokens = sqlite3_column_int64(st, 7);
+		r.sse_events = sqlite3_column_int64(st, 8);
+		r.content_events = sqlite3_column_int64(st, 9);
+		r.t_intended = sqlite3_column_int64(st, 10);
+		r.t_send = sqlite3_column_int64(st, 11);
+		r.t_first_token = sqlite3_column_int64(st, 12);
+		r.t_last = sqlite3_column_int64(st, 13);
+		r.t_done = sqlite3_column_int64(st, 14);
+		r.error = (const char *)sqlite3_column_text(st, 15);
+		r.fingerprint_hash = store_col_text(st, 16);
+		r.tag = store_col_text(st, 17);
 		rc = fn(ctx, &r);
 	}
 	if (rc == 0 && step != SQLITE_DONE)

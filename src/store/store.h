@@ -114,8 +114,8 @@ __attribute__((warn_unused_result)) int store_bench_insert(struct store *s, cons
 struct store_bench_read {
 	int64_t id, level, stream, seq;
 	int64_t prompt_tokens, cached_tokens, completion_tokens; /* -1: NULL (not reported) */
-	int64_t sse_events;
-	int64_t t_send, t_first_token, t_done;                    /* ns; 0: NULL */
+	int64_t requested_tokens, sse_events, content_events;
+	int64_t t_intended, t_send, t_first_token, t_last, t_done; /* ns; 0: NULL */
 	const char *error;                                        /* NULL on success */
 	const char *fingerprint_hash, *tag;                       /* "" when NULL */
 };

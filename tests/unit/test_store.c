@@ -91,9 +91,90 @@ static void test_migrate_v1(void)
 	unlink(path);
 }
 
+/* What store_eval_each handed out: "repeat/task/attempt[F]" per row, F for final. */
+static int collect(void *ctx, const struct store_eval_read *r)
+{
+	char *out = ctx;
+	size_t n = strlen(out);
+	snprintf(out + n, 512 - n, "%s%lld/%s/%lld%s", n ? " " : "", (long long)r->repeat, r->task_id,
+		 (long long)r->attempt, r->final ? "F" : "");
+	return 0;
+}
+
+static int stop_at_two(void *ctx, const struct store_eval_read *r)
+{
+	(void)r;
+	return ++*(int *)ctx == 2 ? -ECANCELED : 0;
+}
+
+/* The readers: the final attempt of each (repeat, task) in both orders, a run read
+ * back, the run lists, a refused non-number, a callback that stops the walk. */
+static void test_readers(void)
+{
+	char path[] = "/tmp/sixi-test-store-read-XXXXXX";
+	int fd = mkstemp(path);
+	close(fd);
+	unlink(path);
+	char err[512] = "";
+	struct store *s = store_open(path, err, sizeof err);
+	if (!CHECK(s != NULL))
+		return;
+	int64_t run = 0, other = 0;
+	struct store_run r = { .kind = "eval", .workload = "eval", .protocol_json = "{\"a\":1}", .model = "m" };
+	struct store_run b = { .kind = "bench", .workload = "sweep", .protocol_json = "{}" };
+	CHECK(store_run_begin(s, &r, &run) == 0 && store_run_begin(s, &b, &other) == 0);
+	static const struct { int rep; const char *task; int attempt; } rows[] = {
+		{ 0, "t2", 1 }, { 0, "t1", 1 }, { 0, "t1", 2 }, { 1, "t1", 1 }, { 1, "t2", 1 }, { 1, "t2", 2 }, { 1, "t2", 3 },
+	};
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		struct store_eval_row w = { .run_id = run, .repeat = rows[i].rep, .attempt = rows[i].attempt,
+					    .task_id = rows[i].task, .prompt_tokens = -1, .completion_tokens = 5,
+					    .failure_class = "wrong" };
+		CHECK(store_eval_insert(s, &w) == 0);
+	}
+	char out[512] = "";
+	CHECK(store_eval_each(s, run, STORE_EVAL_BY_REPEAT, collect, out, err, sizeof err) == 0);
+	CHECK_EQ_STR(out, "0/t1/1 0/t1/2F 0/t2/1F 1/t1/1F 1/t2/1 1/t2/2 1/t2/3F");
+	out[0] = 0;
+	CHECK(store_eval_each(s, run, STORE_EVAL_BY_TASK, collect, out, err, sizeof err) == 0);
+	CHECK_EQ_STR(out, "0/t1/1 0/t1/2F 1/t1/1F 0/t2/1F 1/t2/1 1/t2/2 1/t2/3F");
+	int calls = 0;
+	CHECK(store_eval_each(s, run, STORE_EVAL_BY_TASK, stop_at_two, &calls, err, sizeof err) == -ECANCELED);
+	CHECK_EQ_INT(calls, 2);
+	int64_t max_attempt = -1, results = -1;
+	CHECK(store_eval_task_progress(s, run, 1, "t2", &max_attempt, &results) == 0);
+	CHECK(max_attempt == 3 && results == 3);
+	CHECK(store_eval_task_progress(s, run, 7, "t2", &max_attempt, &results) == 0);
+	CHECK(max_attempt == 0 && results == 0);
+	struct store_run_info info;
+	CHECK(store_run_get(s, run, &info, err, sizeof err) == 0);
+	CHECK(info.kind && strcmp(info.kind, "eval") == 0 && info.model && strcmp(info.model, "m") == 0);
+	CHECK(info.protocol_json && strcmp(info.protocol_json, "{\"a\":1}") == 0 && info.fingerprint == NULL);
+	store_run_info_finish(&info);
+	CHECK(store_run_set_fingerprint(s, run, "[1]") == 0);
+	CHECK(store_run_get(s, run, &info, err, sizeof err) == 0 && info.fingerprint && strcmp(info.fingerprint, "[1]") == 0);
+	store_run_info_finish(&info);
+	CHECK(store_run_get(s, 99, &info, err, sizeof err) == -ENOENT);
+	int64_t *ids = NULL, n = 0;
+	size_t nids = 0;
+	CHECK(store_run_count(s, &n, err, sizeof err) == 0 && n == 2);
+	CHECK(store_run_list(s, "bench", NULL, true, 0, &ids, &nids, err, sizeof err) == 0 && nids == 1 && ids[0] == other);
+	free(ids);
+	CHECK(store_run_list(s, NULL, NULL, true, 1, &ids, &nids, err, sizeof err) == 0 && nids == 1 && ids[0] == other);
+	free(ids);
+	CHECK(store_run_list(s, NULL, "kl", false, 0, &ids, &nids, err, sizeof err) == 0 && nids == 0 && ids == NULL);
+	CHECK(store_exec(s, "UPDATE eval_rows SET seconds = 'nan' WHERE attempt = 3") == 0);
+	out[0] = 0;
+	CHECK(store_eval_each(s, run, STORE_EVAL_BY_REPEAT, collect, out, err, sizeof err) == -EINVAL);
+	CHECK(strstr(err, "eval_rows id 7 (run 1, task t2): seconds holds 'nan', not a number") != NULL);
+	store_close(s);
+	unlink(path);
+}
+
 int main(void)
 {
 	test_migrate_v1();
+	test_readers();
 	char path[] = "/tmp/sixi-test-store-XXXXXX";
 	int fd = mkstemp(path);
 	close(fd);

@@ -780,8 +780,7 @@ int report_compare_build(const struct report_compare_opts *o, struct report_doc 
 	report_doc_query(d, Q_A, A.sql);
 	report_doc_query(d, Q_B, B.sql);
 	char runs_sql[160];
-	snprintf(runs_sql, sizeof runs_sql, "SELECT id, kind, model, status, started, config_hash FROM runs WHERE id IN (%lld, %lld)",
-		 (long long)A.run.id, (long long)B.run.id);
+	store_run_pair_sql(A.run.id, B.run.id, runs_sql, sizeof runs_sql);
 	report_doc_query(d, "runs", runs_sql);
 	report_doc_para(d, "A is run %lld (%s, started %s); B is run %lld (%s, started %s). Every number below is "
 			   "computed from eval_rows at render time.",

@@ -152,6 +152,12 @@ void store_run_info_finish(struct store_run_info *r)
 	memset(r, 0, sizeof *r);
 }
 
+void store_run_pair_sql(int64_t a, int64_t b, char *buf, size_t n)
+{
+	snprintf(buf, n, "SELECT id, kind, model, status, started, config_hash FROM runs WHERE id IN (%lld, %lld)",
+		 (long long)a, (long long)b);
+}
+
 int store_run_count(struct store *s, int64_t *n, char *err, size_t errlen)
 {
 	*n = 0;

@@ -18,7 +18,7 @@
 static int set_err(char *err, size_t errlen, const char *path, const char *what, sqlite3 *db)
 {
 	if (err)
-		snprintf(err, errlen, "%s: %s%s%s", path, what, db ? ": " : "", db ? sqlite3_errmsg(db) : "");
+		err_set(err, errlen, "%s: %s%s%s", path, what, db ? ": " : "", db ? sqlite3_errmsg(db) : "");
 	return -EIO;
 }
 
@@ -61,7 +61,7 @@ static int migrate(sqlite3 *db, const char *path, char *err, size_t errlen)
 	user_version(db, &have);
 	int want = store_n_migrations;
 	if (have > want) {
-		snprintf(err, errlen,
+		err_set(err, errlen,
 			 "%s: schema version %d is newer than this program understands (%d); use a newer sixi",
 			 path, have, want);
 		return -EPROTO;
@@ -82,7 +82,7 @@ static int migrate(sqlite3 *db, const char *path, char *err, size_t errlen)
 			goto fail;
 		continue;
 fail:
-		snprintf(err, errlen, "%s: migrating to schema version %d failed: %s", path, v, msg ? msg : "?");
+		err_set(err, errlen, "%s: migrating to schema version %d failed: %s", path, v, msg ? msg : "?");
 		sqlite3_free(msg);
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 		return -EIO;
@@ -94,16 +94,16 @@ struct store *store_open(const char *path, char *err, size_t errlen)
 {
 	struct store *s = calloc(1, sizeof *s);
 	if (!s) {
-		snprintf(err, errlen, "%s: out of memory", path);
+		err_set(err, errlen, "%s: out of memory", path);
 		return NULL;
 	}
 	snprintf(s->path, sizeof s->path, "%s", path);
 	if (mkdir_parent(path) != 0) {
-		snprintf(err, errlen, "%s: cannot create its directory: %s", path, strerror(errno));
+		err_set(err, errlen, "%s: cannot create its directory: %s", path, strerror(errno));
 		goto fail;
 	}
 	if (fault_init() != 0 || store_fault_install() != 0) { /* tests only: SIXI_FAULT, core/fault.h */
-		snprintf(err, errlen, "%s: SIXI_FAULT is malformed or its failing VFS could not be registered (see the "
+		err_set(err, errlen, "%s: SIXI_FAULT is malformed or its failing VFS could not be registered (see the "
 			 "message above)", path);
 		goto fail;
 	}
@@ -116,7 +116,7 @@ struct store *store_open(const char *path, char *err, size_t errlen)
 	char *msg = NULL;
 	if (sqlite3_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
 			 NULL, NULL, &msg) != SQLITE_OK) {
-		snprintf(err, errlen, "%s: not a usable SQLite database: %s", path, msg ? msg : "?");
+		err_set(err, errlen, "%s: not a usable SQLite database: %s", path, msg ? msg : "?");
 		sqlite3_free(msg);
 		goto fail;
 	}

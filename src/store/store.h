@@ -75,6 +75,9 @@ struct store_run_info {
 __attribute__((warn_unused_result)) int store_run_get(struct store *s, int64_t id, struct store_run_info *out,
 						     char *err, size_t errlen);
 void store_run_info_finish(struct store_run_info *r);
+/* A query that lists the header (id, kind, model, status, started, config hash) of
+ * runs a and b, for reports that print the SQL that reproduces their tables. */
+void store_run_pair_sql(int64_t a, int64_t b, char *buf, size_t n);
 /* How many runs the file holds. */
 __attribute__((warn_unused_result)) int store_run_count(struct store *s, int64_t *n, char *err, size_t errlen);
 /* The ids of the runs of kind (NULL: any) and workload (NULL: any), oldest first or

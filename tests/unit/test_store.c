@@ -151,7 +151,7 @@ static void test_readers(void)
 	CHECK(info.kind && strcmp(info.kind, "eval") == 0 && info.model && strcmp(info.model, "m") == 0);
 	CHECK(info.protocol_json && strcmp(info.protocol_json, "{\"a\":1}") == 0 && info.fingerprint == NULL);
 	store_run_info_finish(&info);
-	CHECK(store_run_set_fingerprint(s, run, "[1]") == 0);
+	CHECK(store_run_keep_fingerprint(s, run, "[1]") == 0);
 	CHECK(store_run_get(s, run, &info, err, sizeof err) == 0 && info.fingerprint && strcmp(info.fingerprint, "[1]") == 0);
 	store_run_info_finish(&info);
 	CHECK(store_run_get(s, 99, &info, err, sizeof err) == -ENOENT);

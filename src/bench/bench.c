@@ -8,13 +8,13 @@
 #include "core/log.h"
 #include "net/http.h"
 #include "session/session.h"
+#include "stats/level.h"
 #include "store/store.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <math.h>
 #include <pthread.h>
-#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -75,7 +75,7 @@ struct bench *bench_create(const struct bench_cfg *cfg, const char *workload, co
 	 * 10,000 pages instead of every 1,000. At 1,000 it doubled the cost of a row
 	 * (about 48 against 21 us here), time the load loop's core lost to the writer.
 	 * Closing the database checkpoints what is left. A failure only costs speed. */
-	if (store_exec(b->store, "PRAGMA wal_autocheckpoint=10000") != 0)
+	if (store_set_checkpoint_pages(b->store, 10000) != 0)
 		log_warn("%s: could not set the checkpoint interval", cfg->db_path);
 	struct session_opts so = { .url = cfg->url ? cfg->url : "", .api = cfg->api, .stream = cfg->stream,
 				   .connect_timeout_ms = cfg->connect_timeout_ms, .stall_timeout_ms = cfg->stall_timeout_ms,
@@ -480,101 +480,14 @@ void bench_samples_free(struct bench_sample *s, size_t n)
 
 /* ---- summaries ---- */
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-double bench_percentile_sorted(const double *v, size_t n, double pct)
-{
-	if (n == 0)
-		return NAN;
-	double pos = pct / 100.0 * (double)(n - 1);
-	size_t lo = (size_t)floor(pos);
-	size_t hi = lo + 1 < n ? lo + 1 : lo;
-	double f = pos - (double)lo;
-	return v[lo] + (v[hi] - v[lo]) * f;
-}
-
-/* The order-preserving unsigned image of a double: negative values have all bits
- * flipped, the others only the sign bit; key_double undoes it. */
-static uint64_t double_key(double d)
-{
-	uint64_t u;
-	memcpy(&u, &d, sizeof u);
-	return u >> 63 ? ~u : u | (1ULL << 63);
-}
-
-static double key_double(uint64_t k)
-{
-	uint64_t u = k >> 63 ? k & ~(1ULL << 63) : ~k;
-	double d;
-	memcpy(&d, &u, sizeof d);
-	return d;
-}
-
-/* Sorts ascending. A level holds one gap per SSE event (hundreds of thousands), where
- * qsort's comparison calls cost more CPU than the measured run itself: an LSD radix
- * sort (4 passes of 16 bits over the keys) does it in linear time. Small arrays,
- * or no memory for the scratch arrays, take qsort. */
-static void sort_doubles(double *v, size_t n)
-{
-	enum { BITS = 16, PASSES = 4, BUCKETS = 1 << BITS };
-	uint64_t *tmp = n >= 4096 ? malloc(2 * n * sizeof *tmp) : NULL;
-	size_t *count = tmp ? calloc((size_t)PASSES * BUCKETS, sizeof *count) : NULL;
-	if (!count) {
-		free(tmp);
-		qsort(v, n, sizeof *v, cmp_double);
-		return;
-	}
-	uint64_t *k = tmp + n;
-	for (size_t i = 0; i < n; i++) {
-		uint64_t x = double_key(v[i]);
-		k[i] = x;
-		for (int p = 0; p < PASSES; p++)
-			count[p * BUCKETS + ((x >> (p * BITS)) & (BUCKETS - 1))]++;
-	}
-	uint64_t *src = k, *dst = tmp;
-	for (int p = 0; p < PASSES; p++) {
-		size_t *c = count + (size_t)p * BUCKETS, sum = 0;
-		for (int b = 0; b < BUCKETS; b++) {
-			size_t t = c[b];
-			c[b] = sum;
-			sum += t;
-		}
-		for (size_t i = 0; i < n; i++)
-			dst[c[(src[i] >> (p * BITS)) & (BUCKETS - 1)]++] = src[i];
-		uint64_t *t = src;
-		src = dst;
-		dst = t;
-	}
-	/* an even number of passes ends in k */
-	for (size_t i = 0; i < n; i++)
-		v[i] = key_double(k[i]);
-	free(count);
-	free(tmp);
-}
-
-double bench_percentile(double *v, size_t n, double pct)
-{
-	if (n)
-		sort_doubles(v, n);
-	return bench_percentile_sorted(v, n, pct);
-}
+double bench_percentile_sorted(const double *v, size_t n, double pct) { return stats_percentile_sorted(v, n, pct); }
+double bench_percentile(double *v, size_t n, double pct) { return stats_percentile(v, n, pct); }
 
 double bench_client_ceiling(struct bench *b)
 {
-	sqlite3_stmt *st;
 	double v = 0;
-	if (sqlite3_prepare_v2(store_db(b->store),
-			       "SELECT json_extract(summary_json, '$.events_per_s') FROM runs WHERE workload = 'selftest'"
-			       " AND status = 'done' AND summary_json IS NOT NULL ORDER BY id DESC LIMIT 1",
-			       -1, &st, NULL) == SQLITE_OK) {
-		if (sqlite3_step(st) == SQLITE_ROW)
-			v = sqlite3_column_double(st, 0);
-		sqlite3_finalize(st);
-	}
+	if (store_selftest_events_per_s(b->store, &v) != 0)
+		log_warn("could not read the client's ceiling from the selftest runs: %s", store_errmsg(b->store));
 	return v;
 }
 
@@ -583,131 +496,59 @@ int bench_level_summarise(const struct bench *b, const struct bench_sample *s, s
 {
 	memset(L, 0, sizeof *L);
 	L->level = level;
-	L->valid = true;
 	snprintf(L->fingerprint, sizeof L->fingerprint, "%s", session_fingerprint_hash(b->session));
-	size_t cap = n ? n : 1;
-	double *ttft = malloc(cap * sizeof *ttft), *rate = malloc(cap * sizeof *rate),
-	       *prefill = malloc(cap * sizeof *prefill);
-	size_t n_ttft = 0, n_rate = 0, n_prefill = 0, n_gaps = 0;
-	for (size_t i = 0; i < n; i++)
-		if (s[i].level == level && strcmp(s[i].phase, "measure") == 0)
-			n_gaps += s[i].n_gaps;
-	double *gaps = malloc((n_gaps ? n_gaps : 1) * sizeof *gaps), *itl = malloc((n_gaps ? n_gaps : 1) * sizeof *itl);
-	if (!ttft || !rate || !prefill || !gaps || !itl) {
-		free(ttft);
-		free(rate);
-		free(prefill);
-		free(gaps);
-		free(itl);
+	/* the level's measured requests, as the one definition of the figures (stats/level.h) reads them */
+	struct level_request *rq = malloc((n ? n : 1) * sizeof *rq);
+	size_t m = 0;
+	for (size_t i = 0; rq && i < n; i++) {
+		const struct bench_sample *x = &s[i];
+		if (x->level != level || strcmp(x->phase, "measure") != 0)
+			continue;
+		rq[m++] = (struct level_request){
+			.stream = x->stream, .prompt_tokens = x->prompt_tokens, .cached_tokens = x->cached_tokens,
+			.completion_tokens = x->completion_tokens, .requested_tokens = x->requested_tokens,
+			.sse_events = x->sse_events, .token_events = x->token_events, .t_intended = x->t_intended,
+			.t_send = x->t_send, .t_first_token = x->t_first_token, .t_last = x->t_last, .t_done = x->t_done,
+			.error = x->error, .followup = x->tag && strcmp(x->tag, "followup") == 0,
+			.gaps_ms = x->gaps_ms, .n_gaps = x->n_gaps,
+		};
+	}
+	struct level_rules rules = { .unique_prompts = b->cfg.unique_prompts, .ignore_eos = b->cfg.ignore_eos };
+	struct level_figures F;
+	int rc = rq ? level_figures_compute(rq, m, &rules, &F) : -ENOMEM;
+	free(rq);
+	if (rc) {
 		L->valid = false;
 		snprintf(L->invalid_reason, sizeof L->invalid_reason, "out of memory summarising the level");
 		return -ENOMEM;
 	}
-	n_gaps = 0;
-	int64_t t0 = INT64_MAX, t1 = 0, tokens = 0, events = 0, tok_events = 0, tpot_n = 0, prompt_sum = 0;
-	double tpot_sum = 0;
-	struct error_count { const char *cls; int n; } classes[12];
-	int n_classes = 0;
-	for (size_t i = 0; i < n; i++) {
-		const struct bench_sample *x = &s[i];
-		if (x->level != level || strcmp(x->phase, "measure") != 0)
-			continue;
-		L->requests++;
-		if (x->error) {
-			L->errors++;
-			int k;
-			for (k = 0; k < n_classes; k++)
-				if (strcmp(classes[k].cls, x->error) == 0)
-					break;
-			if (k == n_classes && n_classes < 12)
-				classes[n_classes++] = (struct error_count){ x->error, 0 };
-			if (k < 12)
-				classes[k].n++;
-			continue;
-		}
-		L->ok++;
-		int64_t start = x->t_intended ? x->t_intended : x->t_send;
-		if (start < t0)
-			t0 = start;
-		if (x->t_done > t1)
-			t1 = x->t_done;
-		events += x->sse_events;
-		tok_events += x->token_events;
-		if (x->completion_tokens < 0) {
-			L->missing_usage++;
-			continue;
-		}
-		tokens += x->completion_tokens;
-		prompt_sum += x->prompt_tokens > 0 ? x->prompt_tokens : 0;
-		if (x->cached_tokens > 0)
-			L->cached_hits++;
-		if (x->requested_tokens > 0 && b->cfg.ignore_eos && x->completion_tokens < x->requested_tokens)
-			L->short_streams++;
-		if (x->t_first_token) {
-			ttft[n_ttft++] = (double)(x->t_first_token - start) / 1e6;
-			int64_t fresh = x->prompt_tokens - (x->cached_tokens > 0 ? x->cached_tokens : 0);
-			if (fresh > 0 && x->t_first_token > start)
-				prefill[n_prefill++] = (double)fresh / ((double)(x->t_first_token - start) / 1e9);
-		}
-		if (x->completion_tokens > 1 && x->t_last > x->t_first_token) {
-			double dt = (double)(x->t_last - x->t_first_token);
-			rate[n_rate++] = (double)(x->completion_tokens - 1) / (dt / 1e9);
-			tpot_sum += dt / 1e6 / (double)(x->completion_tokens - 1);
-			tpot_n++;
-		}
-		double tpe = x->token_events > 0 ? (double)x->completion_tokens / (double)x->token_events : 1.0;
-		for (size_t g = 0; g < x->n_gaps; g++) {
-			gaps[n_gaps] = x->gaps_ms[g];
-			itl[n_gaps] = x->gaps_ms[g] / (tpe > 0 ? tpe : 1.0);
-			n_gaps++;
-		}
-	}
-	for (int k = 0; k < n_classes; k++) {
-		size_t len = strlen(L->error_classes);
-		snprintf(L->error_classes + len, sizeof L->error_classes - len, "%s%s:%d", len ? " " : "", classes[k].cls,
-			 classes[k].n);
-	}
-	L->wall_s = t1 > t0 && t0 != INT64_MAX ? (double)(t1 - t0) / 1e9 : 0;
-	L->agg_tok_s = L->wall_s > 0 ? (double)tokens / L->wall_s : 0;
-	L->events_per_s = L->wall_s > 0 ? (double)events / L->wall_s : 0;
-	L->tokens_per_event = tok_events > 0 ? (double)tokens / (double)tok_events : 0;
-	/* each distribution is sorted once, then read at its percentiles */
-	L->ttft_p50_ms = bench_percentile(ttft, n_ttft, 50);
-	L->ttft_p90_ms = bench_percentile_sorted(ttft, n_ttft, 90);
-	L->ttft_p99_ms = bench_percentile_sorted(ttft, n_ttft, 99);
-	double sum = 0;
-	for (size_t i = 0; i < n_rate; i++)
-		sum += rate[i];
-	L->stream_tok_s_mean = n_rate ? sum / (double)n_rate : NAN;
-	L->stream_tok_s_p50 = bench_percentile(rate, n_rate, 50);
-	L->tpot_ms_mean = tpot_n ? tpot_sum / (double)tpot_n : NAN;
-	L->gap_p50_ms = bench_percentile(gaps, n_gaps, 50);
-	L->gap_p99_ms = bench_percentile_sorted(gaps, n_gaps, 99);
-	L->itl_p50_ms = bench_percentile(itl, n_gaps, 50);
-	L->itl_p99_ms = bench_percentile_sorted(itl, n_gaps, 99);
-	L->prefill_tok_s = bench_percentile(prefill, n_prefill, 50);
-	L->prompt_tokens_mean = L->ok - L->missing_usage > 0 ? prompt_sum / (L->ok - L->missing_usage) : 0;
+	L->requests = F.requests;
+	L->ok = F.ok;
+	L->errors = F.errors;
+	snprintf(L->error_classes, sizeof L->error_classes, "%s", F.error_classes);
+	L->wall_s = F.wall_s;
+	L->agg_tok_s = F.agg_tok_s;
+	L->stream_tok_s_mean = F.stream_tok_s_mean;
+	L->stream_tok_s_p50 = F.stream_tok_s_p50;
+	L->ttft_p50_ms = F.ttft_p50_ms;
+	L->ttft_p90_ms = F.ttft_p90_ms;
+	L->ttft_p99_ms = F.ttft_p99_ms;
+	L->tpot_ms_mean = F.tpot_ms_mean;
+	L->itl_p50_ms = F.itl_p50_ms;
+	L->itl_p99_ms = F.itl_p99_ms;
+	L->gap_p50_ms = F.gap_p50_ms;
+	L->gap_p99_ms = F.gap_p99_ms;
+	L->tokens_per_event = F.tokens_per_event;
+	L->prefill_tok_s = F.prefill_tok_s;
+	L->prompt_tokens_mean = F.prompt_tokens_mean;
+	L->short_streams = F.short_streams;
+	L->missing_usage = F.missing_usage;
+	L->cached_hits = F.cached_hits;
+	L->events_per_s = F.events_per_s;
+	L->valid = F.valid;
+	snprintf(L->invalid_reason, sizeof L->invalid_reason, "%s", F.invalid_reason);
 	double ceiling = bench_client_ceiling((struct bench *)b);
 	L->headroom = ceiling > 0 && L->events_per_s > 0 ? ceiling / L->events_per_s : 0;
-	if (L->missing_usage) {
-		L->valid = false;
-		snprintf(L->invalid_reason, sizeof L->invalid_reason,
-			 "%lld responses carried no usage: tokens cannot be counted (the server must honour "
-			 "stream_options.include_usage)", (long long)L->missing_usage);
-	} else if (b->cfg.unique_prompts && L->cached_hits) {
-		L->valid = false;
-		snprintf(L->invalid_reason, sizeof L->invalid_reason,
-			 "%lld unique prompts reported cached_tokens > 0: a prefix cache served part of the prefill",
-			 (long long)L->cached_hits);
-	} else if (L->ok == 0) {
-		L->valid = false;
-		snprintf(L->invalid_reason, sizeof L->invalid_reason, "no request succeeded");
-	}
-	free(ttft);
-	free(rate);
-	free(prefill);
-	free(gaps);
-	free(itl);
 	return 0;
 }
 
@@ -770,21 +611,10 @@ cJSON *bench_level_json(const struct bench_level *L)
 
 void bench_level_store(struct bench *b, const struct bench_level *L)
 {
-	/* summary_json.levels is an array; append through SQLite's JSON functions */
 	cJSON *o = bench_level_json(L);
 	char *s = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
-	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(store_db(b->store),
-			       "UPDATE runs SET summary_json = json_set(coalesce(summary_json, '{}'), '$.levels',"
-			       " json_insert(coalesce(json_extract(summary_json, '$.levels'), json('[]')), '$[#]', json(?)))"
-			       " WHERE id = ?",
-			       -1, &st, NULL) == SQLITE_OK) {
-		sqlite3_bind_text(st, 1, s, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int64(st, 2, b->run_id);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			log_warn("could not store the level summary: %s", store_errmsg(b->store));
-		sqlite3_finalize(st);
-	}
+	if (!s || store_run_append_level(b->store, b->run_id, s) != 0)
+		log_warn("could not store the level summary: %s", s ? store_errmsg(b->store) : "out of memory");
 	free(s);
 }

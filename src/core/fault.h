@@ -16,7 +16,7 @@
  * last event.
  *
  * Production cost: with SIXI_FAULT unset, fault_hit is one load and branch,
- * and the allocator wrapper one more; nothing is registered with SQLite.
+ * and the allocator wrapper one more; no VFS is registered with SQLite.
  * The allocator wrapper (glibc's documented malloc replacement) is compiled
  * out under AddressSanitizer, which owns the allocator there.
  * Without @T counts are atomic, but which thread's event is the K-th depends
@@ -27,10 +27,12 @@
 
 enum fault_kind { FAULT_ALLOC = 0, FAULT_SQLITE_IOERR, FAULT_SQLITE_FULL, FAULT_READ, FAULT_KINDS };
 
-/* Reads SIXI_FAULT (once; later calls do nothing) and, when it names sqlite or
- * full, registers the failing VFS as SQLite's default. Call before opening a
- * database. 0, or -EINVAL with a message on stderr when SIXI_FAULT is malformed. */
+/* Reads SIXI_FAULT (once; later calls do nothing). The store registers its failing
+ * VFS (store/fault.c) when sqlite or full are named, before it opens a database.
+ * 0, or -EINVAL with a message on stderr when SIXI_FAULT is malformed. */
 int fault_init(void);
+/* True when SIXI_FAULT, read by fault_init, names kind k. */
+bool fault_armed(enum fault_kind k);
 /* True when this is the event of kind k to fail. */
 bool fault_hit(enum fault_kind k);
 #endif

@@ -203,7 +203,7 @@ static int store_all(struct store *st, const struct kl_opts *o, const char *prot
 	}
 	struct store_run r = { .kind = "eval", .workload = "kl", .protocol_json = proto, .endpoint = NULL,
 			       .model = o->candidate, .fingerprint = fps, .host_facts = NULL };
-	int rc = store_exec(st, "BEGIN IMMEDIATE");
+	int rc = store_begin(st);
 	if (!rc)
 		rc = store_run_begin(st, &r, run_id);
 	for (size_t i = 0; !rc && i < n; i++) {
@@ -217,10 +217,10 @@ static int store_all(struct store *st, const struct kl_opts *o, const char *prot
 	if (!rc)
 		rc = store_run_finish(st, *run_id, "done");
 	if (!rc)
-		rc = store_exec(st, "COMMIT");
+		rc = store_commit(st);
 	if (rc) {
 		err_set(err, errlen, "the results database refused the run: %s (nothing was stored)", store_errmsg(st));
-		if (store_exec(st, "ROLLBACK"))
+		if (store_rollback(st))
 			log_warn("rollback failed: %s", store_errmsg(st));
 	}
 	free(fps);

@@ -1,7 +1,8 @@
 /* results — what is computed from a run's stored rows: the summary, the export
  * and the budget regrade (declared in run.h). Nothing here talks to a server.
  *
- * The final row of a (repeat, task) is its last attempt. Pass rates are given
+ * The final row of a (repeat, task) is its last attempt (the store marks it:
+ * struct store_eval_read's final, the rule reports read too). Pass rates are given
  * over graded rows (api_error and environment left out: they say nothing about
  * the model) and end to end (over all task runs), side by side. */
 #include "core/buf.h"
@@ -11,10 +12,10 @@
 #include "grade/score.h"
 #include "datasets/task.h"
 #include "core/err.h"
+#include "stats/stats.h"
 #include "store/store.h"
 #include <errno.h>
 #include <math.h>
-#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@ struct frow {
 	enum score_class cls;
 	char *answer;            /* numeric/choice answer, or NULL */
 	char *raw_sha, *reasoning_sha, *chunks_sha;
+	bool final;              /* the last attempt of its (repeat, task) */
 };
 
 struct rows {
@@ -47,87 +49,76 @@ static void rows_free(struct rows *rs)
 	free(rs->r);
 }
 
-static char *col_dup(sqlite3_stmt *st, int i)
+static char *dup_or_null(const char *t, int *oom)
 {
-	const unsigned char *t = sqlite3_column_text(st, i);
-	return t ? strdup((const char *)t) : NULL;
+	char *d = t ? strdup(t) : NULL;
+	if (t && !d)
+		*oom = 1;
+	return d;
 }
 
-static int rows_load(sqlite3 *db, int64_t run, struct rows *rs)
+static int row_add(void *ctx, const struct store_eval_read *r)
+{
+	struct rows *rs = ctx;
+	if (rs->n % 256 == 0) {
+		struct frow *n = realloc(rs->r, (rs->n + 256) * sizeof *n);
+		if (!n)
+			return -ENOMEM;
+		rs->r = n;
+	}
+	struct frow *f = &rs->r[rs->n++];
+	memset(f, 0, sizeof *f);
+	int oom = 0;
+	f->repeat = r->repeat;
+	f->task = dup_or_null(r->task_id, &oom);
+	f->attempt = r->attempt;
+	f->pass = r->pass;
+	f->tokens = r->completion_tokens;
+	f->seconds = r->seconds;
+	f->truncated = r->truncated;
+	f->loop_pct = r->loop_pct;
+	f->final = r->final;
+	if (score_class_parse(r->failure_class, &f->cls) != 0)
+		f->cls = SCORE_WRONG;
+	cJSON *d = r->detail_json ? cJSON_Parse(r->detail_json) : NULL;
+	f->answer = dup_or_null(d ? json_get_str(d, "answer") : NULL, &oom);
+	f->chunks_sha = dup_or_null(d ? json_get_str(d, "chunks_sha256") : NULL, &oom);
+	cJSON_Delete(d);
+	f->raw_sha = dup_or_null(r->raw_sha, &oom);
+	f->reasoning_sha = dup_or_null(r->reasoning_sha, &oom);
+	return oom ? -ENOMEM : 0;
+}
+
+/* The rows of run in (repeat, task, attempt) order; err says why not. */
+static int rows_load(struct store *s, int64_t run, struct rows *rs, char *err, size_t errlen)
 {
 	memset(rs, 0, sizeof *rs);
-	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(db,
-			       "SELECT repeat_index, task_id, attempt, pass, completion_tokens, seconds, truncated,"
-			       " loop_pct, failure_class, grader_detail, raw_sha256, reasoning_sha256 FROM eval_rows"
-			       " WHERE run = ? ORDER BY repeat_index, task_id, attempt",
-			       -1, &st, NULL) != SQLITE_OK)
-		return -EIO;
-	sqlite3_bind_int64(st, 1, run);
-	size_t cap = 0;
-	int rc = 0;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		if (rs->n == cap) {
-			cap = cap ? cap * 2 : 256;
-			struct frow *n = realloc(rs->r, cap * sizeof *n);
-			if (!n) {
-				rc = -ENOMEM;
-				break;
-			}
-			rs->r = n;
-		}
-		struct frow *f = &rs->r[rs->n++];
-		memset(f, 0, sizeof *f);
-		f->repeat = sqlite3_column_int64(st, 0);
-		f->task = col_dup(st, 1);
-		f->attempt = sqlite3_column_int64(st, 2);
-		f->pass = sqlite3_column_int(st, 3) != 0;
-		f->tokens = sqlite3_column_type(st, 4) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 4);
-		f->seconds = sqlite3_column_double(st, 5);
-		f->truncated = sqlite3_column_int(st, 6) != 0;
-		f->loop_pct = sqlite3_column_double(st, 7);
-		const unsigned char *cls = sqlite3_column_text(st, 8);
-		if (score_class_parse(cls ? (const char *)cls : "", &f->cls) != 0)
-			f->cls = SCORE_WRONG;
-		const unsigned char *dj = sqlite3_column_text(st, 9);
-		cJSON *d = dj ? cJSON_Parse((const char *)dj) : NULL;
-		const char *ans = d ? json_get_str(d, "answer") : NULL;
-		const char *ch = d ? json_get_str(d, "chunks_sha256") : NULL;
-		f->answer = ans ? strdup(ans) : NULL;
-		f->chunks_sha = ch ? strdup(ch) : NULL;
-		cJSON_Delete(d);
-		f->raw_sha = col_dup(st, 10);
-		f->reasoning_sha = col_dup(st, 11);
-	}
-	sqlite3_finalize(st);
+	int rc = store_eval_each(s, run, STORE_EVAL_BY_REPEAT, row_add, rs, err, errlen);
+	if (rc == -ENOMEM)
+		err_set(err, errlen, "out of memory reading rows of run %lld", (long long)run);
 	return rc;
 }
 
-/* Index of the final row of each (repeat, task): the last of a run of rows with
- * the same key (rows are ordered by repeat, task, attempt). */
-static bool is_final(const struct rows *rs, size_t i)
-{
-	return i + 1 == rs->n || rs->r[i + 1].repeat != rs->r[i].repeat || strcmp(rs->r[i + 1].task, rs->r[i].task) != 0;
-}
+static bool is_final(const struct rows *rs, size_t i) { return rs->r[i].final; }
 
 static bool graded(enum score_class c) { return c != SCORE_API_ERROR && c != SCORE_ENVIRONMENT; }
 
-static int run_header(sqlite3 *db, int64_t run, char **proto, char **model, char **status)
+/* The run's frozen configuration, model and status; -ENOENT when run is not an eval run. */
+static int run_header(struct store *s, int64_t run, char **proto, char **model, char **status)
 {
-	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(db, "SELECT protocol_json, model, status, kind FROM runs WHERE id = ?", -1, &st, NULL) !=
-	    SQLITE_OK)
-		return -EIO;
-	sqlite3_bind_int64(st, 1, run);
-	int rc = -ENOENT;
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 3) &&
-	    strcmp((const char *)sqlite3_column_text(st, 3), "eval") == 0) {
-		*proto = col_dup(st, 0);
-		*model = col_dup(st, 1);
-		*status = col_dup(st, 2);
+	struct store_run_info info;
+	int rc = store_run_get(s, run, &info, NULL, 0);
+	if (rc)
+		return rc;
+	rc = -ENOENT;
+	if (info.kind && strcmp(info.kind, "eval") == 0) {
+		*proto = info.protocol_json;
+		*model = info.model;
+		*status = info.status;
+		info.protocol_json = info.model = info.status = NULL;
 		rc = 0;
 	}
-	sqlite3_finalize(st);
+	store_run_info_finish(&info);
 	return rc;
 }
 
@@ -168,15 +159,13 @@ int eval_run_summary(const char *db_path, int64_t run, bool json, FILE *out, cha
 		return -EIO;
 	char *proto = NULL, *model = NULL, *status = NULL;
 	struct rows rs = {0};
-	int rc = run_header(store_db(s), run, &proto, &model, &status);
+	int rc = run_header(s, run, &proto, &model, &status);
 	if (rc) {
 		err_fail(err, errlen, "%s has no eval run %lld", path, (long long)run);
 		goto out;
 	}
-	if ((rc = rows_load(store_db(s), run, &rs)) != 0) {
-		err_fail(err, errlen, "reading rows of run %lld failed", (long long)run);
+	if ((rc = rows_load(s, run, &rs, err, errlen)) != 0)
 		goto out;
-	}
 	cJSON *frozen = cJSON_Parse(proto);
 	int64_t repeats = 1;
 	json_get_i64(frozen, "protocol.repeats", &repeats);
@@ -284,19 +273,20 @@ int eval_run_summary(const char *db_path, int64_t run, bool json, FILE *out, cha
 	cJSON_AddNumberToObject(e, "seconds", seconds);
 	cJSON_AddNumberToObject(e, "seconds_per_attempt", rs.n ? seconds / (double)rs.n : 0);
 	cJSON *pr = cJSON_AddArrayToObject(e, "pass_rate_per_repeat");
-	double mean = 0, m2 = 0;
+	/* run-to-run spread: the sample sd of the repeats' pass rates, as sixi-report
+	 * compare computes it (stats_mean_sd) */
+	double rep_rate[1000], mean = 0, sd = 0;
 	int nrep = 0;
 	for (int64_t r = 0; r < repeats && r < 1000; r++) {
 		if (!rep_graded[r])
 			continue;
 		double v = (double)rep_pass[r] / (double)rep_graded[r];
 		cJSON_AddItemToArray(pr, cJSON_CreateNumber(v));
-		nrep++;
-		double d = v - mean;
-		mean += d / nrep;
-		m2 += d * (v - mean);
+		rep_rate[nrep++] = v;
 	}
-	cJSON_AddNumberToObject(e, "pass_rate_sd_across_repeats", nrep > 1 ? sqrt(m2 / (nrep - 1)) : 0);
+	if (nrep < 2 || stats_mean_sd(rep_rate, (size_t)nrep, &mean, &sd) != 0)
+		sd = 0;
+	cJSON_AddNumberToObject(e, "pass_rate_sd_across_repeats", sd);
 	cJSON *pk = cJSON_AddObjectToObject(e, "pass_at_k");
 	for (int k = 1; k <= min_n && k <= 16; k++) {
 		double tot = 0;
@@ -304,7 +294,9 @@ int eval_run_summary(const char *db_path, int64_t run, bool json, FILE *out, cha
 		for (size_t t = 0; t < n_tasks; t++) {
 			if (acc[t].n == 0)
 				continue;
-			tot += score_pass_at_k(acc[t].n, acc[t].c, k);
+			double v;
+			if (stats_pass_at_k(acc[t].n, acc[t].c, k, &v) == 0)
+				tot += v;
 			m++;
 		}
 		char key[16];
@@ -333,7 +325,7 @@ int eval_run_summary(const char *db_path, int64_t run, bool json, FILE *out, cha
 		const cJSON *v;
 		cJSON_ArrayForEach(v, pr)
 			fprintf(out, " %.1f%%", 100 * v->valuedouble);
-		fprintf(out, " (sd %.1f points)\n", nrep > 1 ? 100 * sqrt(m2 / (nrep - 1)) : 0);
+		fprintf(out, " (sd %.1f points)\n", 100 * sd);
 		fprintf(out, "  ");
 		const cJSON *k;
 		cJSON_ArrayForEach(k, pk)
@@ -366,10 +358,62 @@ static void csv_field(FILE *out, const char *s, size_t n)
 	fputc('"', out);
 }
 
-static const char *const export_cols[] = {"run", "repeat", "task", "attempt", "pass", "failure_class",
-					  "prompt_tokens", "tokens", "seconds", "truncated", "has_code", "loop_pct",
-					  "early_stop", "api_error", "finish_reason", "raw_sha256", "reasoning_sha256",
-					  "grader_detail", "completion", "reasoning", NULL};
+struct export_ctx {
+	FILE *out;
+	bool csv;
+};
+
+static int export_row(void *ctx, const struct store_cell *cells)
+{
+	const struct export_ctx *x = ctx;
+	FILE *out = x->out;
+	const char *const *cols = store_eval_export_cols;
+	cJSON *o = x->csv ? NULL : cJSON_CreateObject();
+	for (int i = 0; cols[i]; i++) {
+		const struct store_cell *c = &cells[i];
+		if (x->csv) {
+			if (i)
+				fputc(',', out);
+			if (c->type == STORE_CELL_NULL)
+				continue;
+			if (c->type == STORE_CELL_INT || c->type == STORE_CELL_REAL)
+				fwrite(c->text, 1, c->n, out);
+			else
+				csv_field(out, c->text, c->n);
+		} else if (c->type == STORE_CELL_NULL) {
+			cJSON_AddNullToObject(o, cols[i]);
+		} else if (c->type == STORE_CELL_INT) {
+			if (strcmp(cols[i], "pass") == 0 || strcmp(cols[i], "truncated") == 0 ||
+			    strcmp(cols[i], "has_code") == 0)
+				cJSON_AddBoolToObject(o, cols[i], c->i != 0);
+			else
+				cJSON_AddNumberToObject(o, cols[i], (double)c->i);
+		} else if (c->type == STORE_CELL_REAL) {
+			cJSON_AddNumberToObject(o, cols[i], c->d);
+		} else if (strcmp(cols[i], "grader_detail") == 0) {
+			cJSON *d = cJSON_Parse(c->text);
+			cJSON_AddItemToObject(o, cols[i], d ? d : cJSON_CreateString(c->text));
+		} else {
+			/* blobs are text; cJSON needs a terminated copy */
+			char *copy = malloc(c->n + 1);
+			if (copy) {
+				memcpy(copy, c->text, c->n);
+				copy[c->n] = 0;
+				cJSON_AddStringToObject(o, cols[i], copy);
+				free(copy);
+			}
+		}
+	}
+	if (x->csv) {
+		fputc('\n', out);
+	} else {
+		char *line = cJSON_PrintUnformatted(o);
+		fprintf(out, "%s\n", line ? line : "{}");
+		free(line);
+		cJSON_Delete(o);
+	}
+	return 0;
+}
 
 int eval_run_export(const char *db_path, int64_t run, const char *format, FILE *out, char *err, size_t errlen)
 {
@@ -381,7 +425,7 @@ int eval_run_export(const char *db_path, int64_t run, const char *format, FILE *
 	if (!s)
 		return -EIO;
 	char *proto = NULL, *model = NULL, *status = NULL;
-	int rc = run_header(store_db(s), run, &proto, &model, &status);
+	int rc = run_header(s, run, &proto, &model, &status);
 	free(proto);
 	free(model);
 	free(status);
@@ -389,107 +433,34 @@ int eval_run_export(const char *db_path, int64_t run, const char *format, FILE *
 		store_close(s);
 		return err_fail(err, errlen, "%s has no eval run %lld", path, (long long)run);
 	}
-	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(store_db(s),
-			       "SELECT e.run, e.repeat_index, e.task_id, e.attempt, e.pass, e.failure_class,"
-			       " e.prompt_tokens, e.completion_tokens, e.seconds, e.truncated, e.has_code, e.loop_pct,"
-			       " e.early_stop, e.api_error, e.finish_reason, e.raw_sha256, e.reasoning_sha256,"
-			       " e.grader_detail, c.bytes, r.bytes FROM eval_rows e"
-			       " LEFT JOIN raw_text c ON c.sha256 = e.raw_sha256"
-			       " LEFT JOIN raw_text r ON r.sha256 = e.reasoning_sha256"
-			       " WHERE e.run = ? ORDER BY e.repeat_index, e.task_id, e.attempt",
-			       -1, &st, NULL) != SQLITE_OK) {
-		store_close(s);
-		return err_fail(err, errlen, "reading rows failed");
-	}
-	sqlite3_bind_int64(st, 1, run);
-	if (csv)
-		for (int i = 0; export_cols[i]; i++)
-			fprintf(out, "%s%s", i ? "," : "", export_cols[i]);
-	if (csv)
+	if (csv) {
+		for (int i = 0; store_eval_export_cols[i]; i++)
+			fprintf(out, "%s%s", i ? "," : "", store_eval_export_cols[i]);
 		fputc('\n', out);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		cJSON *o = csv ? NULL : cJSON_CreateObject();
-		for (int i = 0; export_cols[i]; i++) {
-			int type = sqlite3_column_type(st, i);
-			const char *txt = (const char *)sqlite3_column_text(st, i);
-			size_t n = (size_t)sqlite3_column_bytes(st, i);
-			if (csv) {
-				if (i)
-					fputc(',', out);
-				if (type == SQLITE_NULL)
-					continue;
-				if (type == SQLITE_INTEGER || type == SQLITE_FLOAT)
-					fwrite(txt, 1, n, out);
-				else
-					csv_field(out, txt ? txt : "", n);
-			} else if (type == SQLITE_NULL) {
-				cJSON_AddNullToObject(o, export_cols[i]);
-			} else if (type == SQLITE_INTEGER) {
-				if (strcmp(export_cols[i], "pass") == 0 || strcmp(export_cols[i], "truncated") == 0 ||
-				    strcmp(export_cols[i], "has_code") == 0)
-					cJSON_AddBoolToObject(o, export_cols[i], sqlite3_column_int(st, i));
-				else
-					cJSON_AddNumberToObject(o, export_cols[i], (double)sqlite3_column_int64(st, i));
-			} else if (type == SQLITE_FLOAT) {
-				cJSON_AddNumberToObject(o, export_cols[i], sqlite3_column_double(st, i));
-			} else if (strcmp(export_cols[i], "grader_detail") == 0 && txt) {
-				cJSON *d = cJSON_Parse(txt);
-				cJSON_AddItemToObject(o, export_cols[i], d ? d : cJSON_CreateString(txt));
-			} else {
-				/* blobs are text; cJSON needs a terminated copy */
-				char *copy = malloc(n + 1);
-				if (copy) {
-					if (n) /* an empty blob comes back as NULL */
-						memcpy(copy, sqlite3_column_blob(st, i), n);
-					copy[n] = 0;
-					cJSON_AddStringToObject(o, export_cols[i], copy);
-					free(copy);
-				}
-			}
-		}
-		if (csv) {
-			fputc('\n', out);
-		} else {
-			char *line = cJSON_PrintUnformatted(o);
-			fprintf(out, "%s\n", line ? line : "{}");
-			free(line);
-			cJSON_Delete(o);
-		}
 	}
-	sqlite3_finalize(st);
+	struct export_ctx x = { out, csv };
+	rc = store_eval_export_each(s, run, export_row, &x, err, errlen);
 	store_close(s);
+	if (rc)
+		return rc;
 	return ferror(out) ? err_fail(err, errlen, "writing the export failed") : 0;
 }
 
 /* ---- regrade ------------------------------------------------------------------ */
 
-static char *raw_get(sqlite3 *db, const char *sha, size_t *n)
+/* The raw text under sha, or NULL (none stored, or out of memory). */
+static char *raw_get(struct store *s, const char *sha, size_t *n)
 {
-	*n = 0;
-	if (!sha)
-		return NULL;
-	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(db, "SELECT bytes FROM raw_text WHERE sha256 = ?", -1, &st, NULL) != SQLITE_OK)
-		return NULL;
-	sqlite3_bind_text(st, 1, sha, -1, SQLITE_STATIC);
 	char *out = NULL;
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		*n = (size_t)sqlite3_column_bytes(st, 0);
-		out = malloc(*n + 1);
-		if (out) {
-			memcpy(out, sqlite3_column_blob(st, 0), *n);
-			out[*n] = 0;
-		}
-	}
-	sqlite3_finalize(st);
+	if (store_raw_get(s, sha, &out, n) != 0)
+		*n = 0;
 	return out;
 }
 
 /* Bytes of content kept when the reply is cut to budget tokens. Uses the stored
  * per-event byte offsets (tokens spread evenly over events) when there are any,
  * else a proportional cut over reasoning then content. */
-static size_t cut_content(sqlite3 *db, const struct frow *f, int64_t budget, size_t content_len, size_t reasoning_len)
+static size_t cut_content(struct store *db, const struct frow *f, int64_t budget, size_t content_len, size_t reasoning_len)
 {
 	size_t n;
 	char *chunks = raw_get(db, f->chunks_sha, &n);
@@ -529,7 +500,7 @@ int eval_run_regrade(const char *db_path, int64_t run, const int64_t *budgets, s
 	int n_ds = 0;
 	struct grader *g = NULL;
 	cJSON *frozen = NULL, *result = cJSON_CreateArray();
-	int rc = run_header(store_db(s), run, &proto, &model, &status);
+	int rc = run_header(s, run, &proto, &model, &status);
 	if (rc) {
 		err_fail(err, errlen, "%s has no eval run %lld", path, (long long)run);
 		goto out;
@@ -552,8 +523,10 @@ int eval_run_regrade(const char *db_path, int64_t run, const int64_t *budgets, s
 		}
 		n_ds++;
 	}
-	if ((rc = rows_load(store_db(s), run, &rs)) != 0 || !(g = grader_create(harness_dir, NULL))) {
-		rc = err_fail(err, errlen, "reading rows of run %lld failed", (long long)run);
+	if ((rc = rows_load(s, run, &rs, err, errlen)) != 0)
+		goto out;
+	if (!(g = grader_create(harness_dir, NULL))) {
+		rc = err_fail(err, errlen, "regrading run %lld: cannot set up the grader (out of memory)", (long long)run);
 		goto out;
 	}
 	if (!json && out)
@@ -575,12 +548,12 @@ int eval_run_regrade(const char *db_path, int64_t run, const int64_t *budgets, s
 			for (int k = 0; k < n_ds && !t; k++)
 				t = eval_dataset_find(ds[k], f->task);
 			size_t clen, rlen;
-			char *content = raw_get(store_db(s), f->raw_sha, &clen);
-			char *reasoning = raw_get(store_db(s), f->reasoning_sha, &rlen);
+			char *content = raw_get(s, f->raw_sha, &clen);
+			char *reasoning = raw_get(s, f->reasoning_sha, &rlen);
 			free(reasoning);
 			truncated++;
 			if (t && content) {
-				content[cut_content(store_db(s), f, budget, clen, rlen)] = 0;
+				content[cut_content(s, f, budget, clen, rlen)] = 0;
 				struct grade_result gr;
 				if (grade_completion(g, t, content, &gr) == 0 && gr.status == GRADE_PASS)
 					passed++;

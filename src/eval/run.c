@@ -30,7 +30,6 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
-#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -525,26 +524,14 @@ static int build_jobs(struct runner *R, size_t *already_done)
 			if (!is_excluded(R->excluded, eval_dataset_task(R->ds[i], t)->id))
 				order[k++] = eval_dataset_task(R->ds[i], t);
 	n_tasks = k;
-	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(store_db(R->store),
-			       "SELECT max(attempt), sum(failure_class != 'api_error') FROM eval_rows"
-			       " WHERE run = ? AND repeat_index = ? AND task_id = ?",
-			       -1, &st, NULL) != SQLITE_OK) {
-		free(order);
-		return -EIO;
-	}
 	*already_done = 0;
 	for (int64_t r = 0; r < R->p->repeats; r++) {
 		eval_tasks_shuffle(order, n_tasks, R->p->shuffle_seed, r);
 		for (size_t i = 0; i < n_tasks; i++) {
-			sqlite3_reset(st);
-			sqlite3_bind_int64(st, 1, R->run_id);
-			sqlite3_bind_int64(st, 2, r);
-			sqlite3_bind_text(st, 3, order[i]->id, -1, SQLITE_STATIC);
 			int64_t max_attempt = 0, finals = 0;
-			if (sqlite3_step(st) == SQLITE_ROW) {
-				max_attempt = sqlite3_column_int64(st, 0);
-				finals = sqlite3_column_int64(st, 1);
+			if (store_eval_task_progress(R->store, R->run_id, r, order[i]->id, &max_attempt, &finals) != 0) {
+				free(order);
+				return -EIO;
 			}
 			/* a task whose attempts all ended in api_error has no result yet: a resume
 			 * retries it, up to attempts + api_error_retries in all */
@@ -557,7 +544,6 @@ static int build_jobs(struct runner *R, size_t *already_done)
 			R->jobs[R->n_jobs++] = (struct job){r, order[i], max_attempt + 1, last < cap ? last : cap};
 		}
 	}
-	sqlite3_finalize(st);
 	free(order);
 	return 0;
 }
@@ -1091,18 +1077,14 @@ int eval_run_resume(int64_t run_id, const char *protocol_path, const struct eval
 	struct store *s = store_open(db, err, errlen);
 	if (!s)
 		return -EIO;
-	sqlite3_stmt *st;
 	char *stored = NULL, *stored_fp = NULL;
-	if (sqlite3_prepare_v2(store_db(s), "SELECT protocol_json, fingerprint, kind FROM runs WHERE id = ?", -1, &st,
-			       NULL) == SQLITE_OK) {
-		sqlite3_bind_int64(st, 1, run_id);
-		if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 2) &&
-		    strcmp((const char *)sqlite3_column_text(st, 2), "eval") == 0) {
-			stored = strdup((const char *)sqlite3_column_text(st, 0));
-			const unsigned char *f = sqlite3_column_text(st, 1);
-			stored_fp = strdup(f ? (const char *)f : "[]");
+	struct store_run_info info;
+	if (store_run_get(s, run_id, &info, NULL, 0) == 0) {
+		if (info.kind && strcmp(info.kind, "eval") == 0 && info.protocol_json) {
+			stored = strdup(info.protocol_json);
+			stored_fp = strdup(info.fingerprint ? info.fingerprint : "[]");
 		}
-		sqlite3_finalize(st);
+		store_run_info_finish(&info);
 	}
 	store_close(s);
 	if (!stored) {

@@ -490,18 +490,6 @@ enum score_class score_classify(const struct score_facts *f)
 
 /* ---- aggregates ---------------------------------------------------------- */
 
-double score_pass_at_k(int n, int c, int k)
-{
-	if (n < 0 || c < 0 || c > n || k < 1 || k > n)
-		return -1;
-	if (n - c < k)
-		return 1.0;
-	double prod = 1.0;
-	for (int i = n - c + 1; i <= n; i++)
-		prod *= 1.0 - (double)k / (double)i;
-	return 1.0 - prod;
-}
-
 int score_majority(const char *const *answers, int n)
 {
 	int best = -1, best_count = 0;

@@ -1,7 +1,8 @@
 /* score — turning one completion into the facts a row records: the loop ratio
  * (computed incrementally while the stream arrives), the code block to grade,
  * the extracted numeric or multiple-choice answer, the failure class, and the
- * per-task aggregates over repeats (unbiased pass@k, majority vote).
+ * majority vote over repeats (pass@k is stats_pass_at_k, stats/stats.h: one
+ * definition for the live summary and the report).
  *
  * It does not run anything and knows nothing of the network or the database.
  * Loop ratio follows the essay's definition exactly: split after '.', '?' or
@@ -72,9 +73,6 @@ struct score_facts {
 enum score_class score_classify(const struct score_facts *f);
 
 /* ---- aggregates -------------------------------------------------------- */
-/* Unbiased pass@k (Chen et al. 2021): 1 - C(n-c, k)/C(n, k), computed as a
- * product. -1 when k > n or the counts are impossible. */
-double score_pass_at_k(int n, int c, int k);
 /* Majority vote over answers (strings, NULL = no answer): index of the most
  * frequent non-NULL answer, ties broken by first appearance; -1 when none. */
 int score_majority(const char *const *answers, int n);

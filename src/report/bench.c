@@ -1,19 +1,17 @@
 /* bench — see bench.h.
  *
  * One ordered query per run (level, stream, seq) and one pass: a level's rows are
- * gathered, summarised when the level changes, and dropped. Percentiles are
- * linear interpolations between order statistics (numpy's default). */
+ * gathered, summarised when the level changes (stats/level.h, the definition
+ * sixi-bench's live summary uses too), and dropped. */
 #include "report/bench.h"
 #include "report/db.h"
 #include "report/doc.h"
 #include "core/args.h"
+#include "stats/level.h"
 #include "store/store.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <gsl/gsl_sort.h>
-#include <gsl/gsl_statistics_double.h>
 #include <math.h>
-#include <sqlite3.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,72 +47,21 @@ int report_bench_args(int argc, char **argv, struct report_bench_opts *o, char *
 	return 0;
 }
 
-/* What one level (one point of a curve) adds up to. */
+/* One level's measured requests as they are read (one point of a curve). */
 struct level {
 	int64_t level;
-	int64_t rows, no_usage, errors, cached;
-	int64_t tokens, events;
-	int64_t t_min, t_max; /* ns: first send, last done */
-	int64_t streams;
-	double stream_rate_sum; /* sum over streams of tokens / stream wall */
-	int64_t cur_stream, s_tokens, s_min, s_max;
-	double *ttft_ms, *prefill, *follow_ms; /* (rows) */
-	size_t nttft, nprefill, nfollow, cap;
+	struct level_request *rq; /* (n) */
+	size_t n, cap;
 	char fp[16];
 	int64_t fps; /* distinct fingerprints seen (1 or "more than one") */
 };
 
-static double pct(double *v, size_t n, double q)
-{
-	if (n == 0)
-		return NAN;
-	gsl_sort(v, 1, n);
-	return gsl_stats_quantile_from_sorted_data(v, 1, n, q);
-}
-
-static void close_stream(struct level *l)
-{
-	if (l->s_max > l->s_min) {
-		l->stream_rate_sum += (double)l->s_tokens / ((double)(l->s_max - l->s_min) / 1e9);
-		l->streams++;
-	}
-	l->s_tokens = 0;
-	l->s_min = INT64_MAX;
-	l->s_max = INT64_MIN;
-}
-
 static void level_reset(struct level *l, int64_t level)
 {
-	double *a = l->ttft_ms, *b = l->prefill, *c = l->follow_ms;
-	size_t cap = l->cap;
-	memset(l, 0, sizeof *l);
-	l->ttft_ms = a;
-	l->prefill = b;
-	l->follow_ms = c;
-	l->cap = cap;
 	l->level = level;
-	l->t_min = l->s_min = INT64_MAX;
-	l->t_max = l->s_max = INT64_MIN;
-	l->cur_stream = -1;
-}
-
-static int level_grow(struct level *l)
-{
-	if (l->nttft < l->cap && l->nfollow < l->cap && l->nprefill < l->cap)
-		return 0;
-	size_t nc = l->cap ? l->cap * 2 : 256;
-	double *a = realloc(l->ttft_ms, nc * sizeof *a);
-	if (a)
-		l->ttft_ms = a;
-	double *b = a ? realloc(l->prefill, nc * sizeof *b) : NULL;
-	if (b)
-		l->prefill = b;
-	double *c = b ? realloc(l->follow_ms, nc * sizeof *c) : NULL;
-	if (!c)
-		return -ENOMEM;
-	l->follow_ms = c;
-	l->cap = nc;
-	return 0;
+	l->n = 0;
+	l->fp[0] = 0;
+	l->fps = 0;
 }
 
 static const char *level_name(const char *workload)
@@ -170,53 +117,111 @@ static int curve_add(struct curves *cv, int r, double x, double agg, double per,
 	return 0;
 }
 
-static int emit_level(struct report_doc *d, struct level *l, const char *q, struct curves *cv, int r)
+static int emit_level(struct report_doc *d, struct level *l, const char *q, struct curves *cv, int r, bool unique)
 {
-	char label[32], why[128] = "";
-	close_stream(l);
+	char label[32], status[320];
+	struct level_rules rules = { .unique_prompts = unique };
+	struct level_figures F;
+	if (level_figures_compute(l->rq, l->n, &rules, &F) != 0)
+		return -ENOMEM;
 	snprintf(label, sizeof label, "%lld", (long long)l->level);
 	report_doc_row(d);
 	report_doc_cell(d, label);
-	report_doc_num(d, q, "%.0f", (double)l->rows);
-	bool invalid = l->no_usage || l->errors || l->cached;
-	if (invalid) {
-		snprintf(why, sizeof why, "invalid: %s%s%s%s%s", l->no_usage ? "no usage" : "",
-			 l->no_usage && (l->errors || l->cached) ? ", " : "", l->errors ? "errors" : "",
-			 l->errors && l->cached ? ", " : "", l->cached ? "cached prompt" : "");
+	report_doc_num(d, q, "%.0f", (double)F.requests);
+	if (!F.valid) {
+		snprintf(status, sizeof status, "invalid: %s", F.invalid_reason);
 		for (int i = 0; i < 9; i++)
 			report_doc_cell(d, "invalid");
 		report_doc_cell(d, l->fps > 1 ? "mixed" : l->fp);
-		report_doc_cell(d, why);
+		report_doc_cell(d, status);
 		return curve_add(cv, r, (double)l->level, NAN, NAN, NAN, NAN);
 	}
-	double wall_s = l->t_max > l->t_min ? (double)(l->t_max - l->t_min) / 1e9 : NAN;
-	double agg = (double)l->tokens / wall_s, per = l->streams ? l->stream_rate_sum / (double)l->streams : NAN;
-	double p50 = pct(l->ttft_ms, l->nttft, 0.5);
-	report_doc_num(d, q, "%.0f", (double)l->streams);
-	report_doc_num(d, q, "%.1f", agg);
-	report_doc_num(d, q, "%.1f", per);
-	report_doc_num(d, q, "%.1f", p50);
-	report_doc_num(d, q, "%.1f", pct(l->ttft_ms, l->nttft, 0.9));
-	report_doc_num(d, q, "%.1f", pct(l->ttft_ms, l->nttft, 0.99));
-	double prefill = pct(l->prefill, l->nprefill, 0.5);
-	report_doc_num(d, q, "%.0f", prefill);
-	report_doc_num(d, q, "%.2f", l->tokens ? (double)l->events / (double)l->tokens : NAN);
-	report_doc_num(d, q, "%.1f", pct(l->follow_ms, l->nfollow, 0.5));
+	report_doc_num(d, q, "%.0f", (double)F.streams);
+	report_doc_num(d, q, "%.1f", F.agg_tok_s);
+	report_doc_num(d, q, "%.1f", F.stream_tok_s_mean);
+	report_doc_num(d, q, "%.1f", F.ttft_p50_ms);
+	report_doc_num(d, q, "%.1f", F.ttft_p90_ms);
+	report_doc_num(d, q, "%.1f", F.ttft_p99_ms);
+	report_doc_num(d, q, "%.0f", F.prefill_tok_s);
+	report_doc_num(d, q, "%.2f", F.sse_events_per_token);
+	report_doc_num(d, q, "%.1f", F.followup_ttft_p50_ms);
 	report_doc_cell(d, l->fps > 1 ? "mixed" : l->fp);
-	report_doc_cell(d, "valid");
-	return curve_add(cv, r, (double)l->level, agg, per, p50, prefill);
+	if (F.errors)
+		snprintf(status, sizeof status, "valid; %lld failed requests left out", (long long)F.errors);
+	else
+		snprintf(status, sizeof status, "valid");
+	report_doc_cell(d, status);
+	return curve_add(cv, r, (double)l->level, F.agg_tok_s, F.stream_tok_s_mean, F.ttft_p50_ms, F.prefill_tok_s);
 }
 
-static int bench_run(sqlite3 *db, struct report_doc *d, const struct report_run *run, struct curves *cv, int r,
+/* The stored error class as a string that outlives the row (the rows' own text
+ * is gone at the next row). */
+static const char *error_class(const char *e)
+{
+	static const char *const known[] = { "connect", "http", "stall", "reset", "parse", "server", "usage", "timeout" };
+	if (!e)
+		return NULL;
+	for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+		if (strcmp(e, known[i]) == 0)
+			return known[i];
+	return "other";
+}
+
+/* What bench_run's row callback works on. */
+struct bench_pass {
+	struct report_doc *d;
+	const char *q;
+	struct curves *cv;
+	int r;
+	bool unique;
+	struct level l;
+	int rows;
+};
+
+static int bench_row(void *ctx, const struct store_bench_read *x)
+{
+	struct bench_pass *P = ctx;
+	struct level *l = &P->l;
+	if (x->level != l->level) {
+		if (l->level != INT64_MIN) {
+			int rc = emit_level(P->d, l, P->q, P->cv, P->r, P->unique);
+			if (rc)
+				return rc;
+		}
+		level_reset(l, x->level);
+	}
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 256;
+		struct level_request *rq = realloc(l->rq, cap * sizeof *rq);
+		if (!rq)
+			return -ENOMEM;
+		l->rq = rq;
+		l->cap = cap;
+	}
+	P->rows++;
+	/* the stored row as the one definition of the figures reads it (stats/level.h);
+	 * the per-event gaps are not read: the report prints no ITL */
+	l->rq[l->n++] = (struct level_request){
+		.stream = x->stream, .prompt_tokens = x->prompt_tokens, .cached_tokens = x->cached_tokens,
+		.completion_tokens = x->completion_tokens, .requested_tokens = x->requested_tokens,
+		.sse_events = x->sse_events, .token_events = x->content_events, .t_intended = x->t_intended,
+		.t_send = x->t_send, .t_first_token = x->t_first_token, .t_last = x->t_last, .t_done = x->t_done,
+		.error = error_class(x->error), .followup = strcmp(x->tag, "followup") == 0,
+	};
+	const char *fp = x->fingerprint_hash;
+	if (l->fps == 0 || strncmp(l->fp, fp, 12) != 0) {
+		if (l->fps == 0)
+			snprintf(l->fp, sizeof l->fp, "%.12s", fp);
+		l->fps += l->fps == 0 || strncmp(l->fp, fp, 12) != 0;
+	}
+	return 0;
+}
+
+static int bench_run(struct store *s, struct report_doc *d, const struct report_run *run, struct curves *cv, int r,
 		     char *err, size_t errlen)
 {
 	char sql[600], q[32], title[512];
-	snprintf(sql, sizeof sql,
-		 "SELECT id, level, stream, prompt_tokens, cached_tokens, completion_tokens, sse_events, t_send,"
-		 " t_first_token, t_done, error, coalesce(fingerprint_hash, ''), coalesce(tag, '')"
-		 " FROM bench_requests WHERE run = %lld AND phase = 'measure'"
-		 " ORDER BY level, stream, seq",
-		 (long long)run->id);
+	store_bench_each_sql(run->id, sql, sizeof sql);
 	snprintf(q, sizeof q, "bench_%lld", (long long)run->id);
 	report_doc_query(d, q, sql);
 	bool unique = unique_prompts(run);
@@ -233,97 +238,26 @@ static int bench_run(sqlite3 *db, struct report_doc *d, const struct report_run 
 		report_doc_para(d, "Warning (run %lld): when it started, %s. Its numbers may be lower than the "
 				   "server can reach.", (long long)run->id, run->memory_warning);
 	report_doc_table(d, q, title, 13, h);
-	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-		snprintf(err, errlen, "reading bench_requests failed: %s", sqlite3_errmsg(db));
-		return -EIO;
-	}
-	static const char *const numeric[] = { "prompt_tokens", "cached_tokens", "completion_tokens", "sse_events",
-					       "t_send", "t_first_token", "t_done" };
-	struct level l = { 0 };
-	level_reset(&l, INT64_MIN);
-	int rc = 0, step, rows = 0;
-	while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
-		int64_t level = sqlite3_column_int64(st, 1), stream = sqlite3_column_int64(st, 2);
-		if (level != l.level) {
-			if (l.level != INT64_MIN)
-				rc = emit_level(d, &l, q, cv, r);
-			level_reset(&l, level);
-		}
-		if (rc == 0)
-			rc = level_grow(&l);
-		if (rc)
-			break;
-		char where[96];
-		snprintf(where, sizeof where, "run %lld, level %lld", (long long)run->id, (long long)level);
-		rc = report_db_numeric(st, 3, 7, numeric, "bench_requests", where, err, errlen);
-		if (rc)
-			break;
-		rows++;
-		if (stream != l.cur_stream) {
-			if (l.cur_stream >= 0)
-				close_stream(&l);
-			l.cur_stream = stream;
-		}
-		l.rows++;
-		bool no_usage = sqlite3_column_type(st, 5) == SQLITE_NULL;
-		bool error = sqlite3_column_type(st, 10) != SQLITE_NULL;
-		bool cached = unique && sqlite3_column_int64(st, 4) > 0;
-		l.no_usage += no_usage;
-		l.errors += error;
-		l.cached += cached;
-		int64_t tok = sqlite3_column_int64(st, 5), send = sqlite3_column_int64(st, 7);
-		int64_t first = sqlite3_column_int64(st, 8), done = sqlite3_column_int64(st, 9);
-		const char *fp = (const char *)sqlite3_column_text(st, 11), *tag = (const char *)sqlite3_column_text(st, 12);
-		if (l.fps == 0 || strncmp(l.fp, fp, 12) != 0) {
-			if (l.fps == 0)
-				snprintf(l.fp, sizeof l.fp, "%.12s", fp);
-			l.fps += l.fps == 0 || strncmp(l.fp, fp, 12) != 0;
-		}
-		if (no_usage || error || cached)
-			continue;
-		l.tokens += tok;
-		l.events += sqlite3_column_int64(st, 6);
-		l.s_tokens += tok;
-		if (send && send < l.t_min)
-			l.t_min = send;
-		if (done > l.t_max)
-			l.t_max = done;
-		if (send && send < l.s_min)
-			l.s_min = send;
-		if (done > l.s_max)
-			l.s_max = done;
-		if (send && first > send) {
-			double ttft_ms = (double)(first - send) / 1e6;
-			if (strcmp(tag, "followup") == 0)
-				l.follow_ms[l.nfollow++] = ttft_ms;
-			else
-				l.ttft_ms[l.nttft++] = ttft_ms;
-			if (sqlite3_column_type(st, 3) != SQLITE_NULL)
-				l.prefill[l.nprefill++] = (double)sqlite3_column_int64(st, 3) / (ttft_ms / 1e3);
-		}
-	}
-	if (rc == 0 && step != SQLITE_DONE) {
-		snprintf(err, errlen, "reading bench_requests failed: %s", sqlite3_errmsg(db));
-		rc = -EIO;
-	}
-	if (rc == 0 && l.level != INT64_MIN)
-		rc = emit_level(d, &l, q, cv, r);
-	sqlite3_finalize(st);
-	free(l.ttft_ms);
-	free(l.prefill);
-	free(l.follow_ms);
-	if (rc == 0 && rows == 0) {
+	struct bench_pass P = { .d = d, .q = q, .cv = cv, .r = r, .unique = unique };
+	level_reset(&P.l, INT64_MIN);
+	int rc = store_bench_each(s, run->id, bench_row, &P, err, errlen);
+	if (rc == 0 && P.l.level != INT64_MIN)
+		rc = emit_level(d, &P.l, q, cv, r, unique);
+	free(P.l.rq);
+	if (rc == 0 && P.rows == 0) {
 		snprintf(err, errlen, "run %lld has no measured requests (only warm-up or none)", (long long)run->id);
 		rc = -EINVAL;
 	}
 	if (rc == -ENOMEM)
 		snprintf(err, errlen, "out of memory reading bench_requests");
-	report_doc_note(d, "tok/s aggregate: sum of usage.completion_tokens over the level's wall time (first send "
-			   "to last done); per stream: each stream's tokens over its own wall time, averaged. TTFT: send "
-			   "to first token. Warm-up and readiness requests are excluded. A level with an invalid request "
-			   "(no usage, an error%s) is shown as invalid and left out.",
-			unique ? ", or cached_tokens > 0 although prompts were unique" : "");
+	report_doc_note(d, "The figures are sixi-bench's own (one function computes both; sixi(7), SERVING "
+			   "FIGURES). tok/s aggregate: sum of usage.completion_tokens of the successful requests over the "
+			   "level's wall time (first start to last done); per stream: (completion_tokens - 1) / (t_last - "
+			   "t_first_token) per request, averaged. TTFT: start (send, or the intended arrival of a rate run) "
+			   "to first token. Warm-up and readiness requests are excluded, failed requests counted and left "
+			   "out. A level where a response carried no usage%s, or no request succeeded, is shown as invalid "
+			   "and left out.",
+			unique ? ", cached_tokens > 0 although prompts were unique" : "");
 	return rc;
 }
 
@@ -341,7 +275,7 @@ int report_bench_build(const struct report_bench_opts *o, struct report_doc *d, 
 	if (rc == 0)
 		report_doc_para(d, "Every number below is computed from bench_requests at render time.");
 	for (size_t i = 0; i < o->nruns && rc == 0; i++)
-		rc = bench_run((sqlite3 *)store_db(s), d, &runs[i], &cv, (int)i, err, errlen);
+		rc = bench_run(s, d, &runs[i], &cv, (int)i, err, errlen);
 	if (rc == 0) {
 		char names[REPORT_BENCH_MAX_RUNS][32];
 		const char *series[REPORT_BENCH_MAX_RUNS + 1];

@@ -30,12 +30,4 @@ __attribute__((warn_unused_result)) int report_db_run(struct store *s, int64_t i
 						      struct report_run *out, char *err, size_t errlen);
 void report_run_finish(struct report_run *r);
 
-struct sqlite3_stmt;
-/* Checks columns first .. first+n-1 of the current row: each must be NULL or a
- * finite number (SQLite keeps 'nan' typed into an INTEGER column as text). On a
- * bad one returns -EINVAL with "TABLE id ID (WHERE): COLUMN holds 'V', not a
- * number; ..." in err; names has n entries, the row id is column 0. */
-__attribute__((warn_unused_result)) int report_db_numeric(struct sqlite3_stmt *st, int first, int n,
-							  const char *const *names, const char *table,
-							  const char *where, char *err, size_t errlen);
 #endif

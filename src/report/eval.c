@@ -16,7 +16,6 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,12 +40,10 @@ struct side {
 	int64_t cls[NCLASSES];     /* final attempts by failure class */
 	int64_t rows;              /* attempts */
 	int64_t tokens, token_rows;
-	char sql[512];
+	char sql[1024];
+	const char *prev;          /* task id of the last row read, in the arena */
+	char bad[256];             /* why a row was refused */
 };
-
-static const char rows_sql[] =
-	"SELECT id, task_id, repeat_index, pass, failure_class, completion_tokens, seconds, loop_pct"
-	" FROM eval_rows WHERE run = %lld ORDER BY task_id, repeat_index, attempt";
 
 int report_compare_args(int argc, char **argv, struct report_compare_opts *o, char *err, size_t errlen)
 {
@@ -156,73 +153,54 @@ static int commit(struct side *s, struct pending *p)
 	return 0;
 }
 
-static int load_side(sqlite3 *db, struct side *s, char *err, size_t errlen)
+/* One row of a side's run (task, repeat, attempt order); the store marks the
+ * final attempt of each (task, repeat), the outcome that is counted. */
+static int side_row(void *ctx, const struct store_eval_read *r)
 {
-	static const char *const numeric[] = { "completion_tokens", "seconds", "loop_pct" };
+	struct side *s = ctx;
+	int ci = r->failure_class[0] ? class_index(r->failure_class) : -1;
+	if (r->repeat < 0 || r->repeat > 1000000 || ci < 0) {
+		snprintf(s->bad, sizeof s->bad, "eval_rows id %lld (run %lld): repeat_index %lld or failure_class '%s' is invalid",
+			 (long long)r->id, (long long)s->run.id, (long long)r->repeat, r->failure_class);
+		return -EDOM;
+	}
+	if (!s->prev || strcmp(s->prev, r->task_id) != 0) {
+		if (s->ntasks >= s->tasks_cap) {
+			size_t cap = s->tasks_cap ? s->tasks_cap * 2 : 1024;
+			struct task *t = realloc(s->tasks, cap * sizeof *t);
+			if (!t)
+				return -ENOMEM;
+			s->tasks = t;
+			s->tasks_cap = cap;
+		}
+		const char *id = arena_strdup(&s->arena, r->task_id);
+		if (!id)
+			return -ENOMEM;
+		s->tasks[s->ntasks++] = (struct task){ .id = id };
+		s->prev = id;
+	}
+	s->rows++;
+	if (r->completion_tokens >= 0) {
+		s->tokens += r->completion_tokens;
+		s->token_rows++;
+	}
+	if (!r->final)
+		return 0;
+	struct pending p = { true, r->repeat, r->pass ? 1 : 0, ci };
+	return commit(s, &p);
+}
+
+static int load_side(struct store *db, struct side *s, char *err, size_t errlen)
+{
 	arena_init(&s->arena, 256 * 1024);
-	snprintf(s->sql, sizeof s->sql, rows_sql, (long long)s->run.id);
-	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(db, s->sql, -1, &st, NULL) != SQLITE_OK) {
-		snprintf(err, errlen, "reading eval_rows failed: %s", sqlite3_errmsg(db));
-		return -EIO;
+	store_eval_each_sql(s->run.id, STORE_EVAL_BY_TASK, s->sql, sizeof s->sql);
+	int rc = store_eval_each(db, s->run.id, STORE_EVAL_BY_TASK, side_row, s, err, errlen);
+	if (rc == -EDOM) {
+		snprintf(err, errlen, "%s", s->bad);
+		rc = -EINVAL;
 	}
-	struct pending p = { 0 };
-	int rc = 0, step;
-	const char *prev = NULL;
-	while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *task = (const char *)sqlite3_column_text(st, 1);
-		int64_t repeat = sqlite3_column_int64(st, 2);
-		const char *cls = (const char *)sqlite3_column_text(st, 4);
-		char where[300];
-		snprintf(where, sizeof where, "run %lld, task %s", (long long)s->run.id, task);
-		rc = report_db_numeric(st, 5, 3, numeric, "eval_rows", where, err, errlen);
-		int ci = cls ? class_index(cls) : -1;
-		if (rc == 0 && (repeat < 0 || repeat > 1000000 || ci < 0)) {
-			snprintf(err, errlen, "eval_rows id %lld (run %lld): repeat_index %lld or failure_class '%s' is invalid",
-				 (long long)sqlite3_column_int64(st, 0), (long long)s->run.id, (long long)repeat,
-				 cls ? cls : "");
-			rc = -EINVAL;
-		}
-		if (rc)
-			break;
-		bool new_task = !prev || strcmp(prev, task) != 0;
-		if (new_task || p.repeat != repeat)
-			rc = commit(s, &p);
-		if (rc == 0 && new_task) {
-			struct task *t = s->ntasks < s->tasks_cap ? NULL : realloc(s->tasks, (s->tasks_cap ? s->tasks_cap * 2 : 1024) * sizeof *t);
-			if (s->ntasks >= s->tasks_cap) {
-				if (!t) {
-					rc = -ENOMEM;
-					break;
-				}
-				s->tasks = t;
-				s->tasks_cap = s->tasks_cap ? s->tasks_cap * 2 : 1024;
-			}
-			const char *id = arena_strdup(&s->arena, task);
-			if (!id) {
-				rc = -ENOMEM;
-				break;
-			}
-			s->tasks[s->ntasks++] = (struct task){ .id = id };
-			prev = id;
-		}
-		/* rows arrive by attempt: the last one of a (task, repeat) is the outcome */
-		p = (struct pending){ true, repeat, sqlite3_column_int64(st, 3) ? 1 : 0, ci };
-		s->rows++;
-		if (sqlite3_column_type(st, 5) != SQLITE_NULL) {
-			s->tokens += sqlite3_column_int64(st, 5);
-			s->token_rows++;
-		}
-	}
-	if (rc == 0 && step != SQLITE_DONE) {
-		snprintf(err, errlen, "reading eval_rows failed: %s", sqlite3_errmsg(db));
-		rc = -EIO;
-	}
-	if (rc == 0)
-		rc = commit(s, &p);
 	if (rc == -ENOMEM)
 		snprintf(err, errlen, "out of memory reading eval_rows");
-	sqlite3_finalize(st);
 	if (rc == 0 && s->rows == 0) {
 		snprintf(err, errlen, "run %lld has no eval rows", (long long)s->run.id);
 		rc = -EINVAL;
@@ -776,7 +754,7 @@ int report_compare_build(const struct report_compare_opts *o, struct report_doc 
 	struct store *s = report_db_open(o->db, err, errlen);
 	if (!s)
 		return -EINVAL;
-	sqlite3 *db = (sqlite3 *)store_db(s);
+	struct store *db = s;
 	int rc = report_db_run(s, o->run_a, "eval", &A.run, err, errlen);
 	rc = rc ? rc : report_db_run(s, o->run_b, "eval", &B.run, err, errlen);
 	char diff[1024], conds[2048];
@@ -802,8 +780,7 @@ int report_compare_build(const struct report_compare_opts *o, struct report_doc 
 	report_doc_query(d, Q_A, A.sql);
 	report_doc_query(d, Q_B, B.sql);
 	char runs_sql[160];
-	snprintf(runs_sql, sizeof runs_sql, "SELECT id, kind, model, status, started, config_hash FROM runs WHERE id IN (%lld, %lld)",
-		 (long long)A.run.id, (long long)B.run.id);
+	store_run_pair_sql(A.run.id, B.run.id, runs_sql, sizeof runs_sql);
 	report_doc_query(d, "runs", runs_sql);
 	report_doc_para(d, "A is run %lld (%s, started %s); B is run %lld (%s, started %s). Every number below is "
 			   "computed from eval_rows at render time.",

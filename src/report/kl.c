@@ -3,7 +3,6 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,70 +25,62 @@ static char *proto_str(const char *proto, const char *key)
 	return s;
 }
 
-/* One run's figures from its rows. */
-static int run_figures(sqlite3 *db, int64_t id, struct kl_run_fig *r, char *err, size_t errlen)
+struct points {
+	struct kl_point *p;
+	size_t n, cap;
+};
+
+static int point_add(void *ctx, const struct store_kl_row *row)
 {
-	sqlite3_stmt *st = NULL;
-	struct kl_point *p = NULL;
-	size_t n = 0, cap = 0;
-	int rc = -EIO;
+	struct points *pt = ctx;
+	if (pt->n == pt->cap) {
+		size_t cap = pt->cap ? pt->cap * 2 : 256;
+		struct kl_point *np = realloc(pt->p, sizeof(*np) * cap);
+		if (!np)
+			return -ENOMEM;
+		pt->p = np;
+		pt->cap = cap;
+	}
+	pt->p[pt->n++] = (struct kl_point){ row->kl, row->top1_same, row->logp_ref, row->logp_cand };
+	return 0;
+}
+
+/* One run's figures from its rows. */
+static int run_figures(struct store *s, int64_t id, struct kl_run_fig *r, char *err, size_t errlen)
+{
+	struct points pt = { 0 };
+	struct store_run_info info;
 	memset(r, 0, sizeof(*r));
 	r->id = id;
-	if (sqlite3_prepare_v2(db, "SELECT workload, protocol_json FROM runs WHERE id = ?", -1, &st, NULL) != SQLITE_OK)
-		goto db_fail;
-	sqlite3_bind_int64(st, 1, id);
-	if (sqlite3_step(st) != SQLITE_ROW) {
+	int rc = store_run_get(s, id, &info, err, errlen);
+	if (rc == -ENOENT) {
 		err_set(err, errlen, "run %lld does not exist (sixi-report kl with no run lists the kl runs)", (long long)id);
-		rc = -ENOENT;
-		goto out;
+		return rc;
 	}
-	const char *wl = (const char *)sqlite3_column_text(st, 0);
-	if (!wl || strcmp(wl, "kl") != 0) {
-		err_set(err, errlen, "run %lld is a '%s' run, not a sixi-eval kl run", (long long)id, wl ? wl : "?");
-		rc = -EINVAL;
-		goto out;
+	if (rc)
+		return rc;
+	if (!info.workload || strcmp(info.workload, "kl") != 0) {
+		err_set(err, errlen, "run %lld is a '%s' run, not a sixi-eval kl run", (long long)id,
+			info.workload ? info.workload : "?");
+		store_run_info_finish(&info);
+		return -EINVAL;
 	}
-	const char *proto = (const char *)sqlite3_column_text(st, 1);
-	r->reference = proto_str(proto, "reference");
-	r->candidate = proto_str(proto, "candidate");
-	sqlite3_finalize(st);
-	st = NULL;
-	if (sqlite3_prepare_v2(db, "SELECT kl, top1_same, logp_ref, logp_cand FROM kl_rows WHERE run = ? ORDER BY position",
-			       -1, &st, NULL) != SQLITE_OK)
-		goto db_fail;
-	sqlite3_bind_int64(st, 1, id);
-	int s;
-	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-		if (n == cap) {
-			cap = cap ? cap * 2 : 256;
-			struct kl_point *np = realloc(p, sizeof(*p) * cap);
-			if (!np) {
-				err_set(err, errlen, "out of memory");
-				rc = -ENOMEM;
-				goto out;
-			}
-			p = np;
-		}
-		p[n++] = (struct kl_point){ sqlite3_column_double(st, 0), sqlite3_column_int(st, 1),
-					    sqlite3_column_double(st, 2), sqlite3_column_double(st, 3) };
-	}
-	if (s != SQLITE_DONE)
-		goto db_fail;
-	if (n == 0) {
+	r->reference = proto_str(info.protocol_json, "reference");
+	r->candidate = proto_str(info.protocol_json, "candidate");
+	store_run_info_finish(&info);
+	rc = store_kl_each(s, id, point_add, &pt, err, errlen);
+	if (rc == -ENOMEM)
+		err_set(err, errlen, "out of memory");
+	if (rc == 0 && pt.n == 0) {
 		err_set(err, errlen, "run %lld has no kl rows (it did not finish)", (long long)id);
 		rc = -EINVAL;
-		goto out;
 	}
-	rc = kl_figures_compute(p, n, &r->fig);
-	if (rc)
-		err_set(err, errlen, "run %lld: its kl rows hold values that are not numbers", (long long)id);
-	goto out;
-db_fail:
-	err_set(err, errlen, "reading run %lld: %s", (long long)id, sqlite3_errmsg(db));
-	rc = -EIO;
-out:
-	sqlite3_finalize(st);
-	free(p);
+	if (rc == 0) {
+		rc = kl_figures_compute(pt.p, pt.n, &r->fig);
+		if (rc)
+			err_set(err, errlen, "run %lld: its kl rows hold values that are not numbers", (long long)id);
+	}
+	free(pt.p);
 	return rc;
 }
 
@@ -135,7 +126,6 @@ static int print_json(FILE *out, const struct kl_run_fig *r, size_t n)
 
 int report_kl(struct store *s, const int64_t *runs, size_t n_runs, bool json, FILE *out, char *err, size_t errlen)
 {
-	sqlite3 *db = store_db(s);
 	int64_t *ids = NULL;
 	struct kl_run_fig *r = NULL;
 	size_t n = 0;
@@ -146,22 +136,9 @@ int report_kl(struct store *s, const int64_t *runs, size_t n_runs, bool json, FI
 			memcpy(ids, runs, sizeof(*ids) * n_runs);
 		n = n_runs;
 	} else {
-		sqlite3_stmt *st = NULL;
-		size_t cap = 0;
-		if (sqlite3_prepare_v2(db, "SELECT id FROM runs WHERE workload = 'kl' ORDER BY id", -1, &st, NULL) ==
-		    SQLITE_OK) {
-			while (sqlite3_step(st) == SQLITE_ROW) {
-				if (n == cap) {
-					cap = cap ? cap * 2 : 16;
-					int64_t *ni = realloc(ids, sizeof(*ids) * cap);
-					if (!ni)
-						break;
-					ids = ni;
-				}
-				ids[n++] = sqlite3_column_int64(st, 0);
-			}
-		}
-		sqlite3_finalize(st);
+		rc = store_run_list(s, NULL, "kl", false, 0, &ids, &n, err, errlen);
+		if (rc)
+			goto out;
 		if (n == 0) {
 			err_set(err, errlen, "the database holds no sixi-eval kl runs (run sixi-eval kl first)");
 			rc = -ENOENT;
@@ -175,7 +152,7 @@ int report_kl(struct store *s, const int64_t *runs, size_t n_runs, bool json, FI
 		goto out;
 	}
 	for (size_t i = 0; i < n && !rc; i++)
-		rc = run_figures(db, ids[i], &r[i], err, errlen);
+		rc = run_figures(s, ids[i], &r[i], err, errlen);
 	if (!rc) {
 		if (json)
 			rc = print_json(out, r, n);

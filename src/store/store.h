@@ -1,10 +1,18 @@
-/* store — the SQLite results database: schema, migrations, run and row writers.
+/* store — the SQLite results database: schema, migrations, and every statement
+ * that reads or writes it. No code outside src/store/ includes sqlite3.h: a
+ * program that needs a figure from the file calls a named function here.
  *
  * One file (default results/sixi.db) in WAL mode. Every finished row is written
  * in its own transaction the moment it is known, so a run killed at any point
  * leaves only complete rows and can be resumed. The schema version lives in
  * schema_version; store_open() migrates older files forward and refuses newer ones.
- * Arguments are borrowed; struct store is opaque and freed by store_close(). */
+ * schema.c describes every table and column.
+ * Arguments are borrowed; struct store is opaque and freed by store_close().
+ * Readers report what went wrong in (err, errlen) and return 0 or a negative errno;
+ * rows handed to a callback are borrowed until it returns.
+ *
+ * Files: store.c (open, migrate, raw text, transactions), runs.c, bench.c,
+ * eval.c, kl.c (one table each), schema.c, fault.c (test-only failing writes). */
 #ifndef SIXI_STORE_STORE_H
 #define SIXI_STORE_STORE_H
 #include <stdbool.h>
@@ -15,15 +23,24 @@
 #define STORE_SCHEMA_VERSION 3
 
 struct store;
-struct sqlite3;
 
 /* Opens (creating parent dir and file if needed) and migrates. NULL on error with a
  * message naming the path in err. */
 struct store *store_open(const char *path, char *err, size_t errlen);
 void store_close(struct store *s);
-/* The raw handle, for readers (report) that run their own queries. Borrowed. */
-struct sqlite3 *store_db(struct store *s);
+/* SQLite's message for the last failed call on s. */
 const char *store_errmsg(struct store *s);
+
+/* ---- transactions and tuning (store.c) ---- */
+/* One transaction around several writes (all or nothing): BEGIN IMMEDIATE, COMMIT, ROLLBACK. */
+__attribute__((warn_unused_result)) int store_begin(struct store *s);
+__attribute__((warn_unused_result)) int store_commit(struct store *s);
+__attribute__((warn_unused_result)) int store_rollback(struct store *s);
+/* Copies the WAL back into the database every `pages` pages instead of SQLite's
+ * 1,000 (fewer fsyncs per row for writers of many small rows). */
+__attribute__((warn_unused_result)) int store_set_checkpoint_pages(struct store *s, int pages);
+
+/* ---- runs (runs.c) ---- */
 
 struct store_run {
 	const char *kind;          /* "bench" | "eval" */
@@ -40,11 +57,40 @@ __attribute__((warn_unused_result)) int store_run_begin(struct store *s, const s
 __attribute__((warn_unused_result)) int store_run_finish(struct store *s, int64_t run_id, const char *status);
 /* Merges key/value into runs.summary_json (a JSON object). */
 __attribute__((warn_unused_result)) int store_run_set_summary(struct store *s, int64_t run_id, const char *summary_json);
-
+/* Appends one level's summary (a JSON object) to runs.summary_json.levels. */
+__attribute__((warn_unused_result)) int store_run_append_level(struct store *s, int64_t run_id, const char *level_json);
 /* Sets runs.fingerprint of a run that has none yet; a run keeps the first one it was
  * given (at store_run_begin or here). 0, -ENOENT (no such run), -ENOMEM or -EIO. */
 __attribute__((warn_unused_result)) int store_run_keep_fingerprint(struct store *s, int64_t run_id,
 								   const char *fingerprint_json);
+
+/* One runs row as read back. Strings are the caller's (store_run_info_finish frees
+ * them); a NULL column reads as NULL. */
+struct store_run_info {
+	int64_t id;
+	char *kind, *workload, *model, *status, *started, *finished, *endpoint;
+	char *protocol_json, *config_hash, *fingerprint, *host_facts, *summary_json;
+};
+/* Reads run id: 0, -ENOENT (no such run; err untouched), or -EIO / -ENOMEM with a message. */
+__attribute__((warn_unused_result)) int store_run_get(struct store *s, int64_t id, struct store_run_info *out,
+						     char *err, size_t errlen);
+void store_run_info_finish(struct store_run_info *r);
+/* A query that lists the header (id, kind, model, status, started, config hash) of
+ * runs a and b, for reports that print the SQL that reproduces their tables. */
+void store_run_pair_sql(int64_t a, int64_t b, char *buf, size_t n);
+/* How many runs the file holds. */
+__attribute__((warn_unused_result)) int store_run_count(struct store *s, int64_t *n, char *err, size_t errlen);
+/* The ids of the runs of kind (NULL: any) and workload (NULL: any), oldest first or
+ * newest first, at most limit of them (0: all). *ids is the caller's to free
+ * (NULL when there are none). */
+__attribute__((warn_unused_result)) int store_run_list(struct store *s, const char *kind, const char *workload,
+						      bool newest_first, size_t limit, int64_t **ids, size_t *n,
+						      char *err, size_t errlen);
+/* The client's ceiling in SSE events per second: summary_json.events_per_s of the
+ * newest finished selftest run; 0 when there is none. */
+__attribute__((warn_unused_result)) int store_selftest_events_per_s(struct store *s, double *events_per_s);
+
+/* ---- bench rows (bench.c) ---- */
 
 /* One measured (or warm-up) request of a bench run. Times are CLOCK_MONOTONIC ns;
  * 0 means "did not happen". completion_tokens = -1 when the server sent no usage. */
@@ -67,6 +113,27 @@ struct store_bench_row {
 };
 __attribute__((warn_unused_result)) int store_bench_insert(struct store *s, const struct store_bench_row *r);
 
+/* A measured bench row as read back for figures. */
+struct store_bench_read {
+	int64_t id, level, stream, seq;
+	int64_t prompt_tokens, cached_tokens, completion_tokens; /* -1: NULL (not reported) */
+	int64_t requested_tokens, sse_events, content_events;
+	int64_t t_intended, t_send, t_first_token, t_last, t_done; /* ns; 0: NULL */
+	const char *error;                                        /* NULL on success */
+	const char *fingerprint_hash, *tag;                       /* "" when NULL */
+};
+/* Calls fn for every 'measure' row of run in (level, stream, seq) order, and
+ * stops at the first non-zero return of fn, which it returns. A row with a
+ * column that is not a number is refused: -EINVAL, "bench_requests id N (run R,
+ * level L): COLUMN holds 'V', not a number; ...". */
+__attribute__((warn_unused_result)) int store_bench_each(struct store *s, int64_t run,
+							int (*fn)(void *ctx, const struct store_bench_read *r),
+							void *ctx, char *err, size_t errlen);
+/* The query store_bench_each runs, for reports that print their SQL. */
+void store_bench_each_sql(int64_t run, char *buf, size_t n);
+
+/* ---- eval rows (eval.c) ---- */
+
 /* One attempt at one task of an eval run (the per-task row). Empty strings are
  * stored as NULL, like absent ones. */
 struct store_eval_row {
@@ -84,6 +151,61 @@ struct store_eval_row {
  * why; a second row for the same run, repeat, task and attempt is refused). */
 __attribute__((warn_unused_result)) int store_eval_insert(struct store *s, const struct store_eval_row *r);
 
+/* An eval row as read back. final is the one rule of which attempt counts: the
+ * highest attempt of its (repeat, task) is the task run's outcome, the others are
+ * retries on the way (every summary and report reads it from here). */
+struct store_eval_read {
+	int64_t id, repeat, attempt;
+	const char *task_id;
+	bool pass, truncated, has_code;
+	bool final;
+	int64_t prompt_tokens, completion_tokens;   /* -1: NULL (unknown) */
+	double seconds, loop_pct;
+	const char *failure_class;                  /* "" when NULL */
+	const char *early_stop, *api_error, *finish_reason; /* NULL when NULL */
+	const char *raw_sha, *reasoning_sha, *detail_json;
+};
+enum store_eval_order {
+	STORE_EVAL_BY_REPEAT, /* repeat, task, attempt */
+	STORE_EVAL_BY_TASK,   /* task, repeat, attempt */
+};
+/* Calls fn for every row of run in the given order; stops at fn's first non-zero
+ * return, which it returns. completion_tokens, seconds and loop_pct must be NULL
+ * or numbers: -EINVAL with "eval_rows id N (run R, task T): COLUMN holds 'V', not
+ * a number; ..." otherwise. */
+__attribute__((warn_unused_result)) int store_eval_each(struct store *s, int64_t run, enum store_eval_order order,
+						       int (*fn)(void *ctx, const struct store_eval_read *r),
+						       void *ctx, char *err, size_t errlen);
+/* The query store_eval_each runs, for reports that print their SQL. */
+void store_eval_each_sql(int64_t run, enum store_eval_order order, char *buf, size_t n);
+
+/* How far a task of a run has got, for resuming: the highest attempt stored
+ * (0: none) and how many of its attempts did not end in api_error (a task whose
+ * attempts all did has no result yet). */
+__attribute__((warn_unused_result)) int store_eval_task_progress(struct store *s, int64_t run, int64_t repeat,
+								const char *task_id, int64_t *max_attempt,
+								int64_t *results);
+
+/* One cell of an export row: type as stored; text is SQLite's text of the value
+ * (numbers too) and n its length in bytes. */
+struct store_cell {
+	enum { STORE_CELL_NULL, STORE_CELL_INT, STORE_CELL_REAL, STORE_CELL_TEXT } type;
+	int64_t i;
+	double d;
+	const char *text;
+	size_t n;
+};
+/* The export's columns, NULL-terminated: eval_rows' columns and the reply's and
+ * reasoning's text ("completion", "reasoning"). */
+extern const char *const store_eval_export_cols[];
+/* Calls fn with the cells of each row of run (one per store_eval_export_cols
+ * entry) in (repeat, task, attempt) order; stops at fn's first non-zero return. */
+__attribute__((warn_unused_result)) int store_eval_export_each(struct store *s, int64_t run,
+							      int (*fn)(void *ctx, const struct store_cell *cells),
+							      void *ctx, char *err, size_t errlen);
+
+/* ---- kl rows (kl.c) ---- */
+
 /* One position of a KL-divergence run (sixi-eval kl): the distributions of the next token
  * after text[0..position] under the reference and the candidate model. */
 struct store_kl_row {
@@ -96,10 +218,20 @@ struct store_kl_row {
 };
 /* Inserts the row (a second row for the same run and position is refused: -EIO). */
 __attribute__((warn_unused_result)) int store_kl_insert(struct store *s, const struct store_kl_row *r);
+/* Calls fn for each row of run in position order (run_id and position filled);
+ * stops at fn's first non-zero return, which it returns. */
+__attribute__((warn_unused_result)) int store_kl_each(struct store *s, int64_t run,
+						     int (*fn)(void *ctx, const struct store_kl_row *r), void *ctx,
+						     char *err, size_t errlen);
+
+/* ---- raw text (store.c) ---- */
 
 /* Stores bytes under their sha256 (idempotent); hex receives the digest. */
 __attribute__((warn_unused_result)) int store_raw_put(struct store *s, const void *p, size_t n, char hex[65]);
+/* The bytes stored under sha (hex), terminated, in *bytes (the caller's to free):
+ * 0, -ENOENT when none are, -ENOMEM or -EIO. */
+__attribute__((warn_unused_result)) int store_raw_get(struct store *s, const char *sha, char **bytes, size_t *n);
 
-/* Begin/commit helpers for writers that batch (tests, importers). */
+/* Runs SQL text as it is: for tests that build a file row by row, never for the programs. */
 __attribute__((warn_unused_result)) int store_exec(struct store *s, const char *sql);
 #endif

@@ -9,7 +9,7 @@
  *  - stats/kl's figures on a hand-made set (mean, nearest-rank p99, perplexities). */
 #include <cjson/cJSON.h>
 #include <math.h>
-#include <sqlite3.h>
+#include "test_sql.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,15 +35,7 @@ static const char *path(const char *name)
 	return buf[k];
 }
 
-static long long count(struct store *s, const char *sql)
-{
-	sqlite3_stmt *st = NULL;
-	long long v = -1;
-	if (sqlite3_prepare_v2(store_db(s), sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-		v = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	return v;
-}
+static long long count(const char *db, const char *sql) { return (long long)test_sql_i64(db, sql); }
 
 static int run(struct store *s, const char *ref, const char *cand, const char *text, int ctx, struct kl_result *r,
 	       char *err, size_t errlen)
@@ -165,17 +157,17 @@ int main(void)
 	char q[256];
 	snprintf(q, sizeof(q), "SELECT count(*) = max(position) + 1 AND min(position) = 0 FROM kl_rows WHERE run = %lld",
 		 (long long)win.run_id);
-	CHECK_EQ_INT(count(s, q), 1);
+	CHECK_EQ_INT(count(path("kl.db"), q), 1);
 	snprintf(q, sizeof(q), "SELECT count(*) FROM kl_rows WHERE run = %lld", (long long)m8.run_id);
-	CHECK_EQ_INT(count(s, q), m8.fig.n);
+	CHECK_EQ_INT(count(path("kl.db"), q), m8.fig.n);
 	snprintf(q, sizeof(q), "SELECT status = 'done' AND workload = 'kl' AND json_extract(summary_json, '$.kl.kl_mean') > 0"
 		 " FROM runs WHERE id = %lld", (long long)m8.run_id);
-	CHECK_EQ_INT(count(s, q), 1);
+	CHECK_EQ_INT(count(path("kl.db"), q), 1);
 	check_report(s, &m8);
 	check_report(s, &self);
 
 	/* bad input: a message each, nothing stored */
-	long long runs_before = count(s, "SELECT count(*) FROM runs");
+	long long runs_before = count(path("kl.db"), "SELECT count(*) FROM runs");
 	struct kl_result r;
 	write_text("one.txt", "a");
 	write_text("bad.txt", "caf\xc3 au lait");
@@ -199,7 +191,7 @@ int main(void)
 		if (!CHECK(strstr(err, bad[i].want) != NULL))
 			fprintf(stderr, "expected '%s' in the message\n", bad[i].want);
 	}
-	CHECK_EQ_INT(count(s, "SELECT count(*) FROM runs"), runs_before);
+	CHECK_EQ_INT(count(path("kl.db"), "SELECT count(*) FROM runs"), runs_before);
 	/* the report refuses a run that does not exist */
 	int64_t none = 9999;
 	FILE *devnull = fopen("/dev/null", "w");

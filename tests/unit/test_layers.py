@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Every `#include "area/..."` in src/ must be allowed by the table in src/README.md:
-an area includes itself and the areas its row names. Prints each violation."""
+an area includes itself and the areas its row names; sqlite3.h (and so any SQL) and
+store/internal.h belong to src/store/ alone. Prints each violation."""
 import os
 import re
 import sys
@@ -29,6 +30,11 @@ for area in sorted(os.listdir(src)):
         if not re.search(r'\.(c|h|cu)$', name):
             continue
         for n, line in enumerate(open(os.path.join(d, name), encoding='utf-8', errors='replace'), 1):
+            if area != 'store' and re.match(r'\s*#\s*include\s+(<sqlite3\.h>|"store/internal\.h")', line):
+                print('src/%s/%s:%d includes %s: only src/store/ talks to SQLite (add a named '
+                      'function to store.h instead)' % (area, name, n, line.split()[-1]))
+                bad += 1
+                continue
             m = re.match(r'\s*#\s*include\s+"([a-z_]+)/', line)
             if not m:
                 continue

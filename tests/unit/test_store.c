@@ -2,18 +2,11 @@
 #include "test.h"
 #include "store/store.h"
 #include <errno.h>
+#include "test_sql.h"
 #include <sqlite3.h>
 #include <unistd.h>
 
-static int64_t count(struct store *s, const char *sql)
-{
-	sqlite3_stmt *st;
-	int64_t n = -1;
-	if (sqlite3_prepare_v2(store_db(s), sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-		n = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	return n;
-}
+static int64_t count(const char *path, const char *sql) { return test_sql_i64(path, sql); }
 
 /* A version-1 file as sixi 0.1 wrote it (bench rows in a rowid table with a
  * (run, level) index, ids global), two runs with interleaved rows; opening it
@@ -64,25 +57,25 @@ static void test_migrate_v1(void)
 	if (!CHECK(s != NULL)) fprintf(stderr, "%s\n", err);
 	if (!s)
 		return;
-	CHECK_EQ_INT(count(s, "SELECT version FROM schema_version"), STORE_SCHEMA_VERSION);
-	CHECK_EQ_INT(count(s, "SELECT count(*) FROM sqlite_master WHERE name = 'kl_rows'"), 1); /* version 3 */
-	CHECK_EQ_INT(count(s, "SELECT count(*) FROM sqlite_master WHERE name = 'bench_requests'"
+	CHECK_EQ_INT(count(path, "SELECT version FROM schema_version"), STORE_SCHEMA_VERSION);
+	CHECK_EQ_INT(count(path, "SELECT count(*) FROM sqlite_master WHERE name = 'kl_rows'"), 1); /* version 3 */
+	CHECK_EQ_INT(count(path, "SELECT count(*) FROM sqlite_master WHERE name = 'bench_requests'"
 			      " AND sql LIKE '%WITHOUT ROWID'"), 1);
-	CHECK_EQ_INT(count(s, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'bench_requests'"
+	CHECK_EQ_INT(count(path, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'bench_requests'"
 			      " AND sql IS NOT NULL"), 0);
-	CHECK_EQ_INT(count(s, "SELECT count(*) FROM bench_requests"), 5);
+	CHECK_EQ_INT(count(path, "SELECT count(*) FROM bench_requests"), 5);
 	/* every row kept with its id, run and values */
-	CHECK_EQ_INT(count(s, "SELECT sum(id * 1000 + run * 100 + coalesce(completion_tokens, 0)) FROM bench_requests"),
+	CHECK_EQ_INT(count(path, "SELECT sum(id * 1000 + run * 100 + coalesce(completion_tokens, 0)) FROM bench_requests"),
 		     15000 + 700 + 100);
-	CHECK_EQ_INT(count(s, "SELECT error = 'timeout' FROM bench_requests WHERE id = 3"), 1);
+	CHECK_EQ_INT(count(path, "SELECT error = 'timeout' FROM bench_requests WHERE id = 3"), 1);
 	struct store_bench_row row = { .run_id = 2, .level = 1, .stream = 0, .seq = 2, .completion_tokens = 50,
 				       .t_send = 1, .t_done = 9 };
 	CHECK(store_bench_insert(s, &row) == 0);
 	row.run_id = 1;
 	CHECK(store_bench_insert(s, &row) == 0);
 	CHECK(store_bench_insert(s, &row) == 0);
-	CHECK_EQ_INT(count(s, "SELECT max(id) FROM bench_requests WHERE run = 2"), 5);
-	CHECK_EQ_INT(count(s, "SELECT group_concat(id) = '1,3,5,6,7' FROM (SELECT id FROM bench_requests"
+	CHECK_EQ_INT(count(path, "SELECT max(id) FROM bench_requests WHERE run = 2"), 5);
+	CHECK_EQ_INT(count(path, "SELECT group_concat(id) = '1,3,5,6,7' FROM (SELECT id FROM bench_requests"
 			      " WHERE run = 1 ORDER BY id)"), 1);
 	/* a fresh run starts at 1 */
 	int64_t run = 0;
@@ -91,11 +84,89 @@ static void test_migrate_v1(void)
 	CHECK_EQ_INT(run, 3);
 	row.run_id = run;
 	CHECK(store_bench_insert(s, &row) == 0);
-	CHECK_EQ_INT(count(s, "SELECT id FROM bench_requests WHERE run = 3"), 1);
-	sqlite3_stmt *st;
-	CHECK(sqlite3_prepare_v2(store_db(s), "PRAGMA integrity_check", -1, &st, NULL) == SQLITE_OK);
-	CHECK(sqlite3_step(st) == SQLITE_ROW && strcmp((const char *)sqlite3_column_text(st, 0), "ok") == 0);
-	sqlite3_finalize(st);
+	CHECK_EQ_INT(count(path, "SELECT id FROM bench_requests WHERE run = 3"), 1);
+	char ok[64];
+	CHECK_EQ_STR(test_sql_text(path, "PRAGMA integrity_check", ok, sizeof ok), "ok");
+	store_close(s);
+	unlink(path);
+}
+
+/* What store_eval_each handed out: "repeat/task/attempt[F]" per row, F for final. */
+static int collect(void *ctx, const struct store_eval_read *r)
+{
+	char *out = ctx;
+	size_t n = strlen(out);
+	snprintf(out + n, 512 - n, "%s%lld/%s/%lld%s", n ? " " : "", (long long)r->repeat, r->task_id,
+		 (long long)r->attempt, r->final ? "F" : "");
+	return 0;
+}
+
+static int stop_at_two(void *ctx, const struct store_eval_read *r)
+{
+	(void)r;
+	return ++*(int *)ctx == 2 ? -ECANCELED : 0;
+}
+
+/* The readers: the final attempt of each (repeat, task) in both orders, a run read
+ * back, the run lists, a refused non-number, a callback that stops the walk. */
+static void test_readers(void)
+{
+	char path[] = "/tmp/sixi-test-store-read-XXXXXX";
+	int fd = mkstemp(path);
+	close(fd);
+	unlink(path);
+	char err[512] = "";
+	struct store *s = store_open(path, err, sizeof err);
+	if (!CHECK(s != NULL))
+		return;
+	int64_t run = 0, other = 0;
+	struct store_run r = { .kind = "eval", .workload = "eval", .protocol_json = "{\"a\":1}", .model = "m" };
+	struct store_run b = { .kind = "bench", .workload = "sweep", .protocol_json = "{}" };
+	CHECK(store_run_begin(s, &r, &run) == 0 && store_run_begin(s, &b, &other) == 0);
+	static const struct { int rep; const char *task; int attempt; } rows[] = {
+		{ 0, "t2", 1 }, { 0, "t1", 1 }, { 0, "t1", 2 }, { 1, "t1", 1 }, { 1, "t2", 1 }, { 1, "t2", 2 }, { 1, "t2", 3 },
+	};
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		struct store_eval_row w = { .run_id = run, .repeat = rows[i].rep, .attempt = rows[i].attempt,
+					    .task_id = rows[i].task, .prompt_tokens = -1, .completion_tokens = 5,
+					    .failure_class = "wrong" };
+		CHECK(store_eval_insert(s, &w) == 0);
+	}
+	char out[512] = "";
+	CHECK(store_eval_each(s, run, STORE_EVAL_BY_REPEAT, collect, out, err, sizeof err) == 0);
+	CHECK_EQ_STR(out, "0/t1/1 0/t1/2F 0/t2/1F 1/t1/1F 1/t2/1 1/t2/2 1/t2/3F");
+	out[0] = 0;
+	CHECK(store_eval_each(s, run, STORE_EVAL_BY_TASK, collect, out, err, sizeof err) == 0);
+	CHECK_EQ_STR(out, "0/t1/1 0/t1/2F 1/t1/1F 0/t2/1F 1/t2/1 1/t2/2 1/t2/3F");
+	int calls = 0;
+	CHECK(store_eval_each(s, run, STORE_EVAL_BY_TASK, stop_at_two, &calls, err, sizeof err) == -ECANCELED);
+	CHECK_EQ_INT(calls, 2);
+	int64_t max_attempt = -1, results = -1;
+	CHECK(store_eval_task_progress(s, run, 1, "t2", &max_attempt, &results) == 0);
+	CHECK(max_attempt == 3 && results == 3);
+	CHECK(store_eval_task_progress(s, run, 7, "t2", &max_attempt, &results) == 0);
+	CHECK(max_attempt == 0 && results == 0);
+	struct store_run_info info;
+	CHECK(store_run_get(s, run, &info, err, sizeof err) == 0);
+	CHECK(info.kind && strcmp(info.kind, "eval") == 0 && info.model && strcmp(info.model, "m") == 0);
+	CHECK(info.protocol_json && strcmp(info.protocol_json, "{\"a\":1}") == 0 && info.fingerprint == NULL);
+	store_run_info_finish(&info);
+	CHECK(store_run_keep_fingerprint(s, run, "[1]") == 0);
+	CHECK(store_run_get(s, run, &info, err, sizeof err) == 0 && info.fingerprint && strcmp(info.fingerprint, "[1]") == 0);
+	store_run_info_finish(&info);
+	CHECK(store_run_get(s, 99, &info, err, sizeof err) == -ENOENT);
+	int64_t *ids = NULL, n = 0;
+	size_t nids = 0;
+	CHECK(store_run_count(s, &n, err, sizeof err) == 0 && n == 2);
+	CHECK(store_run_list(s, "bench", NULL, true, 0, &ids, &nids, err, sizeof err) == 0 && nids == 1 && ids[0] == other);
+	free(ids);
+	CHECK(store_run_list(s, NULL, NULL, true, 1, &ids, &nids, err, sizeof err) == 0 && nids == 1 && ids[0] == other);
+	free(ids);
+	CHECK(store_run_list(s, NULL, "kl", false, 0, &ids, &nids, err, sizeof err) == 0 && nids == 0 && ids == NULL);
+	CHECK(store_exec(s, "UPDATE eval_rows SET seconds = 'nan' WHERE attempt = 3") == 0);
+	out[0] = 0;
+	CHECK(store_eval_each(s, run, STORE_EVAL_BY_REPEAT, collect, out, err, sizeof err) == -EINVAL);
+	CHECK(strstr(err, "eval_rows id 7 (run 1, task t2): seconds holds 'nan', not a number") != NULL);
 	store_close(s);
 	unlink(path);
 }
@@ -103,6 +174,7 @@ static void test_migrate_v1(void)
 int main(void)
 {
 	test_migrate_v1();
+	test_readers();
 	char path[] = "/tmp/sixi-test-store-XXXXXX";
 	int fd = mkstemp(path);
 	close(fd);
@@ -112,7 +184,7 @@ int main(void)
 	if (!CHECK(s != NULL)) fprintf(stderr, "%s\n", err);
 	if (!s)
 		return test_done();
-	CHECK_EQ_INT(count(s, "SELECT version FROM schema_version"), STORE_SCHEMA_VERSION);
+	CHECK_EQ_INT(count(path, "SELECT version FROM schema_version"), STORE_SCHEMA_VERSION);
 	int64_t run = 0;
 	struct store_run r = { .kind = "bench", .workload = "sweep", .protocol_json = "{\"a\":1}" };
 	CHECK(store_run_begin(s, &r, &run) == 0);
@@ -124,22 +196,22 @@ int main(void)
 	row.completion_tokens = -1;
 	row.error = "usage";
 	CHECK(store_bench_insert(s, &row) == 0);
-	CHECK_EQ_INT(count(s, "SELECT count(*) FROM bench_requests WHERE completion_tokens IS NULL AND error='usage'"), 1);
-	CHECK_EQ_INT(count(s, "SELECT sum(completion_tokens) FROM bench_requests"), 64);
+	CHECK_EQ_INT(count(path, "SELECT count(*) FROM bench_requests WHERE completion_tokens IS NULL AND error='usage'"), 1);
+	CHECK_EQ_INT(count(path, "SELECT sum(completion_tokens) FROM bench_requests"), 64);
 	CHECK(store_run_set_summary(s, run, "{\"x\":1}") == 0);
 	CHECK(store_run_set_summary(s, run, "{\"y\":2}") == 0);
-	CHECK_EQ_INT(count(s, "SELECT json_extract(summary_json, '$.x') + json_extract(summary_json, '$.y') FROM runs"), 3);
+	CHECK_EQ_INT(count(path, "SELECT json_extract(summary_json, '$.x') + json_extract(summary_json, '$.y') FROM runs"), 3);
 	/* a run keeps the first fingerprint it was given */
 	CHECK(store_run_keep_fingerprint(s, run, "{\"a\":1}") == 0);
 	CHECK(store_run_keep_fingerprint(s, run, "{\"a\":2}") == 0);
-	CHECK_EQ_INT(count(s, "SELECT json_extract(fingerprint, '$.a') FROM runs"), 1);
+	CHECK_EQ_INT(count(path, "SELECT json_extract(fingerprint, '$.a') FROM runs"), 1);
 	CHECK(store_run_keep_fingerprint(s, run + 1000, "{}") == -ENOENT);
 	CHECK(store_run_finish(s, run, "done") == 0);
 	char hex[65], hex2[65];
 	CHECK(store_raw_put(s, "abc", 3, hex) == 0);
 	CHECK(store_raw_put(s, "abc", 3, hex2) == 0);
 	CHECK_EQ_STR(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-	CHECK_EQ_INT(count(s, "SELECT count(*) FROM raw_text"), 1);
+	CHECK_EQ_INT(count(path, "SELECT count(*) FROM raw_text"), 1);
 	/* eval rows: values kept, empty strings stored as NULL, a second row for the
 	 * same run, repeat, task and attempt refused */
 	struct store_run er = { .kind = "eval", .workload = "eval", .protocol_json = "{}" };
@@ -150,18 +222,18 @@ int main(void)
 				     .early_stop = "", .failure_class = "pass", .finish_reason = "stop",
 				     .raw_sha = hex, .detail_json = "{\"k\":1}" };
 	CHECK(store_eval_insert(s, &ev) == 0);
-	CHECK_EQ_INT(count(s, "SELECT count(*) FROM eval_rows WHERE task_id = 't/1' AND repeat_index = 1 AND attempt = 2"
+	CHECK_EQ_INT(count(path, "SELECT count(*) FROM eval_rows WHERE task_id = 't/1' AND repeat_index = 1 AND attempt = 2"
 			      " AND pass = 1 AND prompt_tokens = 7 AND completion_tokens IS NULL AND seconds = 1.5"
 			      " AND loop_pct = 12.5 AND early_stop IS NULL AND api_error IS NULL"
 			      " AND failure_class = 'pass' AND finish_reason = 'stop' AND reasoning_sha256 IS NULL"
 			      " AND json_extract(grader_detail, '$.k') = 1"), 1);
 	CHECK(store_eval_insert(s, &ev) != 0);
-	CHECK_EQ_INT(count(s, "SELECT count(*) FROM eval_rows"), 1);
+	CHECK_EQ_INT(count(path, "SELECT count(*) FROM eval_rows"), 1);
 	/* a bad failure class is refused by the schema */
 	ev.attempt = 3;
 	ev.failure_class = "nonsense";
 	CHECK(store_eval_insert(s, &ev) != 0);
-	CHECK_EQ_INT(count(s, "SELECT count(*) FROM eval_rows"), 1);
+	CHECK_EQ_INT(count(path, "SELECT count(*) FROM eval_rows"), 1);
 	/* a bad kind is refused by the schema, not stored */
 	struct store_run bad = { .kind = "nonsense" };
 	CHECK(store_run_begin(s, &bad, &run) != 0);
@@ -169,7 +241,7 @@ int main(void)
 	/* reopening migrates nothing and keeps rows */
 	s = store_open(path, err, sizeof err);
 	CHECK(s != NULL);
-	CHECK_EQ_INT(count(s, "SELECT count(*) FROM bench_requests"), 2);
+	CHECK_EQ_INT(count(path, "SELECT count(*) FROM bench_requests"), 2);
 	/* a file from the future is refused with a message */
 	CHECK(store_exec(s, "UPDATE schema_version SET version = 99") == 0);
 	store_close(s);

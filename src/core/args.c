@@ -342,13 +342,14 @@ void args_help(const struct args_spec *s, unsigned cmd, FILE *f)
 		if (o->kind == ARGS_SECTION) {
 			/* a heading is printed only when an option under it is */
 			const struct args_opt *q = o + 1;
-			while (q->kind != ARGS_END && q->kind != ARGS_SECTION && q->cmds && cmd && !(q->cmds & cmd))
+			while (q->kind != ARGS_END && q->kind != ARGS_SECTION &&
+			       (!q->help || (q->cmds && cmd && !(q->cmds & cmd))))
 				q++;
 			if (q->kind != ARGS_END && q->kind != ARGS_SECTION)
 				fprintf(f, "\n%s\n", o->help);
 			continue;
 		}
-		if (o->cmds && cmd && !(o->cmds & cmd))
+		if (!o->help || (o->cmds && cmd && !(o->cmds & cmd)))
 			continue;
 		char head[128];
 		int w = snprintf(head, sizeof head, "  %s%s%s", o->name, takes_value(o) ? " " : "",

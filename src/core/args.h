@@ -70,7 +70,7 @@ struct args_opt {
 	const char *what;     /* ENUM: what a value is, for errors ("drafter"); NULL: "value" */
 	args_call_fn call;    /* CALL */
 	unsigned cmds;        /* commands (bit mask) that accept it; 0: all */
-	const char *help;     /* one line; '\n' starts another, indented */
+	const char *help;     /* one line; '\n' starts another, indented; NULL: not in --help */
 };
 
 struct args_spec {

@@ -1,5 +1,6 @@
 /* sixi-report — statistics and reports computed from stored rows only.
  * Parses arguments and wires src/report and src/stats together; see README.md. */
+#include "core/args.h"
 #include "core/log.h"
 #include "core/json.h"
 #include "report/build.h"
@@ -143,65 +144,74 @@ static int cmd_report(const char *command, int argc, char **argv)
 	return rc ? 2 : 0;
 }
 
+/* ---- check and kl: option tables (compare and bench parse theirs in report/) ---- */
+
+enum { CHECK = 1u << 0, KL = 1u << 1 };
+
+struct report_opts {
+	const char *db;
+	bool json;
+};
+
+static const struct args_opt options[] = {
+	ARGS_STRING_OPT("--db", "DB", struct report_opts, db, CHECK | KL, "the database (check: the one the report names)"),
+	ARGS_FLAG_OPT("--json", struct report_opts, json, true, KL, "print the table as JSON"),
+	ARGS_TABLE_END,
+};
+
 static int cmd_check(int argc, char **argv)
 {
-	const char *report = NULL, *db = NULL;
-	for (int i = 0; i < argc; i++) {
-		if (strcmp(argv[i], "--db") == 0 && i + 1 < argc)
-			db = argv[++i];
-		else if (!report && argv[i][0] != '-')
-			report = argv[i];
-		else {
-			log_error("check: unexpected argument '%s' (usage: sixi-report check REPORT [--db DB])", argv[i]);
-			return 2;
-		}
-	}
-	if (!report) {
+	struct report_opts o = { 0 };
+	const char *report[1] = { NULL };
+	struct args_spec s = { .prog = "sixi-report check", .usage = "usage: sixi-report check REPORT [--db DB]\n",
+			       .opts = options, .max_pos = 1 };
+	int rc = args_cli(&s, CHECK, argc, argv, &o, report, NULL);
+	if (rc != ARGS_CONTINUE)
+		return rc;
+	if (!report[0]) {
 		log_error("check: which report? (usage: sixi-report check REPORT [--db DB])");
 		return 2;
 	}
 	char err[1024] = "";
 	size_t changed = 0, total = 0;
-	int rc = report_check(report, db, stdout, &changed, &total, err, sizeof err);
+	rc = report_check(report[0], o.db, stdout, &changed, &total, err, sizeof err);
 	if (rc < 0) {
 		log_error("%s", err[0] ? err : strerror(-rc));
 		return 2;
 	}
 	if (rc == 0)
-		printf("%s: all %zu numbers match the database\n", report, total);
+		printf("%s: all %zu numbers match the database\n", report[0], total);
 	else
-		printf("%s: %zu of %zu numbers changed since the report was rendered\n", report, changed, total);
+		printf("%s: %zu of %zu numbers changed since the report was rendered\n", report[0], changed, total);
 	return rc;
 }
 
 /* sixi-report kl [RUN...] [--db DB] [--json] */
 static int cmd_kl(int argc, char **argv)
 {
-	const char *db = STORE_DEFAULT_PATH;
-	bool json = false;
-	int64_t runs[256];
-	size_t n = 0;
-	for (int i = 0; i < argc; i++) {
-		char *end = NULL;
-		if (strcmp(argv[i], "--db") == 0 && i + 1 < argc) {
-			db = argv[++i];
-		} else if (strcmp(argv[i], "--json") == 0) {
-			json = true;
-		} else if (argv[i][0] != '-' && n < 256 && (runs[n] = strtoll(argv[i], &end, 10)) > 0 && end && !*end) {
-			n++;
-		} else {
-			log_error("kl: unexpected argument '%s' (usage: sixi-report kl [RUN...] [--db DB] [--json])", argv[i]);
+	enum { MAX_RUNS = 256 };
+	struct report_opts o = { .db = STORE_DEFAULT_PATH };
+	const char *pos[MAX_RUNS];
+	int n = 0;
+	struct args_spec s = { .prog = "sixi-report kl", .usage = "usage: sixi-report kl [RUN...] [--db DB] [--json]\n",
+			       .opts = options, .max_pos = MAX_RUNS };
+	int rc = args_cli(&s, KL, argc, argv, &o, pos, &n);
+	if (rc != ARGS_CONTINUE)
+		return rc;
+	int64_t runs[MAX_RUNS];
+	char err[1024] = "";
+	for (int i = 0; i < n; i++)
+		if (args_i64("kl RUN", pos[i], 1, INT64_MAX, &runs[i], err, sizeof err) != 0) {
+			log_error("%s (usage: sixi-report kl [RUN...] [--db DB] [--json])", err);
 			return 2;
 		}
-	}
-	char err[1024] = "";
-	struct store *s = report_db_open(db, err, sizeof err);
-	if (!s) {
+	struct store *st = report_db_open(o.db, err, sizeof err);
+	if (!st) {
 		log_error("%s", err);
 		return 2;
 	}
-	int rc = report_kl(s, runs, n, json, stdout, err, sizeof err);
-	store_close(s);
+	rc = report_kl(st, runs, (size_t)n, o.json, stdout, err, sizeof err);
+	store_close(st);
 	if (rc) {
 		log_error("kl: %s", err);
 		return 2;

@@ -307,6 +307,16 @@ int args_parse(const struct args_spec *s, unsigned cmd, int argc, char **argv, v
 		const char *eq = strchr(a, '=');
 		size_t len = eq ? (size_t)(eq - a) : strlen(a);
 		const struct args_opt *o = find(s, cmd, a, len);
+		if (!o && s->forward) {
+			if (np >= s->max_pos) {
+				snprintf(err, errlen, "too many arguments (at most %d)", s->max_pos);
+				return -EINVAL;
+			}
+			pos[np++] = a;
+			if (n_pos)
+				*n_pos = np;
+			continue;
+		}
 		if (!o) {
 			snprintf(err, errlen, "unknown option '%.*s'%s%s%s (see %s --help)", (int)len, a,
 				 s->cmd ? " for '" : "", s->cmd ? s->cmd : "", s->cmd ? "'" : "", s->prog);

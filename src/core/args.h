@@ -15,6 +15,7 @@
  * string fields point into argv. */
 #ifndef SIXI_CORE_ARGS_H
 #define SIXI_CORE_ARGS_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -80,6 +81,9 @@ struct args_spec {
 	const char *epilog;   /* printed after them; may be NULL */
 	const struct args_opt *opts;
 	int max_pos;          /* positional words accepted */
+	bool forward;         /* words the table does not name (options, their values and
+			         positionals) go to pos in order, for a module that parses them
+			         with its own table */
 };
 
 /* The field of a row: ARGS_AT(struct opts, cfg.max_tokens). */

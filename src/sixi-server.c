@@ -343,6 +343,128 @@ static int open_device(const char *device, const char *model, const char *draft,
 #endif
 }
 
+/* ---- from the options to a running server ---- */
+
+/* What needs several options together; the rollback mode (0 none, 1 log, 2 snapshot),
+ * or -1 after one message. */
+static int check_opts(struct server_opts *o)
+{
+	const char *why = !o->simulate && !o->model ? "say what to serve: --simulate thor (no model needed) or --model FILE.gguf"
+			  : o->simulate && o->model ? "--simulate and --model exclude each other; pick one"
+			  : o->draft && o->spec == 1 ? "--draft and --spec off exclude each other"
+			  : (o->spec == 0 || o->draft) && !o->model
+				  ? "--spec needs --model (the simulated device keeps no state to roll back)"
+				  : NULL;
+	if (why) {
+		fprintf(stderr, "sixi-server: %s\n", why);
+		return -1;
+	}
+	if (o->spec != 0 && !o->draft)
+		return 0;
+	o->cfg.sched.spec_draft_max = (int32_t)o->draft_max;
+	return o->rollback + 1;
+}
+
+/* The engine the options ask for, sized to parallel x context; NULL after a message.
+ * sim_cfg (the simulated device, --simulate) is finished here. */
+static struct engine *open_engine(const struct server_opts *o, int rb_mode, int cuda_dev, int64_t parallel,
+				  int64_t context, struct sim_config *sim_cfg)
+{
+	char err[1024];
+	struct engine *e = NULL;
+	int draft_max = (int)o->draft_max;
+	if (o->model && cuda_dev >= 0) {
+#ifdef SIXI_HAVE_CUDA
+		e = cuda_engine_open(o->model, cuda_dev, (int)parallel, (int)context, rb_mode ? draft_max + 1 : 0, err,
+				     sizeof err);
+		if (!e) {
+			fprintf(stderr, "sixi-server: --device cuda:%d: %s\n", cuda_dev, err);
+			return NULL;
+		}
+		if (rb_mode)
+			log_info("speculative decoding: n-gram drafts of up to %d tokens, rollback by log on the GPU: %.1f KiB "
+				 "for %d slots",
+				 draft_max, (double)e->mem_rollback / 1024.0, (int)parallel);
+		log_info("GPU state memory: KV cache %.1f MiB, GDN state %.1f MiB, conv windows %.1f MiB, rollback %.1f MiB",
+			 (double)e->mem_kv / 1048576.0, (double)e->mem_gdn_state / 1048576.0, (double)e->mem_conv / 1048576.0,
+			 (double)e->mem_rollback / 1048576.0);
+#endif
+		return e;
+	}
+	if (!o->model) {
+		e = sim_engine_create(sim_cfg);
+		sim_config_finish(sim_cfg);
+		if (!e)
+			fprintf(stderr, "sixi-server: cannot create the simulated engine: %s\n", strerror(errno));
+		return e;
+	}
+	e = real_engine_open(o->model, (int)parallel, (int)context, (int)o->threads, err, sizeof err);
+	if (!e) {
+		fprintf(stderr, "sixi-server: %s\n", err);
+		return NULL;
+	}
+	size_t rb_bytes = 0;
+	/* a step verifies the last token and its drafts: draft_max + 1 rows */
+	if (rb_mode && real_engine_set_rollback(e, rb_mode, draft_max + 1, &rb_bytes, err, sizeof err) != 0) {
+		fprintf(stderr, "sixi-server: --spec: %s\n", err);
+		engine_destroy(e);
+		return NULL;
+	}
+	if (o->draft && real_engine_set_draft(e, o->draft, draft_max, (int)o->threads, err, sizeof err) != 0) {
+		fprintf(stderr, "sixi-server: --draft %s\n", err);
+		engine_destroy(e);
+		return NULL;
+	}
+	if (rb_mode)
+		log_info("speculative decoding: %s drafts of up to %d tokens, rollback by %s: %.1f KiB for %d slots",
+			 o->draft ? "draft-model" : "n-gram", draft_max, rollback_names[o->rollback],
+			 (double)rb_bytes / 1024.0, (int)parallel);
+	log_info("state memory: KV cache %.1f MiB, GDN state %.1f MiB, conv windows %.1f MiB, rollback %.1f MiB "
+		 "(a snapshot ring of the same depth: %.1f MiB)",
+		 (double)e->mem_kv / 1048576.0, (double)e->mem_gdn_state / 1048576.0, (double)e->mem_conv / 1048576.0,
+		 (double)e->mem_rollback / 1048576.0, (double)e->mem_snapshot_ring / 1048576.0);
+	return e;
+}
+
+/* Writes --pid-file (*wrote_pid) and --port-file, says where it listens, and with
+ * --json prints the line a harness reads. 0, or -1 after a message. */
+static int announce(const struct server_opts *o, struct server *srv, const struct engine *e, bool *wrote_pid)
+{
+	char line[64];
+	if (o->pid_file) {
+		snprintf(line, sizeof line, "%ld\n", (long)getpid());
+		if (write_file_atomic(o->pid_file, line) != 0) {
+			fprintf(stderr, "sixi-server: cannot write --pid-file %s\n", o->pid_file);
+			return -1;
+		}
+		*wrote_pid = true;
+	}
+	if (o->port_file) {
+		snprintf(line, sizeof line, "%d\n", server_port(srv));
+		if (write_file_atomic(o->port_file, line) != 0) {
+			fprintf(stderr, "sixi-server: cannot write --port-file %s\n", o->port_file);
+			return -1;
+		}
+	}
+	fprintf(stderr, "listening on %s:%d\n", o->cfg.http.host, server_port(srv));
+	if (o->json) {
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddStringToObject(j, "host", o->cfg.http.host);
+		cJSON_AddNumberToObject(j, "port", server_port(srv));
+		cJSON_AddNumberToObject(j, "pid", (double)getpid());
+		cJSON_AddStringToObject(j, "model", e->name);
+		cJSON_AddNumberToObject(j, "parallel", e->n_slots);
+		cJSON_AddNumberToObject(j, "context", e->n_ctx);
+		char *text = cJSON_PrintUnformatted(j);
+		if (text)
+			printf("%s\n", text);
+		fflush(stdout);
+		free(text);
+		cJSON_Delete(j);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	log_set_program("sixi-server");
@@ -359,37 +481,11 @@ int main(int argc, char **argv)
 	int rc = args_cli(&s, 0, argc - 1, argv + 1, &o, NULL, NULL);
 	if (rc != ARGS_CONTINUE)
 		return rc;
-	rc = 1;
 	if (o.log_level >= 0)
 		log_set_level((enum log_level)o.log_level);
-	struct server_config cfg = o.cfg;
-	const char *simulate = o.simulate, *model = o.model, *draft = o.draft, *pid_file = o.pid_file;
-	int64_t parallel = o.parallel, context = o.context, draft_max = o.draft_max;
-	uint64_t mem_limit = o.mem_limit;
-	const char *rollback = rollback_names[o.rollback];
-	char err[1024];
-	if (!simulate && !model) {
-		fprintf(stderr, "sixi-server: say what to serve: --simulate thor (no model needed) or --model FILE.gguf\n");
+	int rb_mode = check_opts(&o);
+	if (rb_mode < 0)
 		return 2;
-	}
-	if (simulate && model) {
-		fprintf(stderr, "sixi-server: --simulate and --model exclude each other; pick one\n");
-		return 2;
-	}
-	int rb_mode = 0;
-	if (draft && o.spec == 1) {
-		fprintf(stderr, "sixi-server: --draft and --spec off exclude each other\n");
-		return 2;
-	}
-	if (o.spec == 0 || draft) {
-		if (!model) {
-			fprintf(stderr, "sixi-server: --spec needs --model (the simulated device keeps no state to roll "
-				"back)\n");
-			return 2;
-		}
-		rb_mode = o.rollback + 1;
-		cfg.sched.spec_draft_max = (int32_t)draft_max;
-	}
 	/* Signals become events on the loop: block them in every thread first, before the CUDA
 	 * runtime (open_device) starts threads of its own. */
 	sigset_t set;
@@ -398,128 +494,45 @@ int main(int argc, char **argv)
 	sigaddset(&set, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	int cuda_dev = -1;
-	if (open_device(o.device, model, draft, rb_mode, &cuda_dev, &mem_limit) != 0)
+	uint64_t mem_limit = o.mem_limit;
+	if (open_device(o.device, o.model, o.draft, rb_mode, &cuda_dev, &mem_limit) != 0)
 		return 2;
-	struct engine *e = NULL;
-	struct server *srv = NULL;
-	bool wrote_pid = false;
-	int sfd = -1;
+	/* sizing, before anything is allocated */
+	int64_t parallel = o.parallel, context = o.context;
 	struct sim_config sim_cfg = { .n_script = 0 };
-	uint32_t spec_rows = rb_mode ? (uint32_t)draft_max + 1 : 0;
-	int sized = model ? size_model(model, &parallel, &context, mem_limit, cfg.sched.prefill_chunk,
-				       rb_mode == 1 ? spec_rows : 0, rb_mode == 2 ? spec_rows : 0)
-			  : open_sim(simulate, o.time_scale, parallel, context, mem_limit, &sim_cfg);
+	uint32_t spec_rows = rb_mode ? (uint32_t)o.draft_max + 1 : 0;
+	int sized = o.model ? size_model(o.model, &parallel, &context, mem_limit, o.cfg.sched.prefill_chunk,
+					 rb_mode == 1 ? spec_rows : 0, rb_mode == 2 ? spec_rows : 0)
+			    : open_sim(o.simulate, o.time_scale, parallel, context, mem_limit, &sim_cfg);
 	if (sized != 0)
 		return sized == -ENOMEM ? 3 : 2;
-
 	signal(SIGPIPE, SIG_IGN);
-	sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	int sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (sfd < 0) {
 		fprintf(stderr, "sixi-server: signalfd: %s\n", strerror(errno));
 		sim_config_finish(&sim_cfg);
 		return 1;
 	}
 	raise_fd_limit();
-
-	if (model && cuda_dev >= 0) {
-#ifdef SIXI_HAVE_CUDA
-		e = cuda_engine_open(model, cuda_dev, (int)parallel, (int)context, rb_mode ? (int)draft_max + 1 : 0, err,
-				     sizeof err);
-		if (!e) {
-			fprintf(stderr, "sixi-server: --device cuda:%d: %s\n", cuda_dev, err);
-			goto out;
-		}
-		if (rb_mode)
-			log_info("speculative decoding: n-gram drafts of up to %d tokens, rollback by log on the GPU: %.1f KiB "
-				 "for %d slots",
-				 (int)draft_max, (double)e->mem_rollback / 1024.0, (int)parallel);
-		log_info("GPU state memory: KV cache %.1f MiB, GDN state %.1f MiB, conv windows %.1f MiB, rollback %.1f MiB",
-			 (double)e->mem_kv / 1048576.0, (double)e->mem_gdn_state / 1048576.0, (double)e->mem_conv / 1048576.0,
-			 (double)e->mem_rollback / 1048576.0);
-#endif
-	} else if (model) {
-		e = real_engine_open(model, (int)parallel, (int)context, (int)o.threads, err, sizeof err);
-		if (!e) {
-			fprintf(stderr, "sixi-server: %s\n", err);
-			goto out;
-		}
-		size_t rb_bytes = 0;
-		/* a step verifies the last token and its drafts: draft_max + 1 rows */
-		if (rb_mode && real_engine_set_rollback(e, rb_mode, (int)draft_max + 1, &rb_bytes, err, sizeof err) != 0) {
-			fprintf(stderr, "sixi-server: --spec: %s\n", err);
-			goto out;
-		}
-		if (draft && real_engine_set_draft(e, draft, (int)draft_max, (int)o.threads, err, sizeof err) != 0) {
-			fprintf(stderr, "sixi-server: --draft %s\n", err);
-			goto out;
-		}
-		if (rb_mode)
-			log_info("speculative decoding: %s drafts of up to %d tokens, rollback by %s: %.1f KiB for %d "
-				 "slots",
-				 draft ? "draft-model" : "n-gram", (int)draft_max, rollback, (double)rb_bytes / 1024.0,
-				 (int)parallel);
-		log_info("state memory: KV cache %.1f MiB, GDN state %.1f MiB, conv windows %.1f MiB, rollback %.1f MiB "
-			 "(a snapshot ring of the same depth: %.1f MiB)",
-			 (double)e->mem_kv / 1048576.0, (double)e->mem_gdn_state / 1048576.0, (double)e->mem_conv / 1048576.0,
-			 (double)e->mem_rollback / 1048576.0, (double)e->mem_snapshot_ring / 1048576.0);
-	} else {
-		e = sim_engine_create(&sim_cfg);
-		sim_config_finish(&sim_cfg);
-		if (!e) {
-			fprintf(stderr, "sixi-server: cannot create the simulated engine: %s\n", strerror(errno));
-			goto out;
-		}
-	}
-	srv = server_create(e, &cfg, err, sizeof err);
-	if (!srv) {
+	char err[1024];
+	bool wrote_pid = false;
+	struct server *srv = NULL;
+	struct engine *e = open_engine(&o, rb_mode, cuda_dev, parallel, context, &sim_cfg);
+	rc = 1;
+	if (e && !(srv = server_create(e, &o.cfg, err, sizeof err)))
 		fprintf(stderr, "sixi-server: %s\n", err);
-		goto out;
+	if (srv && announce(&o, srv, e, &wrote_pid) == 0) {
+		int r = server_run(srv, sfd);
+		if (r != 0)
+			fprintf(stderr, "sixi-server: event loop failed: %s\n", strerror(-r));
+		else
+			log_info("stopped cleanly");
+		rc = r != 0;
 	}
-	char line[64];
-	if (pid_file) {
-		snprintf(line, sizeof line, "%ld\n", (long)getpid());
-		if (write_file_atomic(pid_file, line) != 0) {
-			fprintf(stderr, "sixi-server: cannot write --pid-file %s\n", pid_file);
-			goto out;
-		}
-		wrote_pid = true;
-	}
-	if (o.port_file) {
-		snprintf(line, sizeof line, "%d\n", server_port(srv));
-		if (write_file_atomic(o.port_file, line) != 0) {
-			fprintf(stderr, "sixi-server: cannot write --port-file %s\n", o.port_file);
-			goto out;
-		}
-	}
-	fprintf(stderr, "listening on %s:%d\n", cfg.http.host, server_port(srv));
-	if (o.json) {
-		cJSON *j = cJSON_CreateObject();
-		cJSON_AddStringToObject(j, "host", cfg.http.host);
-		cJSON_AddNumberToObject(j, "port", server_port(srv));
-		cJSON_AddNumberToObject(j, "pid", (double)getpid());
-		cJSON_AddStringToObject(j, "model", e->name);
-		cJSON_AddNumberToObject(j, "parallel", e->n_slots);
-		cJSON_AddNumberToObject(j, "context", e->n_ctx);
-		char *text = cJSON_PrintUnformatted(j);
-		if (text)
-			printf("%s\n", text);
-		fflush(stdout);
-		free(text);
-		cJSON_Delete(j);
-	}
-	int r = server_run(srv, sfd);
-	if (r != 0) {
-		fprintf(stderr, "sixi-server: event loop failed: %s\n", strerror(-r));
-		goto out;
-	}
-	log_info("stopped cleanly");
-	rc = 0;
-out:
 	server_destroy(srv);
 	engine_destroy(e);
 	if (wrote_pid)
-		unlink(pid_file);
-	if (sfd >= 0)
-		close(sfd);
+		unlink(o.pid_file);
+	close(sfd);
 	return rc;
 }

@@ -230,6 +230,86 @@ static void raise_fd_limit(void)
 	}
 }
 
+/* What the workload reads besides the options: prompt lengths, SLO, arrivals, a
+ * prompt set, a trace. */
+struct inputs {
+	struct dist in_len, out_len;
+	struct slo slo;
+	struct arrival arrival;
+	struct arrival_trace trace;
+	struct source *src;
+	struct workload_inputs in; /* points into the fields above */
+};
+
+static void inputs_finish(struct inputs *in)
+{
+	source_destroy(in->src);
+	arrival_trace_finish(&in->trace);
+}
+
+/* Parses and loads every input the options name; 0, or -EINVAL with one message
+ * (nothing is kept then). */
+static int load_inputs(const struct bench_args *o, struct inputs *in, char *err, size_t errlen)
+{
+	memset(in, 0, sizeof *in);
+	in->arrival = (struct arrival){ .kind = ARRIVAL_POISSON, .burstiness = 1 };
+	if ((o->input_len && dist_parse("--input-len", o->input_len, &in->in_len, err, errlen)) ||
+	    (o->output_len && dist_parse("--output-len", o->output_len, &in->out_len, err, errlen)) ||
+	    (o->slo && slo_parse(o->slo, &in->slo, err, errlen)) ||
+	    (o->arrival && arrival_parse(o->arrival, &in->arrival, err, errlen)) ||
+	    (o->ramp && arrival_parse_ramp(o->ramp, &in->arrival, err, errlen)))
+		return -EINVAL;
+	in->in.input_len = o->input_len ? &in->in_len : NULL;
+	in->in.output_len = o->output_len ? &in->out_len : NULL;
+	in->in.slo = o->slo ? &in->slo : NULL;
+	in->in.metrics = o->metrics;
+	if (o->prompts) {
+		in->src = source_load(o->prompts, err, errlen);
+		if (!in->src)
+			return -EINVAL;
+		if (in->src->skipped)
+			log_warn("%s: %zu record(s) without a user turn skipped", in->src->path, in->src->skipped);
+		in->in.src = in->src;
+	}
+	if (o->trace && arrival_trace_load(o->trace, o->trace_speed, 1000000, &in->trace, err, errlen) != 0) {
+		inputs_finish(in);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int run_workload(struct bench *b, unsigned bit, struct bench_args *o, struct inputs *in, char *err,
+			size_t errlen)
+{
+	switch (bit) {
+	case SWEEP: {
+		struct sweep_params p = { o->concurrency.v, o->concurrency.n, o->repeats, &in->in };
+		return workload_sweep(b, &p, stdout, err, errlen);
+	}
+	case PREFILL: {
+		struct prefill_params p = { o->prompt_lengths.v, o->prompt_lengths.n, o->repeats };
+		return workload_prefill(b, &p, stdout, err, errlen);
+	}
+	case AGENTS:
+		return workload_agents(b, &o->agents, stdout, err, errlen);
+	case REPLAY:
+		o->replay.in = &in->in;
+		return workload_replay(b, &o->replay, stdout, err, errlen);
+	case PREFIX:
+		o->prefix.in = &in->in;
+		return workload_prefix(b, &o->prefix, stdout, err, errlen);
+	case SEARCH:
+		o->search.in = &in->in;
+		o->search.repeats = o->repeats;
+		o->search.arrival = in->arrival;
+		return workload_search(b, &o->search, stdout, err, errlen);
+	default: {
+		struct rate_params p = { o->rps, o->duration_s, in->arrival, o->trace ? &in->trace : NULL, &in->in };
+		return workload_rate(b, &p, stdout, err, errlen);
+	}
+	}
+}
+
 int main(int argc, char **argv)
 {
 	log_set_program("sixi-bench");
@@ -292,69 +372,22 @@ int main(int argc, char **argv)
 		return rc ? 1 : 0;
 	}
 	/* every input is read and checked before the run is recorded or a request sent */
-	struct dist in_len, out_len;
-	struct slo slo;
-	struct arrival arrival = { .kind = ARRIVAL_POISSON, .burstiness = 1 };
-	struct arrival_trace trace = { 0 };
-	struct source *src = NULL;
-	struct workload_inputs in = { 0 };
-	if ((o.input_len && dist_parse("--input-len", o.input_len, &in_len, err, sizeof err)) ||
-	    (o.output_len && dist_parse("--output-len", o.output_len, &out_len, err, sizeof err)) ||
-	    (o.slo && slo_parse(o.slo, &slo, err, sizeof err)) ||
-	    (o.arrival && arrival_parse(o.arrival, &arrival, err, sizeof err)) ||
-	    (o.ramp && arrival_parse_ramp(o.ramp, &arrival, err, sizeof err)))
+	struct inputs in;
+	if (load_inputs(&o, &in, err, sizeof err) != 0)
 		return fprintf(stderr, "sixi-bench: %s\n", err), 2;
-	in.input_len = o.input_len ? &in_len : NULL;
-	in.output_len = o.output_len ? &out_len : NULL;
-	in.slo = o.slo ? &slo : NULL;
-	in.metrics = o.metrics;
-	if (o.prompts) {
-		src = source_load(o.prompts, err, sizeof err);
-		if (!src)
-			return fprintf(stderr, "sixi-bench: %s\n", err), 2;
-		if (src->skipped)
-			log_warn("%s: %zu record(s) without a user turn skipped", src->path, src->skipped);
-		in.src = src;
-	}
-	if (o.trace && arrival_trace_load(o.trace, o.trace_speed, 1000000, &trace, err, sizeof err) != 0) {
-		source_destroy(src);
-		return fprintf(stderr, "sixi-bench: %s\n", err), 2;
-	}
 	char *frozen = bench_cfg_json(&o);
 	struct bench *b = frozen ? bench_create(&o.cfg, cmd, frozen, err, sizeof err) : NULL;
+	if (!frozen)
+		snprintf(err, sizeof err, "out of memory");
 	free(frozen);
 	if (!b) {
-		fprintf(stderr, "sixi-bench: %s\n", frozen ? err : "out of memory");
-		source_destroy(src);
-		arrival_trace_finish(&trace);
+		fprintf(stderr, "sixi-bench: %s\n", err);
+		inputs_finish(&in);
 		http_global_cleanup();
 		return 1;
 	}
-	if (bit == SWEEP) {
-		struct sweep_params p = { o.concurrency.v, o.concurrency.n, o.repeats, &in };
-		rc = workload_sweep(b, &p, stdout, err, sizeof err);
-	} else if (bit == REPLAY) {
-		o.replay.in = &in;
-		rc = workload_replay(b, &o.replay, stdout, err, sizeof err);
-	} else if (bit == PREFIX) {
-		o.prefix.in = &in;
-		rc = workload_prefix(b, &o.prefix, stdout, err, sizeof err);
-	} else if (bit == SEARCH) {
-		o.search.in = &in;
-		o.search.repeats = o.repeats;
-		o.search.arrival = arrival;
-		rc = workload_search(b, &o.search, stdout, err, sizeof err);
-	} else if (bit == PREFILL) {
-		struct prefill_params p = { o.prompt_lengths.v, o.prompt_lengths.n, o.repeats };
-		rc = workload_prefill(b, &p, stdout, err, sizeof err);
-	} else if (bit == AGENTS) {
-		rc = workload_agents(b, &o.agents, stdout, err, sizeof err);
-	} else {
-		struct rate_params p = { o.rps, o.duration_s, arrival, o.trace ? &trace : NULL, &in };
-		rc = workload_rate(b, &p, stdout, err, sizeof err);
-	}
-	source_destroy(src);
-	arrival_trace_finish(&trace);
+	rc = run_workload(b, bit, &o, &in, err, sizeof err);
+	inputs_finish(&in);
 	int64_t run = bench_run_id(b);
 	if (rc == 0 && bench_store_errors(b)) {
 		rc = -EIO;

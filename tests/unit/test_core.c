@@ -132,7 +132,8 @@ static const struct args_opt topts_table[] = {
 
 static int tparse(unsigned cmd, const char *line, struct topts *o, const char **pos, int *np, char *err)
 {
-	char buf[512], *argv[32];
+	static char buf[512]; /* the parsed strings point into it: it outlives the call */
+	char *argv[32];
 	int argc = 0;
 	snprintf(buf, sizeof buf, "%s", line);
 	for (char *save, *w = strtok_r(buf, " ", &save); w && argc < 32; w = strtok_r(NULL, " ", &save))

@@ -128,8 +128,11 @@ static int64_t bound(double d)
 	return d >= 9.2e18 ? INT64_MAX : d <= -9.2e18 ? INT64_MIN : (int64_t)d;
 }
 
+/* Stores v into an integer field of size bytes; a table whose range does not fit its
+ * field is a programmer error. */
 static void store_int(void *field, size_t size, int64_t v)
 {
+	assert(size == 8 || (v >= -(INT64_C(1) << (size * 8 - 1)) && v < (INT64_C(1) << (size * 8 - 1))));
 	switch (size) {
 	case 1: {
 		int8_t x = (int8_t)v;

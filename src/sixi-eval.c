@@ -1,5 +1,6 @@
-/* sixi-eval — pass/fail evaluation runs: argument parsing and wiring only.
- * The work is in src/eval/ (datasets, protocols, scoring, grading, runs). */
+/* sixi-eval — pass/fail evaluation runs: the option table and wiring only.
+ * Each row of the table names the field of struct eval_opts it sets (a quick run
+ * fills struct eval_quick, eval/quick.h); the work is in src/eval/, datasets/, grade/. */
 #include "core/log.h"
 #include "grade/grade.h"
 #include "datasets/import.h"
@@ -7,6 +8,7 @@
 #include "grade/offline.h"
 #include "grade/preflight.h"
 #include "eval/protocol.h"
+#include "eval/quick.h"
 #include "eval/run.h"
 #include "datasets/task.h"
 #include "text/template_cmd.h"
@@ -14,6 +16,7 @@
 #include "datasets/dataset_cmd.h"
 #include "core/args.h"
 #include "net/http.h"
+#include <errno.h>
 #include <gsl/gsl_errno.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -47,37 +50,115 @@ static const char usage[] =
 	"  regrade RUN --max-tokens N,N,...       cut stored replies at smaller budgets and regrade\n"
 	"  kl --reference REF.gguf --model CAND.gguf --text FILE [--ctx N] [--positions N] [--threads N]\n"
 	"                                         KL divergence of a quantised file to its reference (sixi-eval kl --help)\n"
-	"Common: --db PATH (default results/sixi.db), --json (summary as JSON on stdout), --no-preflight,\n"
-	"        --ready-timeout S.\n"
 	"DATASET is a .jsonl file or a folder with tasks.jsonl (format: datasets/README.md).\n";
 
-struct common {
-	const char *db;
-	bool json, no_preflight;
-	double ready_timeout_s;
+/* ---- the option table: one row per option, naming the field it sets ---- */
+
+enum {
+	RUN = 1u << 0, RESUME = 1u << 1, SUMMARY = 1u << 2, EXPORT = 1u << 3, REGRADE = 1u << 4, PREFLIGHT = 1u << 5,
+	GRADE = 1u << 6,
+	ROWS = SUMMARY | EXPORT | REGRADE,
 };
 
-/* Takes --db, --json, --no-preflight, --ready-timeout; returns how many argv slots it used (0 if none). */
-static int common_flag(int argc, char **argv, int i, struct common *c)
+struct eval_opts {
+	const char *db;              /* NULL: results/sixi.db */
+	bool json, no_preflight;
+	double ready_timeout_s;      /* 0: the default */
+	struct eval_quick quick;     /* run without a protocol file */
+	const char *condition;       /* run: only this condition of the protocol */
+	double detect_gap, gap_baseline; /* run: fractions (the options take percentage points) */
+	bool allow_underpowered;
+	const char *protocol;        /* resume */
+	int format;                  /* export: -1 not given, 0 csv, 1 jsonl */
+	struct args_list budgets;    /* regrade */
+	bool no_canaries;            /* preflight */
+	const char *completions;     /* grade */
+	double loop_threshold;
+};
+
+/* --detect-gap, --gap-baseline: percentage points in (0, 100), stored as a fraction. */
+static int percent_points(const char *opt, const char *v, void *field, char *err, size_t errlen)
 {
-	if (strcmp(argv[i], "--db") == 0 && i + 1 < argc) {
-		c->db = argv[i + 1];
-		return 2;
+	char *end;
+	double d = strtod(v, &end);
+	if (!v[0] || *end || !(d > 0 && d < 100)) {
+		snprintf(err, errlen, "%s needs percentage points in (0, 100), e.g. 10, got '%s'", opt, v);
+		return -EINVAL;
 	}
-	if (strcmp(argv[i], "--json") == 0) {
-		c->json = true;
-		return 1;
-	}
-	if (strcmp(argv[i], "--no-preflight") == 0) {
-		c->no_preflight = true;
-		return 1;
-	}
-	if (strcmp(argv[i], "--ready-timeout") == 0 && i + 1 < argc) {
-		c->ready_timeout_s = atof(argv[i + 1]);
-		return 2;
-	}
+	*(double *)field = d / 100;
 	return 0;
 }
+
+/* A quick-run option on a resume: the configuration is frozen when the run starts. */
+static int frozen(const char *opt, const char *v, void *field, char *err, size_t errlen)
+{
+	(void)v;
+	(void)field;
+	snprintf(err, errlen,
+		 "%s cannot change on a resume: a run's configuration (workers, repeats, sampling, time-outs) is frozen "
+		 "when it starts and a resume uses it; resume without %s, or start a new run",
+		 opt, opt);
+	return -EINVAL;
+}
+
+#define O struct eval_opts
+#define NUM(name, meta, field, help)                                                         \
+	ARGS_DOUBLE_OPT(name, meta, O, quick.field, -1e15, 1e15, RUN, help),                 \
+		ARGS_CALL_OPT(name, meta, frozen, O, quick.field, RESUME, NULL)
+static const struct args_opt options[] = {
+	ARGS_HEADING("common options (run, resume, summary, export, regrade):"),
+	ARGS_STRING_OPT("--db", "PATH", O, db, RUN | RESUME | ROWS, "results database (default results/sixi.db)"),
+	ARGS_FLAG_OPT("--json", O, json, true, RUN | RESUME | ROWS | GRADE, "the summary as JSON on stdout"),
+	ARGS_FLAG_OPT("--no-preflight", O, no_preflight, true, RUN | RESUME | ROWS, "skip the dataset's preflight"),
+	ARGS_DOUBLE_OPT("--ready-timeout", "S", O, ready_timeout_s, 0, 1e7, RUN | RESUME | ROWS,
+			"seconds to wait for a generation that returns tokens"),
+	ARGS_HEADING("run:"),
+	ARGS_STRING_OPT("--condition", "NAME", O, condition, RUN, "only this condition of the protocol"),
+	ARGS_STRING_OPT("--url", "URL", O, quick.url, RUN, "quick run: the server"),
+	ARGS_STRING_OPT("--model", "NAME", O, quick.model, RUN, "quick run: the model name sent"),
+	ARGS_STRING_OPT("--dataset", "DATASET", O, quick.dataset, RUN, "quick run: the dataset"),
+	ARGS_STRING_OPT("--name", "NAME", O, quick.name, RUN, "quick run: the protocol's name (default quick)"),
+	ARGS_FLAG_OPT("--chat", O, quick.raw, false, RUN, "the server applies its chat template (default)"),
+	ARGS_FLAG_OPT("--raw", O, quick.raw, true, RUN, "the prompt is sent as it is"),
+	ARGS_STRING_OPT("--template", "FILE", O, quick.template_path, RUN,
+			"render with this template (.gguf, tokenizer_config.json or .jinja)"),
+	NUM("--repeats", "N", repeats, "samples per task"),
+	NUM("--concurrency", "N", concurrency, "requests in flight"),
+	NUM("--attempts", "N", attempts, "tries per sample on transport errors"),
+	NUM("--timeout", "S", timeout_s, "seconds per request"),
+	NUM("--stall", "S", stall_s, "a stream with no byte for S seconds fails"),
+	NUM("--seed", "N", shuffle_seed, "task order seed"),
+	NUM("--loop-stop", "PCT", loop_stop, "stop a reply that repeats itself this much"),
+	NUM("--max-tokens", "N", max_tokens, "sampling.max_tokens"),
+	NUM("--reasoning-max-tokens", "N", reasoning_max_tokens, "sampling.reasoning_max_tokens"),
+	NUM("--temperature", "T", temperature, "sampling.temperature"),
+	NUM("--top-p", "P", top_p, "sampling.top_p"),
+	NUM("--top-k", "K", top_k, "sampling.top_k"),
+	ARGS_CALL_OPT("--detect-gap", "PTS", percent_points, O, detect_gap, RUN,
+		      "refuse a run too small to detect a difference of PTS points"),
+	ARGS_CALL_OPT("--gap-baseline", "PCT", percent_points, O, gap_baseline, RUN,
+		      "the pass rate the power plan starts from (default around 50)"),
+	ARGS_FLAG_OPT("--allow-underpowered", O, allow_underpowered, true, RUN, "run even when the power plan says too small"),
+	ARGS_HEADING("resume:"),
+	ARGS_STRING_OPT("--protocol", "FILE", O, protocol, RESUME, "the protocol file, when it moved"),
+	ARGS_HEADING("export, regrade:"),
+	ARGS_FLAG_OPT("--csv", O, format, 0, EXPORT, "one CSV line per attempt"),
+	ARGS_FLAG_OPT("--jsonl", O, format, 1, EXPORT, "one JSON line per attempt"),
+	ARGS_LIST_OPT("--max-tokens", "N,N,...", O, budgets, 1, 4.6e18, REGRADE, "budgets to cut the stored replies at"),
+	ARGS_HEADING("preflight, grade:"),
+	ARGS_FLAG_OPT("--no-canaries", O, no_canaries, true, PREFLIGHT, "skip the sandbox canaries"),
+	ARGS_STRING_OPT("--completions", "FILE.jsonl", O, completions, GRADE, "the completions to grade"),
+	ARGS_DOUBLE_OPT("--loop-threshold", "PCT", O, loop_threshold, 0, 100, GRADE,
+			"a reply repeating itself this much counts as a loop (default 50)"),
+	ARGS_TABLE_END,
+};
+#undef NUM
+#undef O
+
+static const struct { const char *name; unsigned bit; } commands[] = {
+	{ "run", RUN }, { "resume", RESUME }, { "summary", SUMMARY }, { "export", EXPORT }, { "regrade", REGRADE },
+	{ "preflight", PREFLIGHT }, { "grade", GRADE },
+};
 
 static int parse_run_id(const char *cmd, const char *s, int64_t *id)
 {
@@ -90,160 +171,41 @@ static int parse_run_id(const char *cmd, const char *s, int64_t *id)
 	return 0;
 }
 
-/* Flags of a quick run, turned into a protocol object so that it is checked and
- * hashed exactly like a protocol file. */
-static const char *const quick_num[][2] = {
-	{"--repeats", "repeats"}, {"--concurrency", "concurrency"}, {"--attempts", "attempts"},
-	{"--timeout", "timeout_s"}, {"--stall", "stall_s"}, {"--seed", "shuffle_seed"}, {"--loop-stop", "loop_stop"},
-};
-static const char *const quick_samp[][2] = {
-	{"--max-tokens", "max_tokens"}, {"--reasoning-max-tokens", "reasoning_max_tokens"},
-	{"--temperature", "temperature"}, {"--top-p", "top_p"}, {"--top-k", "top_k"},
-};
-
-/* A flag of a quick run that sets part of the frozen configuration. */
-static bool quick_flag(const char *a)
+static int cmd_run(struct eval_opts *c, const char *proto_path)
 {
-	for (size_t k = 0; k < sizeof quick_num / sizeof quick_num[0]; k++)
-		if (strcmp(a, quick_num[k][0]) == 0)
-			return true;
-	for (size_t k = 0; k < sizeof quick_samp / sizeof quick_samp[0]; k++)
-		if (strcmp(a, quick_samp[k][0]) == 0)
-			return true;
-	return false;
-}
-
-static int set_number(cJSON *o, const char *key, const char *flag, const char *v)
-{
-	char *end;
-	double d = strtod(v, &end);
-	if (!*v || *end) {
-		fprintf(stderr, "sixi-eval run: %s needs a number, got '%s'\n", flag, v);
-		return -1;
-	}
-	cJSON_AddNumberToObject(o, key, d);
-	return 0;
-}
-
-static int cmd_run(int argc, char **argv)
-{
-	struct common c = {0};
-	const char *proto_path = NULL, *cond_name = NULL, *url = NULL, *model = NULL, *dataset = NULL;
-	const char *source = "chat", *name = "quick", *template_path = NULL;
-	cJSON *q = cJSON_CreateObject(), *samp = cJSON_CreateObject();
-	double detect_gap = 0, gap_baseline = 0;
-	bool allow_underpowered = false;
-	int rc = 2;
-	for (int i = 1; i < argc; i++) {
-		int used = common_flag(argc, argv, i, &c);
-		if (used) {
-			i += used - 1;
-			continue;
-		}
-		bool matched = false;
-		for (size_t k = 0; k < sizeof quick_num / sizeof quick_num[0] && !matched; k++) {
-			if (strcmp(argv[i], quick_num[k][0]) == 0 && i + 1 < argc) {
-				if (set_number(q, quick_num[k][1], argv[i], argv[i + 1]))
-					goto out;
-				matched = true;
-			}
-		}
-		for (size_t k = 0; k < sizeof quick_samp / sizeof quick_samp[0] && !matched; k++) {
-			if (strcmp(argv[i], quick_samp[k][0]) == 0 && i + 1 < argc) {
-				if (set_number(samp, quick_samp[k][1], argv[i], argv[i + 1]))
-					goto out;
-				matched = true;
-			}
-		}
-		if (matched) {
-			i++;
-		} else if ((strcmp(argv[i], "--detect-gap") == 0 || strcmp(argv[i], "--gap-baseline") == 0) &&
-			   i + 1 < argc) {
-			char *end;
-			double v = strtod(argv[i + 1], &end);
-			if (!argv[i + 1][0] || *end || !(v > 0 && v < 100)) {
-				fprintf(stderr, "sixi-eval run: %s needs percentage points in (0, 100), e.g. 10, got '%s'\n",
-					argv[i], argv[i + 1]);
-				goto out;
-			}
-			*(strcmp(argv[i], "--detect-gap") == 0 ? &detect_gap : &gap_baseline) = v / 100;
-			i++;
-		} else if (strcmp(argv[i], "--allow-underpowered") == 0) {
-			allow_underpowered = true;
-		} else if (strcmp(argv[i], "--condition") == 0 && i + 1 < argc) {
-			cond_name = argv[++i];
-		} else if (strcmp(argv[i], "--url") == 0 && i + 1 < argc) {
-			url = argv[++i];
-		} else if (strcmp(argv[i], "--model") == 0 && i + 1 < argc) {
-			model = argv[++i];
-		} else if (strcmp(argv[i], "--dataset") == 0 && i + 1 < argc) {
-			dataset = argv[++i];
-		} else if (strcmp(argv[i], "--name") == 0 && i + 1 < argc) {
-			name = argv[++i];
-		} else if (strcmp(argv[i], "--chat") == 0) {
-			source = "chat";
-		} else if (strcmp(argv[i], "--raw") == 0) {
-			source = "raw";
-		} else if (strcmp(argv[i], "--template") == 0 && i + 1 < argc) {
-			template_path = argv[++i];
-		} else if (argv[i][0] != '-' && !proto_path) {
-			proto_path = argv[i];
-		} else {
-			fprintf(stderr, "sixi-eval run: unknown or incomplete argument '%s'\n%s", argv[i], usage);
-			goto out;
-		}
-	}
 	char err[8192];
 	struct eval_protocol *p = NULL;
 	if (proto_path) {
-		if (url || model || dataset || q->child || samp->child) {
+		if (eval_quick_any(&c->quick)) {
 			fprintf(stderr, "sixi-eval run: give either a PROTOCOL file or quick-run flags, not both\n");
-			goto out;
+			return 2;
 		}
 		p = eval_protocol_load(proto_path, err, sizeof err);
 	} else {
-		if (!url || !model || !dataset) {
-			fprintf(stderr, "sixi-eval run: give a PROTOCOL file, or --url, --model and --dataset\n%s", usage);
-			goto out;
+		if (!c->quick.url || !c->quick.model || !c->quick.dataset) {
+			fprintf(stderr, "sixi-eval run: give a PROTOCOL file, or --url, --model and --dataset "
+					"(see sixi-eval --help)\n");
+			return 2;
 		}
-		cJSON_AddStringToObject(q, "name", name);
-		cJSON *conds = cJSON_AddArrayToObject(q, "conditions");
-		cJSON *cd = cJSON_CreateObject();
-		cJSON_AddStringToObject(cd, "name", model);
-		cJSON_AddStringToObject(cd, "endpoint", url);
-		cJSON_AddStringToObject(cd, "model", model);
-		cJSON *tp = cJSON_AddObjectToObject(cd, "template");
-		if (template_path) {
-			/* the file decides the source: a GGUF, a tokenizer_config.json, or a .jinja file */
-			size_t tl = strlen(template_path);
-			source = tl > 5 && strcmp(template_path + tl - 5, ".gguf") == 0   ? "gguf"
-				 : tl > 5 && strcmp(template_path + tl - 5, ".json") == 0 ? "tokenizer_config"
-											 : "jinja";
-			cJSON_AddStringToObject(tp, "path", template_path);
-		}
-		cJSON_AddStringToObject(tp, "source", source);
-		cJSON_AddItemToArray(conds, cd);
-		cJSON_AddItemToArray(cJSON_AddArrayToObject(q, "datasets"), cJSON_CreateString(dataset));
-		if (samp->child) {
-			cJSON_AddItemToObject(q, "sampling", samp);
-			samp = NULL;
-		}
-		p = eval_protocol_parse(q, NULL, err, sizeof err);
+		cJSON *q = eval_quick_protocol(&c->quick);
+		p = q ? eval_protocol_parse(q, NULL, err, sizeof err) : NULL;
+		if (!q)
+			snprintf(err, sizeof err, "out of memory");
+		cJSON_Delete(q);
 	}
-	rc = 1;
 	if (!p) {
 		fprintf(stderr, "sixi-eval: %s\n", err);
-		goto out;
+		return 1;
 	}
 	/* with --json stdout carries only the summary object; the rest goes to stderr */
-	struct eval_run_opts o = {.db_path = c.db, .out = c.json ? stderr : stdout, .json = c.json, .json_out = stdout,
-				  .skip_preflight = c.no_preflight,
-				  .ready_timeout_s = c.ready_timeout_s, .detect_gap = detect_gap,
-				  .gap_baseline = gap_baseline, .allow_underpowered = allow_underpowered};
-	rc = 0;
+	struct eval_run_opts o = {.db_path = c->db, .out = c->json ? stderr : stdout, .json = c->json, .json_out = stdout,
+				  .skip_preflight = c->no_preflight,
+				  .ready_timeout_s = c->ready_timeout_s, .detect_gap = c->detect_gap,
+				  .gap_baseline = c->gap_baseline, .allow_underpowered = c->allow_underpowered};
+	int rc = 0;
 	bool any = false;
 	for (int i = 0; i < p->n_conditions && rc == 0; i++) {
-		if (cond_name && strcmp(cond_name, p->conditions[i].name) != 0)
+		if (c->condition && strcmp(c->condition, p->conditions[i].name) != 0)
 			continue;
 		any = true;
 		int64_t run_id = 0;
@@ -253,96 +215,49 @@ static int cmd_run(int argc, char **argv)
 		}
 	}
 	if (!any) {
-		fprintf(stderr, "sixi-eval run: the protocol has no condition named '%s'\n", cond_name);
+		fprintf(stderr, "sixi-eval run: the protocol has no condition named '%s'\n", c->condition);
 		rc = 1;
 	}
 	eval_protocol_destroy(p);
-out:
-	cJSON_Delete(q);
-	cJSON_Delete(samp);
 	return rc;
 }
 
-static int cmd_resume(int argc, char **argv)
+static int cmd_resume(struct eval_opts *c, const char *id_s)
 {
-	struct common c = {0};
-	const char *id_s = NULL, *proto = NULL;
-	for (int i = 1; i < argc; i++) {
-		int used = common_flag(argc, argv, i, &c);
-		if (used)
-			i += used - 1;
-		else if (strcmp(argv[i], "--protocol") == 0 && i + 1 < argc)
-			proto = argv[++i];
-		else if (quick_flag(argv[i])) {
-			fprintf(stderr,
-				"sixi-eval resume: %s cannot change on a resume: a run's configuration (workers, repeats, "
-				"sampling, time-outs) is frozen when it starts and a resume uses it; resume without %s, or "
-				"start a new run\n",
-				argv[i], argv[i]);
-			return 2;
-		} else if (argv[i][0] != '-' && !id_s)
-			id_s = argv[i];
-		else {
-			fprintf(stderr, "sixi-eval resume: unknown argument '%s'\n%s", argv[i], usage);
-			return 2;
-		}
-	}
 	int64_t id;
 	if (parse_run_id("resume", id_s, &id))
 		return 2;
 	char err[4096];
-	struct eval_run_opts o = {.db_path = c.db, .out = c.json ? stderr : stdout, .json = c.json, .json_out = stdout,
-				  .ready_timeout_s = c.ready_timeout_s};
-	if (eval_run_resume(id, proto, &o, err, sizeof err) != 0) {
+	struct eval_run_opts o = {.db_path = c->db, .out = c->json ? stderr : stdout, .json = c->json, .json_out = stdout,
+				  .ready_timeout_s = c->ready_timeout_s};
+	if (eval_run_resume(id, c->protocol, &o, err, sizeof err) != 0) {
 		fprintf(stderr, "sixi-eval: %s\n", err);
 		return 1;
 	}
 	return 0;
 }
 
-static int cmd_rows(const char *cmd, int argc, char **argv)
+static int cmd_rows(const char *cmd, struct eval_opts *c, const char *id_s)
 {
-	struct common c = {0};
-	const char *id_s = NULL, *format = NULL, *budgets_s = NULL;
-	for (int i = 1; i < argc; i++) {
-		int used = common_flag(argc, argv, i, &c);
-		if (used)
-			i += used - 1;
-		else if (strcmp(argv[i], "--csv") == 0)
-			format = "csv";
-		else if (strcmp(argv[i], "--jsonl") == 0)
-			format = "jsonl";
-		else if (strcmp(argv[i], "--max-tokens") == 0 && i + 1 < argc)
-			budgets_s = argv[++i];
-		else if (argv[i][0] != '-' && !id_s)
-			id_s = argv[i];
-		else {
-			fprintf(stderr, "sixi-eval %s: unknown argument '%s'\n%s", cmd, argv[i], usage);
-			return 2;
-		}
-	}
 	int64_t id;
 	if (parse_run_id(cmd, id_s, &id))
 		return 2;
 	char err[4096];
 	int rc;
 	if (strcmp(cmd, "export") == 0) {
-		if (!format) {
+		if (c->format < 0) {
 			fprintf(stderr, "sixi-eval export: give --csv or --jsonl\n");
 			return 2;
 		}
-		rc = eval_run_export(c.db, id, format, stdout, err, sizeof err);
+		rc = eval_run_export(c->db, id, c->format ? "jsonl" : "csv", stdout, err, sizeof err);
 	} else if (strcmp(cmd, "regrade") == 0) {
-		int64_t budgets[32];
-		size_t n = 0;
-		if (!budgets_s || args_i64_list("--max-tokens", budgets_s, 1, INT64_MAX / 2, budgets, 32, &n, err,
-						sizeof err) != 0) {
-			fprintf(stderr, "sixi-eval regrade: %s\n", budgets_s ? err : "give --max-tokens N,N,...");
+		if (!c->budgets.n) {
+			fprintf(stderr, "sixi-eval regrade: give --max-tokens N,N,...\n");
 			return 2;
 		}
-		rc = eval_run_regrade(c.db, id, budgets, n, c.json, stdout, NULL, err, sizeof err);
+		rc = eval_run_regrade(c->db, id, c->budgets.v, c->budgets.n, c->json, stdout, NULL, err, sizeof err);
 	} else {
-		rc = eval_run_summary(c.db, id, c.json, stdout, err, sizeof err);
+		rc = eval_run_summary(c->db, id, c->json, stdout, err, sizeof err);
 	}
 	if (rc) {
 		fprintf(stderr, "sixi-eval: %s\n", err);
@@ -351,22 +266,10 @@ static int cmd_rows(const char *cmd, int argc, char **argv)
 	return 0;
 }
 
-static int cmd_preflight(int argc, char **argv)
+static int cmd_preflight(struct eval_opts *c, const char *dataset)
 {
-	const char *dataset = NULL;
-	bool canaries = true;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--no-canaries") == 0)
-			canaries = false;
-		else if (argv[i][0] != '-' && !dataset)
-			dataset = argv[i];
-		else {
-			fprintf(stderr, "sixi-eval preflight: unknown argument '%s'\n%s", argv[i], usage);
-			return 2;
-		}
-	}
 	if (!dataset) {
-		fprintf(stderr, "sixi-eval preflight: give a DATASET\n%s", usage);
+		fprintf(stderr, "sixi-eval preflight: give a DATASET (see sixi-eval --help)\n");
 		return 2;
 	}
 	char err[8192];
@@ -384,7 +287,7 @@ static int cmd_preflight(int argc, char **argv)
 	if (grader_sandbox_problem(g))
 		fprintf(stdout, "sandbox unusable: %s\n", grader_sandbox_problem(g));
 	struct preflight_report rep;
-	int rc = preflight_run(g, d, canaries, stdout, &rep);
+	int rc = preflight_run(g, d, !c->no_canaries, stdout, &rep);
 	int failed = rep.failed;
 	preflight_finish(&rep);
 	grader_destroy(g);
@@ -392,27 +295,10 @@ static int cmd_preflight(int argc, char **argv)
 	return rc || failed ? 1 : 0;
 }
 
-static int cmd_grade(int argc, char **argv)
+static int cmd_grade(struct eval_opts *c, const char *dataset)
 {
-	const char *dataset = NULL, *completions = NULL;
-	double loop_threshold = 50;
-	bool json = false;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--completions") == 0 && i + 1 < argc)
-			completions = argv[++i];
-		else if (strcmp(argv[i], "--loop-threshold") == 0 && i + 1 < argc)
-			loop_threshold = atof(argv[++i]);
-		else if (strcmp(argv[i], "--json") == 0)
-			json = true;
-		else if (argv[i][0] != '-' && !dataset)
-			dataset = argv[i];
-		else {
-			fprintf(stderr, "sixi-eval grade: unknown argument '%s'\n%s", argv[i], usage);
-			return 2;
-		}
-	}
-	if (!dataset || !completions) {
-		fprintf(stderr, "sixi-eval grade: give a DATASET and --completions FILE.jsonl\n%s", usage);
+	if (!dataset || !c->completions) {
+		fprintf(stderr, "sixi-eval grade: give a DATASET and --completions FILE.jsonl (see sixi-eval --help)\n");
 		return 2;
 	}
 	char err[8192];
@@ -425,12 +311,39 @@ static int cmd_grade(int argc, char **argv)
 	if (g && grader_sandbox_problem(g))
 		fprintf(stderr, "sixi-eval: warning: %s; code tasks are graded as environment failures\n",
 			grader_sandbox_problem(g));
-	int rc = g ? offline_grade(g, d, completions, loop_threshold, json, stdout, err, sizeof err) : -1;
+	int rc = g ? offline_grade(g, d, c->completions, c->loop_threshold, c->json, stdout, err, sizeof err) : -1;
 	if (rc)
 		fprintf(stderr, "sixi-eval: %s\n", g ? err : "out of memory");
 	grader_destroy(g);
 	eval_dataset_destroy(d);
 	return rc ? 1 : 0;
+}
+
+/* The commands whose options are in the table above. */
+static int table_cmd(const char *cmd, unsigned bit, int argc, char **argv)
+{
+	struct eval_opts o = { .format = -1, .loop_threshold = 50 };
+	eval_quick_defaults(&o.quick);
+	char prog[64];
+	snprintf(prog, sizeof prog, "sixi-eval %s", cmd);
+	struct args_spec s = { .prog = prog, .usage = usage, .opts = options, .max_pos = 1 };
+	const char *pos[1] = { NULL };
+	int rc = args_cli(&s, bit, argc, argv, &o, pos, NULL);
+	if (rc != ARGS_CONTINUE)
+		return rc;
+	if (bit == PREFLIGHT)
+		return cmd_preflight(&o, pos[0]);
+	if (bit == GRADE)
+		return cmd_grade(&o, pos[0]);
+	if (bit & ROWS)
+		return cmd_rows(cmd, &o, pos[0]);
+	if (http_global_init() != 0) {
+		fprintf(stderr, "sixi-eval: cannot initialise libcurl\n");
+		return 1;
+	}
+	rc = bit == RUN ? cmd_run(&o, pos[0]) : cmd_resume(&o, pos[0]);
+	http_global_cleanup();
+	return rc;
 }
 
 int main(int argc, char **argv)
@@ -439,35 +352,25 @@ int main(int argc, char **argv)
 	gsl_set_error_handler_off();
 	signal(SIGPIPE, SIG_IGN);
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-		fputs(usage, argc < 2 ? stderr : stdout);
+		struct args_spec s = { .prog = "sixi-eval", .usage = usage, .opts = options };
+		args_help(&s, 0, argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;
 	}
 	const char *cmd = argv[1];
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		if (strcmp(cmd, commands[i].name) == 0)
+			return table_cmd(cmd, commands[i].bit, argc - 2, argv + 2);
+	/* commands of the areas that own them: text/, datasets/, eval/gate, eval/kl */
 	if (strcmp(cmd, "template") == 0)
 		return template_cmd_main(argc - 1, argv + 1);
-	if (strcmp(cmd, "gate") == 0) /* datasets, importers, gates: src/eval/gate.h, dataset_cmd.h */
+	if (strcmp(cmd, "gate") == 0)
 		return gate_cmd_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "dataset") == 0)
 		return dataset_cmd_main(argc - 1, argv + 1);
-	if (strcmp(cmd, "preflight") == 0)
-		return cmd_preflight(argc - 1, argv + 1);
-	if (strcmp(cmd, "grade") == 0)
-		return cmd_grade(argc - 1, argv + 1);
 	if (strcmp(cmd, "import") == 0)
 		return import_cmd_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "kl") == 0)
 		return kl_cmd_main(argc - 1, argv + 1);
-	if (strcmp(cmd, "export") == 0 || strcmp(cmd, "regrade") == 0 || strcmp(cmd, "summary") == 0)
-		return cmd_rows(cmd, argc - 1, argv + 1);
-	if (strcmp(cmd, "run") == 0 || strcmp(cmd, "resume") == 0) {
-		if (http_global_init() != 0) {
-			fprintf(stderr, "sixi-eval: cannot initialise libcurl\n");
-			return 1;
-		}
-		int rc = strcmp(cmd, "run") == 0 ? cmd_run(argc - 1, argv + 1) : cmd_resume(argc - 1, argv + 1);
-		http_global_cleanup();
-		return rc;
-	}
-	fprintf(stderr, "sixi-eval: unknown command '%s'\n%s", cmd, usage);
+	fprintf(stderr, "sixi-eval: unknown command '%s' (see sixi-eval --help)\n", cmd);
 	return 2;
 }

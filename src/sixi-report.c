@@ -1,5 +1,6 @@
 /* sixi-report — statistics and reports computed from stored rows only.
  * Parses arguments and wires src/report and src/stats together; see README.md. */
+#include "core/args.h"
 #include "core/log.h"
 #include "core/json.h"
 #include "report/build.h"
@@ -17,43 +18,59 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: sixi-report COMMAND ...\n"
-		"  stats TEST ... [--json]        a test on numbers typed here (sixi-report stats --help)\n"
-		"  compare --db DB RUN_A RUN_B    two eval runs: pooled, paired and run-to-run statistics\n"
-		"          [--intersect] [--allow-config-diff] [--seed N] [--resamples N]\n"
-		"  bench --db DB RUN [RUN...]     serving benchmark runs: throughput, TTFT, prefill per level\n"
-		"  check REPORT [--db DB]         re-run a rendered report's queries; list numbers that changed\n"
-		"  kl [RUN...] [--db DB] [--json] sixi-eval kl runs side by side: mean/p99 KL, top-1, perplexity ratio\n"
-		"output options of compare and bench:\n"
-		"  --out BASE        write BASE.md, BASE.html, BASE-<table>.csv, BASE.sixi.json and plots\n"
-		"                    (default reports/COMMAND)\n"
-		"  --formats LIST    any of md,html,csv (default all three)\n"
-		"  --no-plots        skip gnuplot\n"
-		"  --json            print the tables as JSON on stdout instead of writing files\n"
-		"exit status: 0 success; 1 check found changed numbers; 2 bad input or refusal\n");
-}
+static const char usage_text[] =
+	"usage: sixi-report COMMAND ...\n"
+	"  stats TEST ... [--json]        a test on numbers typed here (sixi-report stats --help)\n"
+	"  compare --db DB RUN_A RUN_B    two eval runs: pooled, paired and run-to-run statistics\n"
+	"          [--intersect] [--allow-config-diff] [--seed N] [--resamples N]\n"
+	"  bench --db DB RUN [RUN...]     serving benchmark runs: throughput, TTFT, prefill per level\n"
+	"  check REPORT [--db DB]         re-run a rendered report's queries; list numbers that changed\n"
+	"  kl [RUN...] [--db DB] [--json] sixi-eval kl runs side by side: mean/p99 KL, top-1, perplexity ratio\n";
+static const char exit_text[] = "\nexit status: 0 success; 1 check found changed numbers; 2 bad input or refusal\n";
 
-static int parse_formats(const char *s, unsigned *out)
+/* --formats: any of md, html, csv. */
+static int parse_formats(const char *opt, const char *v, void *field, char *err, size_t errlen)
 {
-	*out = 0;
+	unsigned out = 0;
 	char tmp[128];
-	snprintf(tmp, sizeof tmp, "%s", s);
+	snprintf(tmp, sizeof tmp, "%s", v);
 	char *save, *tok = strtok_r(tmp, ",", &save);
 	for (; tok; tok = strtok_r(NULL, ",", &save)) {
 		if (strcmp(tok, "md") == 0)
-			*out |= REPORT_MD;
+			out |= REPORT_MD;
 		else if (strcmp(tok, "html") == 0)
-			*out |= REPORT_HTML;
+			out |= REPORT_HTML;
 		else if (strcmp(tok, "csv") == 0)
-			*out |= REPORT_CSV;
+			out |= REPORT_CSV;
 		else
-			return -EINVAL;
+			out = 1u << 31;
 	}
-	return *out ? 0 : -EINVAL;
+	if (!out || out == 1u << 31) {
+		snprintf(err, errlen, "%s: '%s' is not a list of md, html, csv", opt, v);
+		return -EINVAL;
+	}
+	*(unsigned *)field = out;
+	return 0;
 }
+
+/* compare and bench: the output options; the rest is passed on to report_build, whose
+ * modules parse it with their own tables (report/eval.c, report/bench.c). */
+struct output_opts {
+	const char *out;
+	unsigned formats;
+	bool no_plots, json;
+};
+#define O struct output_opts
+static const struct args_opt output_options[] = {
+	ARGS_HEADING("output options of compare and bench:"),
+	ARGS_STRING_OPT("--out", "BASE", O, out, 0,
+			"write BASE.md, BASE.html, BASE-<table>.csv, BASE.sixi.json and plots\n(default reports/COMMAND)"),
+	ARGS_CALL_OPT("--formats", "LIST", parse_formats, O, formats, 0, "any of md,html,csv (default all three)"),
+	ARGS_FLAG_OPT("--no-plots", O, no_plots, true, 0, "skip gnuplot"),
+	ARGS_FLAG_OPT("--json", O, json, true, 0, "print the tables as JSON on stdout instead of writing files"),
+	ARGS_TABLE_END,
+};
+#undef O
 
 /* mkdir -p of BASE's folder. */
 static int make_parent(const char *base)
@@ -75,38 +92,29 @@ static int make_parent(const char *base)
 
 static int cmd_report(const char *command, int argc, char **argv)
 {
-	const char *out = NULL;
-	unsigned formats = REPORT_MD | REPORT_HTML | REPORT_CSV;
-	bool plots = true, json = false;
+	struct output_opts o = { .formats = REPORT_MD | REPORT_HTML | REPORT_CSV };
 	char **rest = calloc((size_t)argc + 1, sizeof *rest);
 	char dbabs[PATH_MAX];
 	int n = 0;
 	if (!rest)
 		return 2;
-	for (int i = 0; i < argc; i++) {
-		if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
-			out = argv[++i];
-		} else if (strcmp(argv[i], "--formats") == 0 && i + 1 < argc) {
-			if (parse_formats(argv[++i], &formats) != 0) {
-				log_error("--formats: '%s' is not a list of md, html, csv", argv[i]);
-				free(rest);
-				return 2;
-			}
-		} else if (strcmp(argv[i], "--no-plots") == 0) {
-			plots = false;
-		} else if (strcmp(argv[i], "--json") == 0) {
-			json = true;
-		} else if (strcmp(argv[i], "--db") == 0 && i + 1 < argc) {
-			/* recorded in the sidecar: absolute, so check works from any folder */
-			rest[n++] = argv[i++];
-			rest[n++] = realpath(argv[i], dbabs) ? dbabs : argv[i];
-		} else {
-			rest[n++] = argv[i];
-		}
+	struct args_spec spec = { .prog = "sixi-report", .cmd = command, .usage = usage_text, .epilog = exit_text,
+				  .opts = output_options, .max_pos = argc, .forward = true };
+	int rc = args_cli(&spec, 0, argc, argv, &o, (const char **)rest, &n);
+	if (rc != ARGS_CONTINUE) {
+		free(rest);
+		return rc;
 	}
+	/* --db is recorded in the sidecar: absolute, so check works from any folder */
+	for (int i = 0; i + 1 < n; i++)
+		if (strcmp(rest[i], "--db") == 0 && realpath(rest[i + 1], dbabs))
+			rest[++i] = dbabs;
+	const char *out = o.out;
+	unsigned formats = o.formats;
+	bool plots = !o.no_plots, json = o.json;
 	char err[PATH_MAX + 1024] = "", note[512] = "", base[PATH_MAX];
 	struct report_doc *d = NULL;
-	int rc = report_build(command, n, rest, &d, err, sizeof err);
+	rc = report_build(command, n, rest, &d, err, sizeof err);
 	if (rc == 0 && json) {
 		cJSON *j = report_doc_json(d);
 		char *s = j ? cJSON_Print(j) : NULL;
@@ -143,65 +151,74 @@ static int cmd_report(const char *command, int argc, char **argv)
 	return rc ? 2 : 0;
 }
 
+/* ---- check and kl: option tables (compare and bench parse theirs in report/) ---- */
+
+enum { CHECK = 1u << 0, KL = 1u << 1 };
+
+struct report_opts {
+	const char *db;
+	bool json;
+};
+
+static const struct args_opt options[] = {
+	ARGS_STRING_OPT("--db", "DB", struct report_opts, db, CHECK | KL, "the database (check: the one the report names)"),
+	ARGS_FLAG_OPT("--json", struct report_opts, json, true, KL, "print the table as JSON"),
+	ARGS_TABLE_END,
+};
+
 static int cmd_check(int argc, char **argv)
 {
-	const char *report = NULL, *db = NULL;
-	for (int i = 0; i < argc; i++) {
-		if (strcmp(argv[i], "--db") == 0 && i + 1 < argc)
-			db = argv[++i];
-		else if (!report && argv[i][0] != '-')
-			report = argv[i];
-		else {
-			log_error("check: unexpected argument '%s' (usage: sixi-report check REPORT [--db DB])", argv[i]);
-			return 2;
-		}
-	}
-	if (!report) {
+	struct report_opts o = { 0 };
+	const char *report[1] = { NULL };
+	struct args_spec s = { .prog = "sixi-report check", .usage = "usage: sixi-report check REPORT [--db DB]\n",
+			       .opts = options, .max_pos = 1 };
+	int rc = args_cli(&s, CHECK, argc, argv, &o, report, NULL);
+	if (rc != ARGS_CONTINUE)
+		return rc;
+	if (!report[0]) {
 		log_error("check: which report? (usage: sixi-report check REPORT [--db DB])");
 		return 2;
 	}
 	char err[1024] = "";
 	size_t changed = 0, total = 0;
-	int rc = report_check(report, db, stdout, &changed, &total, err, sizeof err);
+	rc = report_check(report[0], o.db, stdout, &changed, &total, err, sizeof err);
 	if (rc < 0) {
 		log_error("%s", err[0] ? err : strerror(-rc));
 		return 2;
 	}
 	if (rc == 0)
-		printf("%s: all %zu numbers match the database\n", report, total);
+		printf("%s: all %zu numbers match the database\n", report[0], total);
 	else
-		printf("%s: %zu of %zu numbers changed since the report was rendered\n", report, changed, total);
+		printf("%s: %zu of %zu numbers changed since the report was rendered\n", report[0], changed, total);
 	return rc;
 }
 
 /* sixi-report kl [RUN...] [--db DB] [--json] */
 static int cmd_kl(int argc, char **argv)
 {
-	const char *db = STORE_DEFAULT_PATH;
-	bool json = false;
-	int64_t runs[256];
-	size_t n = 0;
-	for (int i = 0; i < argc; i++) {
-		char *end = NULL;
-		if (strcmp(argv[i], "--db") == 0 && i + 1 < argc) {
-			db = argv[++i];
-		} else if (strcmp(argv[i], "--json") == 0) {
-			json = true;
-		} else if (argv[i][0] != '-' && n < 256 && (runs[n] = strtoll(argv[i], &end, 10)) > 0 && end && !*end) {
-			n++;
-		} else {
-			log_error("kl: unexpected argument '%s' (usage: sixi-report kl [RUN...] [--db DB] [--json])", argv[i]);
+	enum { MAX_RUNS = 256 };
+	struct report_opts o = { .db = STORE_DEFAULT_PATH };
+	const char *pos[MAX_RUNS];
+	int n = 0;
+	struct args_spec s = { .prog = "sixi-report kl", .usage = "usage: sixi-report kl [RUN...] [--db DB] [--json]\n",
+			       .opts = options, .max_pos = MAX_RUNS };
+	int rc = args_cli(&s, KL, argc, argv, &o, pos, &n);
+	if (rc != ARGS_CONTINUE)
+		return rc;
+	int64_t runs[MAX_RUNS];
+	char err[1024] = "";
+	for (int i = 0; i < n; i++)
+		if (args_i64("kl RUN", pos[i], 1, INT64_MAX, &runs[i], err, sizeof err) != 0) {
+			log_error("%s (usage: sixi-report kl [RUN...] [--db DB] [--json])", err);
 			return 2;
 		}
-	}
-	char err[1024] = "";
-	struct store *s = report_db_open(db, err, sizeof err);
-	if (!s) {
+	struct store *st = report_db_open(o.db, err, sizeof err);
+	if (!st) {
 		log_error("%s", err);
 		return 2;
 	}
-	int rc = report_kl(s, runs, n, json, stdout, err, sizeof err);
-	store_close(s);
+	rc = report_kl(st, runs, (size_t)n, o.json, stdout, err, sizeof err);
+	store_close(st);
 	if (rc) {
 		log_error("kl: %s", err);
 		return 2;
@@ -214,7 +231,8 @@ int main(int argc, char **argv)
 	gsl_set_error_handler_off();
 	log_set_program("sixi-report");
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-		usage(argc < 2 ? stderr : stdout);
+		struct args_spec s = { .prog = "sixi-report", .usage = usage_text, .epilog = exit_text, .opts = output_options };
+		args_help(&s, 0, argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;
 	}
 	const char *cmd = argv[1];

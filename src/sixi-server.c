@@ -28,63 +28,140 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-static void usage(FILE *f)
+/* ---- the option table: one row per option, naming the field it sets ---- */
+
+struct server_opts {
+	struct server_config cfg;
+	const char *simulate, *model, *port_file, *pid_file, *device, *draft;
+	double time_scale;
+	int64_t parallel, context, threads, draft_max; /* 0: the engine's default */
+	uint64_t mem_limit;                            /* 0: the default limit */
+	bool json;
+	int spec;                                      /* -1: not given; else an index into "ngram|off" */
+	int rollback;                                  /* an index into "log|snapshot" */
+	int log_level;                                 /* -1: unchanged */
+};
+static const char *const rollback_names[] = { "log", "snapshot" };
+
+#define O struct server_opts
+static const struct args_opt options[] = {
+	ARGS_HEADING("Engine:"),
+	ARGS_STRING_OPT("--simulate", "PRESET|FILE", O, simulate, 0,
+			"simulated device: a preset (sixi-server --help lists them), or a JSON file of fields\n"
+			"(base, weight_gb, bandwidth_gbps, decode_row_ms, prefill_row_ms,\n"
+			"host_row_ms, context, slots, memory_gb, kv_kib_per_token,\n"
+			"state_mib_per_seq, activation_gb, script: texts the samples\n"
+			"produce, sample i of a vote following script[i])"),
+	ARGS_DOUBLE_OPT("--time-scale", "X", O, time_scale, 0.001, 1e6, 0, "run simulated time X times faster (default 1)"),
+	ARGS_STRING_OPT("--model", "FILE.gguf", O, model, 0, "the real model"),
+	ARGS_INT_OPT("--parallel", "N", O, parallel, 1, 4096, 0, "sequences resident at once (default: 32 simulated, 8 real)"),
+	ARGS_INT_OPT("--context", "N", O, context, 16, 1 << 22, 0,
+		     "positions per sequence (default: 32768 simulated; real: the\nmodel's, at most 4096)"),
+	ARGS_BYTES_OPT("--mem-limit", "BYTES", O, mem_limit, 0,
+		       "refuse configurations needing more (default: simulated device\n"
+		       "memory - 5%; real: available memory - 10%)"),
+	ARGS_INT_OPT("--threads", "N", O, threads, 1, 1024, 0, "CPU threads for the real model"),
+	ARGS_STRING_OPT("--device", "cpu|cuda[:N]", O, device, 0,
+			"where the real model runs (default cpu); cuda: GPU N (default 0),\n"
+			"sized against its free memory; rollback by log, no --draft"),
+	ARGS_STRING_OPT("--chat-template", "FILE", O, cfg.chat_template_path, 0,
+			"Jinja chat template (.jinja or tokenizer_config.json) instead of\n"
+			"the model's (default: the GGUF's tokenizer.chat_template, else ChatML)"),
+	ARGS_HEADING("Scheduler:"),
+	ARGS_ENUM_OPT("--straggler-wait", "off|on", NULL, O, cfg.sched.straggler_wait, 0,
+		      "wait for sequences still being sampled before a pass (default on)"),
+	ARGS_DOUBLE_OPT("--straggler-frac", "F", O, cfg.sched.straggler_frac, 0, 10, 0,
+			"wait this fraction of the last pass time (default 0.2)"),
+	ARGS_TIME_OPT("--straggler-min-ms", "MS", O, cfg.sched.straggler_min_ns, 0, 10000, 1e6, 0, "clamp (default 4)"),
+	ARGS_TIME_OPT("--straggler-max-ms", "MS", O, cfg.sched.straggler_max_ns, 0, 10000, 1e6, 0, "clamp (default 40)"),
+	ARGS_INT_OPT("--prefill-chunk", "N", O, cfg.sched.prefill_chunk, 1, 1 << 20, 0, "prompt rows per pass (default 512)"),
+	ARGS_FLAG_OPT("--no-interleave", O, cfg.sched.interleave, false, 0,
+		      "the old way, for comparison: prompts prefilled one at a time in\n"
+		      "arrival order (a new request waits for every prompt ahead of it),\n"
+		      "prompt chunks and decode rows in separate passes"),
+	ARGS_FLAG_OPT("--prefix-cache", O, cfg.sched.prefix_cache, true, 0,
+		      "reuse a finished sequence's state for a prompt that extends it"),
+	ARGS_HEADING("Speculative decoding (real model; sampled requests verify by exact speculative sampling):"),
+	ARGS_ENUM_OPT("--spec", "ngram|off", "drafter", O, spec, 0,
+		      "ngram: draft by prompt lookup (n-gram of the sequence's own history)"),
+	ARGS_INT_OPT("--draft-max", "N", O, draft_max, 1, SCHED_SPEC_MAX, 0, "drafted tokens per step, 1..32 (default 8)"),
+	ARGS_ENUM_OPT("--rollback", "log|snapshot", NULL, O, rollback, 0,
+		      "how rejected rows are undone (default log; snapshot keeps a full\n"
+		      "state copy per row, the baseline)"),
+	ARGS_STRING_OPT("--draft", "FILE.gguf", O, draft, 0,
+			"draft with this model (same vocabulary as --model) instead of\n"
+			"prompt lookup; implies --spec"),
+	ARGS_HEADING("HTTP:"),
+	ARGS_STRING_OPT("--host", "ADDR", O, cfg.http.host, 0, "bind address (default 127.0.0.1)"),
+	ARGS_INT_OPT("--port", "N", O, cfg.http.port, 0, 65535, 0, "port, 0 picks a free one (default 8080)"),
+	ARGS_STRING_OPT("--port-file", "FILE", O, port_file, 0, "write the bound port to FILE"),
+	ARGS_STRING_OPT("--pid-file", "FILE", O, pid_file, 0, "write the process id to FILE (removed at exit)"),
+	ARGS_BYTES_OPT("--max-body", "BYTES", O, cfg.http.max_body_bytes, 0, "largest request body (default 8MiB)"),
+	ARGS_TIME_OPT("--header-timeout", "S", O, cfg.http.header_timeout_ns, 0.01, 3600, 1e9, 0,
+		      "seconds for a request's header block (default 10)"),
+	ARGS_TIME_OPT("--idle-timeout", "S", O, cfg.http.idle_timeout_ns, 0.01, 86400, 1e9, 0,
+		      "seconds an idle keep-alive connection is kept (default 120)"),
+	ARGS_INT_OPT("--max-conns", "N", O, cfg.http.max_conns, 1, 1000000, 0, "open connections (default 4096)"),
+	ARGS_FLAG_OPT("--json", O, json, true, 0,
+		      "print one JSON line on stdout once listening (port, pid, model,\nparallel, context)"),
+	ARGS_ENUM_OPT("--log-level", "error|warn|info|debug", NULL, O, log_level, 0, "(default info)"),
+	ARGS_TABLE_END,
+};
+#undef O
+
+static const char usage_text[] =
+	"usage: sixi-server --simulate PRESET|FILE.json [options]\n"
+	"       sixi-server --model FILE.gguf [options]\n"
+	"       sixi-server --write-tiny PATH   (writes the embedded tiny model as GGUF)\n"
+	"       sixi-server --write-tiny PATH --moe [--type TYPE]   (its qwen35moe variant, matrices as TYPE)\n"
+	"       sixi-server --tokenize FILE TEXT | --detokenize FILE ID...\n";
+static const struct args_spec spec = { .prog = "sixi-server", .usage = usage_text, .opts = options };
+
+/* --write-tiny PATH [--moe [--type TYPE]] */
+struct tiny_opts {
+	bool moe;
+	uint32_t type;
+};
+
+static int weight_type(const char *opt, const char *v, void *field, char *err, size_t errlen)
 {
-	fprintf(f,
-		"usage: sixi-server --simulate PRESET|FILE.json [options]\n"
-		"       sixi-server --model FILE.gguf [options]\n"
-		"       sixi-server --write-tiny PATH   (writes the embedded tiny model as GGUF)\n"
-		"       sixi-server --write-tiny PATH --moe [--type TYPE]   (its qwen35moe variant, matrices as TYPE)\n"
-		"       sixi-server --tokenize FILE TEXT | --detokenize FILE ID...\n"
-		"\n"
-		"Engine:\n"
-		"  --simulate PRESET|FILE  simulated device: presets %s, or a JSON file of fields\n"
-		"                          (base, weight_gb, bandwidth_gbps, decode_row_ms, prefill_row_ms,\n"
-		"                          host_row_ms, context, slots, memory_gb, kv_kib_per_token,\n"
-		"                          state_mib_per_seq, activation_gb, script: texts the samples\n"
-		"                          produce, sample i of a vote following script[i])\n"
-		"  --time-scale X          run simulated time X times faster (default 1)\n"
-		"  --model FILE.gguf       the real model\n"
-		"  --parallel N            sequences resident at once (default: 32 simulated, 8 real)\n"
-		"  --context N             positions per sequence (default: 32768 simulated; real: the\n"
-		"                          model's, at most 4096)\n"
-		"  --mem-limit BYTES       refuse configurations needing more (default: simulated device\n"
-		"                          memory - 5%%; real: available memory - 10%%)\n"
-		"  --threads N             CPU threads for the real model\n"
-		"  --device cpu|cuda[:N]   where the real model runs (default cpu); cuda: GPU N (default 0),\n"
-		"                          sized against its free memory; rollback by log, no --draft\n"
-		"  --chat-template FILE    Jinja chat template (.jinja or tokenizer_config.json) instead of\n"
-		"                          the model's (default: the GGUF's tokenizer.chat_template, else ChatML)\n"
-		"Scheduler:\n"
-		"  --straggler-wait on|off wait for sequences still being sampled before a pass (default on)\n"
-		"  --straggler-frac F      wait this fraction of the last pass time (default 0.2)\n"
-		"  --straggler-min-ms MS   clamp (default 4)\n"
-		"  --straggler-max-ms MS   clamp (default 40)\n"
-		"  --prefill-chunk N       prompt rows per pass (default 512)\n"
-		"  --no-interleave         the old way, for comparison: prompts prefilled one at a time in\n"
-		"                          arrival order (a new request waits for every prompt ahead of it),\n"
-		"                          prompt chunks and decode rows in separate passes\n"
-		"  --prefix-cache          reuse a finished sequence's state for a prompt that extends it\n"
-		"Speculative decoding (real model; sampled requests verify by exact speculative sampling):\n"
-		"  --spec ngram            draft by prompt lookup (n-gram of the sequence's own history)\n"
-		"  --draft-max N           drafted tokens per step, 1..32 (default 8)\n"
-		"  --rollback log|snapshot how rejected rows are undone (default log; snapshot keeps a full\n"
-		"                          state copy per row, the baseline)\n"
-		"  --draft FILE.gguf       draft with this model (same vocabulary as --model) instead of\n"
-		"                          prompt lookup; implies --spec\n"
-		"HTTP:\n"
-		"  --host ADDR             bind address (default 127.0.0.1)\n"
-		"  --port N                port, 0 picks a free one (default 8080)\n"
-		"  --port-file FILE        write the bound port to FILE\n"
-		"  --pid-file FILE         write the process id to FILE (removed at exit)\n"
-		"  --max-body BYTES        largest request body (default 8MiB)\n"
-		"  --header-timeout S      seconds for a request's header block (default 10)\n"
-		"  --idle-timeout S        seconds an idle keep-alive connection is kept (default 120)\n"
-		"  --max-conns N           open connections (default 4096)\n"
-		"  --json                  print one JSON line on stdout once listening (port, pid, model,\n"
-		"                          parallel, context)\n"
-		"  --log-level LEVEL       error|warn|info|debug (default info)\n",
-		sim_preset_names());
+	for (uint32_t t = 0; t < 64; t++)
+		if (kern_type_supported(t) && strcmp(gguf_type_name(t), v) == 0) {
+			*(uint32_t *)field = t;
+			return 0;
+		}
+	snprintf(err, errlen, "%s: unknown weight type '%s' (use F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, "
+		 "Q5_K, Q6_K, IQ4_NL or IQ4_XS)", opt, v);
+	return -EINVAL;
+}
+
+static const struct args_opt tiny_options[] = {
+	ARGS_FLAG_OPT("--moe", struct tiny_opts, moe, true, 0, "the qwen35moe variant"),
+	ARGS_CALL_OPT("--type", "TYPE", weight_type, struct tiny_opts, type, 0, "its matrices as TYPE (default F32)"),
+	ARGS_TABLE_END,
+};
+static const struct args_spec tiny_spec = { .prog = "sixi-server --write-tiny",
+					    .usage = "usage: sixi-server --write-tiny PATH [--moe [--type TYPE]]\n",
+					    .opts = tiny_options, .max_pos = 1 };
+
+static int write_tiny(int argc, char **argv)
+{
+	struct tiny_opts t = { .type = GGUF_TENSOR_F32 };
+	const char *path[1];
+	int n = 0, rc = args_cli(&tiny_spec, 0, argc, argv, &t, path, &n);
+	if (rc != ARGS_CONTINUE)
+		return rc;
+	if (n != 1 || (t.type != GGUF_TENSOR_F32 && !t.moe)) {
+		fprintf(stderr, "sixi-server: usage: sixi-server --write-tiny PATH [--moe [--type TYPE]]\n");
+		return 2;
+	}
+	char err[1024];
+	if ((t.moe ? model_write_tiny_moe(path[0], t.type, err, sizeof err) : model_write_tiny(path[0], err, sizeof err)) != 0) {
+		fprintf(stderr, "sixi-server: --write-tiny: %s\n", err);
+		return 1;
+	}
+	fprintf(stderr, "sixi-server: wrote the tiny %smodel to %s\n", t.moe ? "qwen35moe " : "", path[0]);
+	return 0;
 }
 
 static int write_file_atomic(const char *path, const char *text)
@@ -266,216 +343,149 @@ static int open_device(const char *device, const char *model, const char *draft,
 #endif
 }
 
+/* ---- from the options to a running server ---- */
+
+/* What needs several options together; the rollback mode (0 none, 1 log, 2 snapshot),
+ * or -1 after one message. */
+static int check_opts(struct server_opts *o)
+{
+	const char *why = !o->simulate && !o->model ? "say what to serve: --simulate thor (no model needed) or --model FILE.gguf"
+			  : o->simulate && o->model ? "--simulate and --model exclude each other; pick one"
+			  : o->draft && o->spec == 1 ? "--draft and --spec off exclude each other"
+			  : (o->spec == 0 || o->draft) && !o->model
+				  ? "--spec needs --model (the simulated device keeps no state to roll back)"
+				  : NULL;
+	if (why) {
+		fprintf(stderr, "sixi-server: %s\n", why);
+		return -1;
+	}
+	if (o->spec != 0 && !o->draft)
+		return 0;
+	o->cfg.sched.spec_draft_max = (int32_t)o->draft_max;
+	return o->rollback + 1;
+}
+
+/* The engine the options ask for, sized to parallel x context; NULL after a message.
+ * sim_cfg (the simulated device, --simulate) is finished here. */
+static struct engine *open_engine(const struct server_opts *o, int rb_mode, int cuda_dev, int64_t parallel,
+				  int64_t context, struct sim_config *sim_cfg)
+{
+	char err[1024];
+	struct engine *e = NULL;
+	int draft_max = (int)o->draft_max;
+	if (o->model && cuda_dev >= 0) {
+#ifdef SIXI_HAVE_CUDA
+		e = cuda_engine_open(o->model, cuda_dev, (int)parallel, (int)context, rb_mode ? draft_max + 1 : 0, err,
+				     sizeof err);
+		if (!e) {
+			fprintf(stderr, "sixi-server: --device cuda:%d: %s\n", cuda_dev, err);
+			return NULL;
+		}
+		if (rb_mode)
+			log_info("speculative decoding: n-gram drafts of up to %d tokens, rollback by log on the GPU: %.1f KiB "
+				 "for %d slots",
+				 draft_max, (double)e->mem_rollback / 1024.0, (int)parallel);
+		log_info("GPU state memory: KV cache %.1f MiB, GDN state %.1f MiB, conv windows %.1f MiB, rollback %.1f MiB",
+			 (double)e->mem_kv / 1048576.0, (double)e->mem_gdn_state / 1048576.0, (double)e->mem_conv / 1048576.0,
+			 (double)e->mem_rollback / 1048576.0);
+#endif
+		return e;
+	}
+	if (!o->model) {
+		e = sim_engine_create(sim_cfg);
+		sim_config_finish(sim_cfg);
+		if (!e)
+			fprintf(stderr, "sixi-server: cannot create the simulated engine: %s\n", strerror(errno));
+		return e;
+	}
+	e = real_engine_open(o->model, (int)parallel, (int)context, (int)o->threads, err, sizeof err);
+	if (!e) {
+		fprintf(stderr, "sixi-server: %s\n", err);
+		return NULL;
+	}
+	size_t rb_bytes = 0;
+	/* a step verifies the last token and its drafts: draft_max + 1 rows */
+	if (rb_mode && real_engine_set_rollback(e, rb_mode, draft_max + 1, &rb_bytes, err, sizeof err) != 0) {
+		fprintf(stderr, "sixi-server: --spec: %s\n", err);
+		engine_destroy(e);
+		return NULL;
+	}
+	if (o->draft && real_engine_set_draft(e, o->draft, draft_max, (int)o->threads, err, sizeof err) != 0) {
+		fprintf(stderr, "sixi-server: --draft %s\n", err);
+		engine_destroy(e);
+		return NULL;
+	}
+	if (rb_mode)
+		log_info("speculative decoding: %s drafts of up to %d tokens, rollback by %s: %.1f KiB for %d slots",
+			 o->draft ? "draft-model" : "n-gram", draft_max, rollback_names[o->rollback],
+			 (double)rb_bytes / 1024.0, (int)parallel);
+	log_info("state memory: KV cache %.1f MiB, GDN state %.1f MiB, conv windows %.1f MiB, rollback %.1f MiB "
+		 "(a snapshot ring of the same depth: %.1f MiB)",
+		 (double)e->mem_kv / 1048576.0, (double)e->mem_gdn_state / 1048576.0, (double)e->mem_conv / 1048576.0,
+		 (double)e->mem_rollback / 1048576.0, (double)e->mem_snapshot_ring / 1048576.0);
+	return e;
+}
+
+/* Writes --pid-file (*wrote_pid) and --port-file, says where it listens, and with
+ * --json prints the line a harness reads. 0, or -1 after a message. */
+static int announce(const struct server_opts *o, struct server *srv, const struct engine *e, bool *wrote_pid)
+{
+	char line[64];
+	if (o->pid_file) {
+		snprintf(line, sizeof line, "%ld\n", (long)getpid());
+		if (write_file_atomic(o->pid_file, line) != 0) {
+			fprintf(stderr, "sixi-server: cannot write --pid-file %s\n", o->pid_file);
+			return -1;
+		}
+		*wrote_pid = true;
+	}
+	if (o->port_file) {
+		snprintf(line, sizeof line, "%d\n", server_port(srv));
+		if (write_file_atomic(o->port_file, line) != 0) {
+			fprintf(stderr, "sixi-server: cannot write --port-file %s\n", o->port_file);
+			return -1;
+		}
+	}
+	fprintf(stderr, "listening on %s:%d\n", o->cfg.http.host, server_port(srv));
+	if (o->json) {
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddStringToObject(j, "host", o->cfg.http.host);
+		cJSON_AddNumberToObject(j, "port", server_port(srv));
+		cJSON_AddNumberToObject(j, "pid", (double)getpid());
+		cJSON_AddStringToObject(j, "model", e->name);
+		cJSON_AddNumberToObject(j, "parallel", e->n_slots);
+		cJSON_AddNumberToObject(j, "context", e->n_ctx);
+		char *text = cJSON_PrintUnformatted(j);
+		if (text)
+			printf("%s\n", text);
+		fflush(stdout);
+		free(text);
+		cJSON_Delete(j);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	log_set_program("sixi-server");
 	if (argc > 1 && (strcmp(argv[1], "--tokenize") == 0 || strcmp(argv[1], "--detokenize") == 0))
 		return tok_cmd_main(argc, argv);
-	if (argc > 1 && strcmp(argv[1], "--write-tiny") == 0) {
-		char werr[1024];
-		int moe = 0, bad = argc < 3;
-		uint32_t type = GGUF_TENSOR_F32;
-		for (int i = 3; i < argc && !bad; i++) {
-			if (strcmp(argv[i], "--moe") == 0) {
-				moe = 1;
-			} else if (strcmp(argv[i], "--type") == 0 && i + 1 < argc) {
-				const char *tn = argv[++i];
-				type = UINT32_MAX;
-				for (uint32_t t = 0; t < 64 && type == UINT32_MAX; t++)
-					if (kern_type_supported(t) && strcmp(gguf_type_name(t), tn) == 0)
-						type = t;
-				if (type == UINT32_MAX) {
-					fprintf(stderr, "sixi-server: --write-tiny: --type %s is not a weight type sixi writes "
-						"(F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS)\n", tn);
-					return 2;
-				}
-			} else {
-				bad = 1;
-			}
-		}
-		if (bad || (type != GGUF_TENSOR_F32 && !moe)) {
-			fprintf(stderr, "sixi-server: usage: sixi-server --write-tiny PATH [--moe [--type TYPE]]\n");
-			return 2;
-		}
-		if ((moe ? model_write_tiny_moe(argv[2], type, werr, sizeof werr) : model_write_tiny(argv[2], werr, sizeof werr)) !=
-		    0) {
-			fprintf(stderr, "sixi-server: --write-tiny: %s\n", werr);
-			return 1;
-		}
-		fprintf(stderr, "sixi-server: wrote the tiny %smodel to %s\n", moe ? "qwen35moe " : "", argv[2]);
-		return 0;
-	}
-	struct server_config cfg;
-	server_config_default(&cfg);
-	const char *simulate = NULL, *model = NULL, *port_file = NULL, *pid_file = NULL;
-	double time_scale = 1, strag_min_ms = 4, strag_max_ms = 40;
-	int64_t parallel = 0, context = 0, threads = 0;
-	uint64_t mem_limit = 0;
-	bool json = false;
-	const char *spec = NULL, *rollback = "log", *draft = NULL, *device = "cpu";
-	int64_t draft_max = 8;
-	char err[1024];
-	int rc = 1;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-		int64_t iv;
-		double dv;
-		uint64_t bv;
-		int r = 0;
-#define NEEDV()                                                                                 \
-	do {                                                                                    \
-		if (!v) {                                                                       \
-			fprintf(stderr, "sixi-server: %s needs a value (see --help)\n", a);   \
-			return 2;                                                               \
-		}                                                                               \
-		i++;                                                                            \
-	} while (0)
-		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-			usage(stdout);
-			return 0;
-		} else if (strcmp(a, "--simulate") == 0) {
-			NEEDV();
-			simulate = v;
-		} else if (strcmp(a, "--model") == 0) {
-			NEEDV();
-			model = v;
-		} else if (strcmp(a, "--time-scale") == 0) {
-			NEEDV();
-			r = args_double(a, v, 0.001, 1e6, &time_scale, err, sizeof err);
-		} else if (strcmp(a, "--parallel") == 0) {
-			NEEDV();
-			r = args_i64(a, v, 1, 4096, &parallel, err, sizeof err);
-		} else if (strcmp(a, "--context") == 0) {
-			NEEDV();
-			r = args_i64(a, v, 16, 1 << 22, &context, err, sizeof err);
-		} else if (strcmp(a, "--threads") == 0) {
-			NEEDV();
-			r = args_i64(a, v, 1, 1024, &threads, err, sizeof err);
-		} else if (strcmp(a, "--device") == 0) {
-			NEEDV();
-			device = v;
-		} else if (strcmp(a, "--mem-limit") == 0) {
-			NEEDV();
-			r = args_bytes(a, v, &mem_limit, err, sizeof err);
-		} else if (strcmp(a, "--straggler-wait") == 0) {
-			NEEDV();
-			if (strcmp(v, "on") == 0 || strcmp(v, "off") == 0)
-				cfg.sched.straggler_wait = v[1] == 'n';
-			else
-				r = (snprintf(err, sizeof err, "--straggler-wait %s: say on or off", v), -EINVAL);
-		} else if (strcmp(a, "--straggler-frac") == 0) {
-			NEEDV();
-			r = args_double(a, v, 0, 10, &cfg.sched.straggler_frac, err, sizeof err);
-		} else if (strcmp(a, "--straggler-min-ms") == 0) {
-			NEEDV();
-			r = args_double(a, v, 0, 10000, &strag_min_ms, err, sizeof err);
-		} else if (strcmp(a, "--straggler-max-ms") == 0) {
-			NEEDV();
-			r = args_double(a, v, 0, 10000, &strag_max_ms, err, sizeof err);
-		} else if (strcmp(a, "--prefill-chunk") == 0) {
-			NEEDV();
-			r = args_i64(a, v, 1, 1 << 20, &iv, err, sizeof err);
-			cfg.sched.prefill_chunk = (int32_t)iv;
-		} else if (strcmp(a, "--chat-template") == 0) {
-			NEEDV();
-			cfg.chat_template_path = v;
-		} else if (strcmp(a, "--json") == 0) {
-			json = true;
-		} else if (strcmp(a, "--no-interleave") == 0) {
-			cfg.sched.interleave = false;
-		} else if (strcmp(a, "--prefix-cache") == 0) {
-			cfg.sched.prefix_cache = true;
-		} else if (strcmp(a, "--spec") == 0) {
-			NEEDV();
-			spec = v;
-		} else if (strcmp(a, "--draft-max") == 0) {
-			NEEDV();
-			r = args_i64(a, v, 1, SCHED_SPEC_MAX, &draft_max, err, sizeof err);
-		} else if (strcmp(a, "--rollback") == 0) {
-			NEEDV();
-			rollback = v;
-		} else if (strcmp(a, "--draft") == 0) {
-			NEEDV();
-			draft = v;
-		} else if (strcmp(a, "--host") == 0) {
-			NEEDV();
-			cfg.http.host = v;
-		} else if (strcmp(a, "--port") == 0) {
-			NEEDV();
-			r = args_i64(a, v, 0, 65535, &iv, err, sizeof err);
-			cfg.http.port = (int)iv;
-		} else if (strcmp(a, "--port-file") == 0) {
-			NEEDV();
-			port_file = v;
-		} else if (strcmp(a, "--pid-file") == 0) {
-			NEEDV();
-			pid_file = v;
-		} else if (strcmp(a, "--max-body") == 0) {
-			NEEDV();
-			r = args_bytes(a, v, &bv, err, sizeof err);
-			cfg.http.max_body_bytes = (size_t)bv;
-		} else if (strcmp(a, "--header-timeout") == 0) {
-			NEEDV();
-			r = args_double(a, v, 0.01, 3600, &dv, err, sizeof err);
-			cfg.http.header_timeout_ns = (int64_t)(dv * 1e9);
-		} else if (strcmp(a, "--idle-timeout") == 0) {
-			NEEDV();
-			r = args_double(a, v, 0.01, 86400, &dv, err, sizeof err);
-			cfg.http.idle_timeout_ns = (int64_t)(dv * 1e9);
-		} else if (strcmp(a, "--max-conns") == 0) {
-			NEEDV();
-			r = args_i64(a, v, 1, 1000000, &iv, err, sizeof err);
-			cfg.http.max_conns = (int)iv;
-		} else if (strcmp(a, "--log-level") == 0) {
-			NEEDV();
-			enum log_level lv;
-			if (log_level_parse(v, &lv) != 0)
-				r = (snprintf(err, sizeof err, "--log-level %s: use error, warn, info or debug", v), -EINVAL);
-			else
-				log_set_level(lv);
-		} else {
-			fprintf(stderr, "sixi-server: unknown option %s (see --help)\n", a);
-			return 2;
-		}
-#undef NEEDV
-		if (r != 0) {
-			fprintf(stderr, "sixi-server: %s\n", err);
-			return 2;
-		}
-	}
-	cfg.sched.straggler_min_ns = (int64_t)(strag_min_ms * 1e6);
-	cfg.sched.straggler_max_ns = (int64_t)(strag_max_ms * 1e6);
-	if (!simulate && !model) {
-		fprintf(stderr, "sixi-server: say what to serve: --simulate thor (no model needed) or --model FILE.gguf\n");
+	if (argc > 1 && strcmp(argv[1], "--write-tiny") == 0)
+		return write_tiny(argc - 2, argv + 2);
+	struct server_opts o = { .device = "cpu", .time_scale = 1, .draft_max = 8, .spec = -1, .log_level = -1 };
+	server_config_default(&o.cfg);
+	char presets[512];
+	snprintf(presets, sizeof presets, "\nPresets of --simulate: %s\n", sim_preset_names());
+	struct args_spec s = spec;
+	s.epilog = presets;
+	int rc = args_cli(&s, 0, argc - 1, argv + 1, &o, NULL, NULL);
+	if (rc != ARGS_CONTINUE)
+		return rc;
+	if (o.log_level >= 0)
+		log_set_level((enum log_level)o.log_level);
+	int rb_mode = check_opts(&o);
+	if (rb_mode < 0)
 		return 2;
-	}
-	if (simulate && model) {
-		fprintf(stderr, "sixi-server: --simulate and --model exclude each other; pick one\n");
-		return 2;
-	}
-	int rb_mode = 0;
-	if (spec && strcmp(spec, "ngram") != 0 && strcmp(spec, "off") != 0) {
-		fprintf(stderr, "sixi-server: --spec %s: unknown drafter; use --spec ngram (or off)\n", spec);
-		return 2;
-	}
-	if (strcmp(rollback, "log") != 0 && strcmp(rollback, "snapshot") != 0) {
-		fprintf(stderr, "sixi-server: --rollback %s: use log or snapshot\n", rollback);
-		return 2;
-	}
-	if (draft && spec && strcmp(spec, "off") == 0) {
-		fprintf(stderr, "sixi-server: --draft and --spec off exclude each other\n");
-		return 2;
-	}
-	if ((spec && strcmp(spec, "ngram") == 0) || draft) {
-		if (!model) {
-			fprintf(stderr, "sixi-server: --spec needs --model (the simulated device keeps no state to roll "
-				"back)\n");
-			return 2;
-		}
-		rb_mode = strcmp(rollback, "log") == 0 ? 1 : 2;
-		cfg.sched.spec_draft_max = (int32_t)draft_max;
-	}
 	/* Signals become events on the loop: block them in every thread first, before the CUDA
 	 * runtime (open_device) starts threads of its own. */
 	sigset_t set;
@@ -484,128 +494,45 @@ int main(int argc, char **argv)
 	sigaddset(&set, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	int cuda_dev = -1;
-	if (open_device(device, model, draft, rb_mode, &cuda_dev, &mem_limit) != 0)
+	uint64_t mem_limit = o.mem_limit;
+	if (open_device(o.device, o.model, o.draft, rb_mode, &cuda_dev, &mem_limit) != 0)
 		return 2;
-	struct engine *e = NULL;
-	struct server *srv = NULL;
-	bool wrote_pid = false;
-	int sfd = -1;
+	/* sizing, before anything is allocated */
+	int64_t parallel = o.parallel, context = o.context;
 	struct sim_config sim_cfg = { .n_script = 0 };
-	uint32_t spec_rows = rb_mode ? (uint32_t)draft_max + 1 : 0;
-	int sized = model ? size_model(model, &parallel, &context, mem_limit, cfg.sched.prefill_chunk,
-				       rb_mode == 1 ? spec_rows : 0, rb_mode == 2 ? spec_rows : 0)
-			  : open_sim(simulate, time_scale, parallel, context, mem_limit, &sim_cfg);
+	uint32_t spec_rows = rb_mode ? (uint32_t)o.draft_max + 1 : 0;
+	int sized = o.model ? size_model(o.model, &parallel, &context, mem_limit, o.cfg.sched.prefill_chunk,
+					 rb_mode == 1 ? spec_rows : 0, rb_mode == 2 ? spec_rows : 0)
+			    : open_sim(o.simulate, o.time_scale, parallel, context, mem_limit, &sim_cfg);
 	if (sized != 0)
 		return sized == -ENOMEM ? 3 : 2;
-
 	signal(SIGPIPE, SIG_IGN);
-	sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	int sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (sfd < 0) {
 		fprintf(stderr, "sixi-server: signalfd: %s\n", strerror(errno));
 		sim_config_finish(&sim_cfg);
 		return 1;
 	}
 	raise_fd_limit();
-
-	if (model && cuda_dev >= 0) {
-#ifdef SIXI_HAVE_CUDA
-		e = cuda_engine_open(model, cuda_dev, (int)parallel, (int)context, rb_mode ? (int)draft_max + 1 : 0, err,
-				     sizeof err);
-		if (!e) {
-			fprintf(stderr, "sixi-server: --device cuda:%d: %s\n", cuda_dev, err);
-			goto out;
-		}
-		if (rb_mode)
-			log_info("speculative decoding: n-gram drafts of up to %d tokens, rollback by log on the GPU: %.1f KiB "
-				 "for %d slots",
-				 (int)draft_max, (double)e->mem_rollback / 1024.0, (int)parallel);
-		log_info("GPU state memory: KV cache %.1f MiB, GDN state %.1f MiB, conv windows %.1f MiB, rollback %.1f MiB",
-			 (double)e->mem_kv / 1048576.0, (double)e->mem_gdn_state / 1048576.0, (double)e->mem_conv / 1048576.0,
-			 (double)e->mem_rollback / 1048576.0);
-#endif
-	} else if (model) {
-		e = real_engine_open(model, (int)parallel, (int)context, (int)threads, err, sizeof err);
-		if (!e) {
-			fprintf(stderr, "sixi-server: %s\n", err);
-			goto out;
-		}
-		size_t rb_bytes = 0;
-		/* a step verifies the last token and its drafts: draft_max + 1 rows */
-		if (rb_mode && real_engine_set_rollback(e, rb_mode, (int)draft_max + 1, &rb_bytes, err, sizeof err) != 0) {
-			fprintf(stderr, "sixi-server: --spec: %s\n", err);
-			goto out;
-		}
-		if (draft && real_engine_set_draft(e, draft, (int)draft_max, (int)threads, err, sizeof err) != 0) {
-			fprintf(stderr, "sixi-server: --draft %s\n", err);
-			goto out;
-		}
-		if (rb_mode)
-			log_info("speculative decoding: %s drafts of up to %d tokens, rollback by %s: %.1f KiB for %d "
-				 "slots",
-				 draft ? "draft-model" : "n-gram", (int)draft_max, rollback, (double)rb_bytes / 1024.0,
-				 (int)parallel);
-		log_info("state memory: KV cache %.1f MiB, GDN state %.1f MiB, conv windows %.1f MiB, rollback %.1f MiB "
-			 "(a snapshot ring of the same depth: %.1f MiB)",
-			 (double)e->mem_kv / 1048576.0, (double)e->mem_gdn_state / 1048576.0, (double)e->mem_conv / 1048576.0,
-			 (double)e->mem_rollback / 1048576.0, (double)e->mem_snapshot_ring / 1048576.0);
-	} else {
-		e = sim_engine_create(&sim_cfg);
-		sim_config_finish(&sim_cfg);
-		if (!e) {
-			fprintf(stderr, "sixi-server: cannot create the simulated engine: %s\n", strerror(errno));
-			goto out;
-		}
-	}
-	srv = server_create(e, &cfg, err, sizeof err);
-	if (!srv) {
+	char err[1024];
+	bool wrote_pid = false;
+	struct server *srv = NULL;
+	struct engine *e = open_engine(&o, rb_mode, cuda_dev, parallel, context, &sim_cfg);
+	rc = 1;
+	if (e && !(srv = server_create(e, &o.cfg, err, sizeof err)))
 		fprintf(stderr, "sixi-server: %s\n", err);
-		goto out;
+	if (srv && announce(&o, srv, e, &wrote_pid) == 0) {
+		int r = server_run(srv, sfd);
+		if (r != 0)
+			fprintf(stderr, "sixi-server: event loop failed: %s\n", strerror(-r));
+		else
+			log_info("stopped cleanly");
+		rc = r != 0;
 	}
-	char line[64];
-	if (pid_file) {
-		snprintf(line, sizeof line, "%ld\n", (long)getpid());
-		if (write_file_atomic(pid_file, line) != 0) {
-			fprintf(stderr, "sixi-server: cannot write --pid-file %s\n", pid_file);
-			goto out;
-		}
-		wrote_pid = true;
-	}
-	if (port_file) {
-		snprintf(line, sizeof line, "%d\n", server_port(srv));
-		if (write_file_atomic(port_file, line) != 0) {
-			fprintf(stderr, "sixi-server: cannot write --port-file %s\n", port_file);
-			goto out;
-		}
-	}
-	fprintf(stderr, "listening on %s:%d\n", cfg.http.host, server_port(srv));
-	if (json) {
-		cJSON *o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, "host", cfg.http.host);
-		cJSON_AddNumberToObject(o, "port", server_port(srv));
-		cJSON_AddNumberToObject(o, "pid", (double)getpid());
-		cJSON_AddStringToObject(o, "model", e->name);
-		cJSON_AddNumberToObject(o, "parallel", e->n_slots);
-		cJSON_AddNumberToObject(o, "context", e->n_ctx);
-		char *text = cJSON_PrintUnformatted(o);
-		if (text)
-			printf("%s\n", text);
-		fflush(stdout);
-		free(text);
-		cJSON_Delete(o);
-	}
-	int r = server_run(srv, sfd);
-	if (r != 0) {
-		fprintf(stderr, "sixi-server: event loop failed: %s\n", strerror(-r));
-		goto out;
-	}
-	log_info("stopped cleanly");
-	rc = 0;
-out:
 	server_destroy(srv);
 	engine_destroy(e);
 	if (wrote_pid)
-		unlink(pid_file);
-	if (sfd >= 0)
-		close(sfd);
+		unlink(o.pid_file);
+	close(sfd);
 	return rc;
 }

@@ -1,5 +1,6 @@
 /* dataset_cmd — see dataset_cmd.h. */
 #include "datasets/dataset_cmd.h"
+#include "core/args.h"
 #include "core/buf.h"
 #include "core/hash.h"
 #include "core/json.h"
@@ -363,10 +364,20 @@ static int cmd_check(const char *path, bool json)
 	return rc;
 }
 
+struct check_opts {
+	bool json;
+};
+static const struct args_opt check_options[] = {
+	ARGS_FLAG_OPT("--json", struct check_opts, json, true, 0, "the result as JSON"),
+	ARGS_TABLE_END,
+};
+
 int dataset_cmd_main(int argc, char **argv)
 {
+	static const struct args_spec spec = { .prog = "sixi-eval dataset check", .usage = usage, .opts = check_options,
+					       .max_pos = 1 };
 	if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-		fputs(usage, stdout);
+		args_help(&spec, 0, stdout);
 		return 0;
 	}
 	if (argc < 2 || strcmp(argv[1], "check") != 0) {
@@ -374,20 +385,13 @@ int dataset_cmd_main(int argc, char **argv)
 		return 2;
 	}
 	const char *path = NULL;
-	bool json = false;
-	for (int i = 2; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0)
-			json = true;
-		else if (argv[i][0] != '-' && !path)
-			path = argv[i];
-		else {
-			fprintf(stderr, "sixi-eval dataset check: unknown argument '%s'\n%s", argv[i], usage);
-			return 2;
-		}
-	}
+	struct check_opts o = { 0 };
+	int rc = args_cli(&spec, 0, argc - 2, argv + 2, &o, &path, NULL);
+	if (rc != ARGS_CONTINUE)
+		return rc;
 	if (!path) {
 		fprintf(stderr, "sixi-eval dataset check: give a PATH\n%s", usage);
 		return 2;
 	}
-	return cmd_check(path, json);
+	return cmd_check(path, o.json);
 }

@@ -6,6 +6,7 @@
  * line) because the graders read exactly that. Generated test code names its
  * helpers _sx_* so that they cannot collide with a model's own names. */
 #include "datasets/import.h"
+#include "core/args.h"
 #include "core/buf.h"
 #include "core/json.h"
 #include "core/err.h"
@@ -1191,29 +1192,37 @@ int eval_import(const char *format, const char *path, const char *name, bool for
 
 /* ---- the command -------------------------------------------------------------------- */
 
+/* sixi-eval import's options: one table, each row naming the field it sets. */
+struct import_cli {
+	const char *format, *name, *out_dir;
+	bool force;
+};
+#define O struct import_cli
+static const struct args_opt import_options[] = {
+	ARGS_STRING_OPT("--format", "F", O, format, 0, "the benchmark's format (below)"),
+	ARGS_STRING_OPT("--name", "NAME", O, name, 0, "the dataset's name (default: from the format)"),
+	ARGS_STRING_OPT("--out", "DIR", O, out_dir, 0, "the folder NAME/ is written into (default datasets)"),
+	ARGS_FLAG_OPT("--force", O, force, true, 0, "replace an existing dataset"),
+	ARGS_TABLE_END,
+};
+#undef O
+
 int import_cmd_main(int argc, char **argv)
 {
-	const char *format = NULL, *file = NULL, *name = NULL, *out_dir = NULL;
-	bool force = false;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--format") == 0 && i + 1 < argc)
-			format = argv[++i];
-		else if (strcmp(argv[i], "--name") == 0 && i + 1 < argc)
-			name = argv[++i];
-		else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
-			out_dir = argv[++i];
-		else if (strcmp(argv[i], "--force") == 0)
-			force = true;
-		else if (argv[i][0] != '-' && !file)
-			file = argv[i];
-		else {
-			fprintf(stderr, "sixi-eval import: unknown or incomplete argument '%s'\n", argv[i]);
-			return 2;
-		}
-	}
+	struct import_cli o = { 0 };
+	char epilog[512];
+	snprintf(epilog, sizeof epilog, "  F: %s (datasets/FORMATS.md)\n", eval_import_formats());
+	struct args_spec spec = { .prog = "sixi-eval import",
+				  .usage = "usage: sixi-eval import --format F FILE [--name NAME] [--out DIR] [--force]\n",
+				  .epilog = epilog, .opts = import_options, .max_pos = 1 };
+	const char *file = NULL;
+	int rc = args_cli(&spec, 0, argc - 1, argv + 1, &o, &file, NULL);
+	if (rc != ARGS_CONTINUE)
+		return rc;
+	const char *format = o.format, *name = o.name, *out_dir = o.out_dir;
+	bool force = o.force;
 	if (!format || !file) {
-		fprintf(stderr, "usage: sixi-eval import --format F FILE [--name NAME] [--out DIR] [--force]\n"
-				"  F: %s (datasets/FORMATS.md)\n", eval_import_formats());
+		args_help(&spec, 0, stderr);
 		return 2;
 	}
 	char err[8192], out[1500];

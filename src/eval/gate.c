@@ -1,6 +1,7 @@
 /* gate — see gate.h. Sections: the protocol, one request, the three kinds of
  * gate, the report, the command. */
 #include "eval/gate.h"
+#include "core/args.h"
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/json.h"
@@ -718,46 +719,41 @@ static const char gate_usage[] =
 	"         prints one needle-in-a-haystack prompt (--json: with its answer)\n"
 	"Protocol keys: protocols/README-gate.md; example: protocols/gate.json.\n";
 
-static int parse_i64(const char *flag, const char *v, int64_t *out)
-{
-	char *end;
-	long long x = strtoll(v, &end, 10);
-	if (!*v || *end || x < 0) {
-		fprintf(stderr, "sixi-eval gate: %s needs a non-negative whole number, got '%s'\n", flag, v);
-		return -1;
-	}
-	*out = x;
-	return 0;
-}
+/* `gate needle` and `gate`: one option table, each row naming the field it sets. */
+enum { NEEDLE = 1u << 0, GATE = 1u << 1 };
+struct gate_cli {
+	struct gate_overrides o;
+	struct needle_spec sp;
+	bool json;
+};
+#define O struct gate_cli
+static const struct args_opt gate_options[] = {
+	ARGS_HEADING("gate PROTOCOL.json:"),
+	ARGS_STRING_OPT("--url", "URL", O, o.url, GATE, "the server (default: the protocol's)"),
+	ARGS_STRING_OPT("--model", "NAME", O, o.model, GATE, "the model (default: the protocol's)"),
+	ARGS_STRING_OPT("--only", "GATE", O, o.only, GATE, "run only this gate"),
+	ARGS_INT_OPT("--seed", "N", O, o.needle_seed, 0, 9.3e18, GATE, "needle seed (default: the protocol's)"),
+	ARGS_FLAG_OPT("--json", O, o.json, true, GATE, "one JSON object instead of lines"),
+	ARGS_HEADING("gate needle:"),
+	ARGS_INT_OPT("--tokens", "N", O, sp.context_tokens, 0, 9.3e18, NEEDLE, "haystack tokens, 64 to 2000000"),
+	ARGS_DOUBLE_OPT("--depth", "D", O, sp.depth, 0, 1, NEEDLE, "where the needle goes, 0 (first) to 1 (last)"),
+	ARGS_INT_OPT("--seed", "S", O, sp.seed, 0, 9.3e18, NEEDLE, "filler, key and code seed (default 1)"),
+	ARGS_FLAG_OPT("--json", O, json, true, NEEDLE, "the prompt with its answer as JSON"),
+	ARGS_TABLE_END,
+};
+#undef O
 
 static int cmd_needle(int argc, char **argv)
 {
-	struct needle_spec sp = {.context_tokens = 0, .depth = -1, .seed = 1};
-	bool json = false;
-	for (int i = 1; i < argc; i++) {
-		int64_t v;
-		if (strcmp(argv[i], "--tokens") == 0 && i + 1 < argc) {
-			if (parse_i64("--tokens", argv[++i], &v))
-				return 2;
-			sp.context_tokens = v;
-		} else if (strcmp(argv[i], "--depth") == 0 && i + 1 < argc) {
-			char *end;
-			sp.depth = strtod(argv[++i], &end);
-			if (!*argv[i] || *end)
-				sp.depth = -1;
-		} else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
-			if (parse_i64("--seed", argv[++i], &v))
-				return 2;
-			sp.seed = (uint64_t)v;
-		} else if (strcmp(argv[i], "--json") == 0) {
-			json = true;
-		} else {
-			fprintf(stderr, "sixi-eval gate needle: unknown or incomplete argument '%s'\n%s", argv[i], gate_usage);
-			return 2;
-		}
-	}
+	struct gate_cli g = { .sp = {.context_tokens = 0, .depth = -1, .seed = 1} };
+	static const struct args_spec spec = { .prog = "sixi-eval gate needle", .usage = gate_usage, .opts = gate_options };
+	int rc = args_cli(&spec, NEEDLE, argc - 1, argv + 1, &g, NULL, NULL);
+	if (rc != ARGS_CONTINUE)
+		return rc;
+	struct needle_spec sp = g.sp;
+	bool json = g.json;
 	struct needle_case c;
-	int rc = needle_make(&sp, &c);
+	rc = needle_make(&sp, &c);
 	if (rc == -EINVAL) {
 		fprintf(stderr, "sixi-eval gate needle: give --tokens from 64 to 2000000 and --depth from 0 to 1\n");
 		return 2;
@@ -788,32 +784,20 @@ static int cmd_needle(int argc, char **argv)
 int gate_cmd_main(int argc, char **argv)
 {
 	if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-		fputs(gate_usage, stdout);
+		static const struct args_spec all = { .prog = "sixi-eval gate", .usage = gate_usage, .opts = gate_options };
+		args_help(&all, 0, stdout);
 		return 0;
 	}
 	if (argc >= 2 && strcmp(argv[1], "needle") == 0)
 		return cmd_needle(argc - 1, argv + 1);
-	struct gate_overrides o = {.needle_seed = -1};
+	struct gate_cli g = { .o = {.needle_seed = -1} };
+	static const struct args_spec spec = { .prog = "sixi-eval gate", .usage = gate_usage, .opts = gate_options,
+					       .max_pos = 1 };
 	const char *path = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--url") == 0 && i + 1 < argc)
-			o.url = argv[++i];
-		else if (strcmp(argv[i], "--model") == 0 && i + 1 < argc)
-			o.model = argv[++i];
-		else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
-			o.only = argv[++i];
-		else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
-			if (parse_i64("--seed", argv[++i], &o.needle_seed))
-				return 2;
-		} else if (strcmp(argv[i], "--json") == 0)
-			o.json = true;
-		else if (argv[i][0] != '-' && !path)
-			path = argv[i];
-		else {
-			fprintf(stderr, "sixi-eval gate: unknown or incomplete argument '%s'\n%s", argv[i], gate_usage);
-			return 2;
-		}
-	}
+	int prc = args_cli(&spec, GATE, argc - 1, argv + 1, &g, &path, NULL);
+	if (prc != ARGS_CONTINUE)
+		return prc;
+	struct gate_overrides o = g.o;
 	if (!path) {
 		fprintf(stderr, "sixi-eval gate: give a gate PROTOCOL file (e.g. protocols/gate.json)\n%s", gate_usage);
 		return 2;

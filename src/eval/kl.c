@@ -345,54 +345,39 @@ static const char kl_usage[] =
 	"  windows of --ctx tokens, default 512), top-1 agreement and the perplexity ratio; stored as a run\n"
 	"  (sixi-report kl shows it). REF is the model in F32/F16/BF16, CAND the same model quantised.\n";
 
+/* sixi-eval kl's options: one table, each row naming the field it sets. */
+struct kl_cli {
+	struct kl_opts k;
+	const char *db;
+	bool json;
+};
+#define O struct kl_cli
+static const struct args_opt kl_options[] = {
+	ARGS_STRING_OPT("--reference", "REF.gguf", O, k.reference, 0, "the model in F32/F16/BF16"),
+	ARGS_STRING_OPT("--model", "CAND.gguf", O, k.candidate, 0, "the same model quantised"),
+	ARGS_STRING_OPT("--text", "FILE", O, k.text, 0, "the text, teacher-forced"),
+	ARGS_INT_OPT("--ctx", "N", O, k.ctx, 2, 65536, 0, "tokens per window (default 512)"),
+	ARGS_INT_OPT("--positions", "N", O, k.max_positions, 1, 65536, 0, "positions scored at most"),
+	ARGS_INT_OPT("--threads", "N", O, k.threads, 0, 65536, 0, "CPU threads (0: cores)"),
+	ARGS_STRING_OPT("--db", "PATH", O, db, 0, "results database (default results/sixi.db)"),
+	ARGS_FLAG_OPT("--json", O, json, true, 0, "the result as JSON"),
+	ARGS_TABLE_END,
+};
+#undef O
+
 int kl_cmd_main(int argc, char **argv)
 {
-	struct kl_opts o = { .ctx = 512 };
-	const char *db = STORE_DEFAULT_PATH;
-	bool json = false;
+	struct kl_cli c = { .k = { .ctx = 512 }, .db = STORE_DEFAULT_PATH };
+	static const struct args_spec spec = { .prog = "sixi-eval kl", .usage = kl_usage, .opts = kl_options };
+	int rc = args_cli(&spec, 0, argc - 1, argv + 1, &c, NULL, NULL);
+	if (rc != ARGS_CONTINUE)
+		return rc;
+	struct kl_opts o = c.k;
+	const char *db = c.db;
+	bool json = c.json;
 	char err[2048] = "";
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		int64_t iv;
-		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-			fputs(kl_usage, stdout);
-			return 0;
-		} else if (strcmp(a, "--json") == 0) {
-			json = true;
-			continue;
-		}
-		if (!v) {
-			fprintf(stderr, "sixi-eval kl: %s needs a value (or is unknown)\n%s", a, kl_usage);
-			return 2;
-		}
-		if (strcmp(a, "--reference") == 0) {
-			o.reference = v;
-		} else if (strcmp(a, "--model") == 0) {
-			o.candidate = v;
-		} else if (strcmp(a, "--text") == 0) {
-			o.text = v;
-		} else if (strcmp(a, "--db") == 0) {
-			db = v;
-		} else if (strcmp(a, "--ctx") == 0 || strcmp(a, "--positions") == 0 || strcmp(a, "--threads") == 0) {
-			int64_t lo = strcmp(a, "--ctx") == 0 ? 2 : strcmp(a, "--positions") == 0 ? 1 : 0;
-			if (args_i64(a, v, lo, 65536, &iv, err, sizeof(err))) {
-				fprintf(stderr, "sixi-eval kl: %s\n", err);
-				return 2;
-			}
-			if (strcmp(a, "--ctx") == 0)
-				o.ctx = (int)iv;
-			else if (strcmp(a, "--positions") == 0)
-				o.max_positions = (int)iv;
-			else
-				o.threads = (int)iv;
-		} else {
-			fprintf(stderr, "sixi-eval kl: unknown option '%s'\n%s", a, kl_usage);
-			return 2;
-		}
-		i++;
-	}
 	if (!o.reference || !o.candidate || !o.text) {
-		fprintf(stderr, "sixi-eval kl: --reference, --model and --text are required\n%s", kl_usage);
+		fprintf(stderr, "sixi-eval kl: --reference, --model and --text are required (see sixi-eval kl --help)\n");
 		return 2;
 	}
 	struct store *st = store_open(db, err, sizeof(err));
@@ -401,7 +386,7 @@ int kl_cmd_main(int argc, char **argv)
 		return 1;
 	}
 	struct kl_result r = { 0 };
-	int rc = kl_run(&o, st, &r, err, sizeof(err));
+	rc = kl_run(&o, st, &r, err, sizeof(err));
 	store_close(st);
 	if (rc) {
 		fprintf(stderr, "sixi-eval kl: %s\n", err);

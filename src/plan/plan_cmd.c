@@ -36,123 +36,93 @@
 #define UNIFIED_SAFE_FRACTION 0.85
 
 static const char usage[] =
-	"usage: sixi-bench plan --model CONFIG_OR_GGUF --context N --sequences S [options]\n"
-	"  --model PATH                config.json, a model directory, or a .gguf file\n"
-	"  --context N                 tokens per sequence\n"
-	"  --sequences S               concurrent sequences (requests)\n"
-	"  --headroom F                KV cache factor, >= 1 (default 1.25)\n"
-	"  --kv-dtype T                bf16 | fp16 | fp8 | fp32 (default bf16)\n"
-	"  --state-dtype T             recurrent state: fp32 | bf16 | fp16 (default fp32)\n"
-	"  --conv-dtype T              conv windows: bf16 | fp16 | fp32 (default bf16)\n"
-	"  --spec-slots N              state slots per request; 5 with a draft model (default 1)\n"
-	"  --draft-tokens N            draft width, for SGLang's intermediate state cache (default 0)\n"
-	"  --memory SIZE               memory budget, e.g. 128GiB: check the fit and what fits\n"
-	"  --gpu-memory-utilization F  the fraction your server is given (vLLM default 0.9), to check\n"
-	"  --weights SIZE              weight bytes, overriding the files or the estimate\n"
-	"  --json                      machine-readable output\n"
-	"exit: 0 fits (or no --memory), 1 does not fit --memory, 2 bad arguments or model\n";
+	"usage: sixi-bench plan --model CONFIG_OR_GGUF --context N --sequences S [options]\n";
+static const char epilog[] = "\nexit: 0 fits (or no --memory), 1 does not fit --memory, 2 bad arguments or model\n";
 
 struct opts {
 	const char *model;
-	int64_t context, sequences;
+	int64_t context, sequences;      /* 0: not given (both are required) */
 	struct plan_workload w;
 	uint64_t memory_bytes, weights_bytes;
-	double fraction;
+	double fraction;                 /* 0: not given (then 0.9, vLLM's default) */
 	bool json, have_fraction;
 };
 
-/* ---- arguments ---- */
+/* ---- arguments: one table, each row naming the field it sets ---- */
 
-static int parse_dtype(const char *flag, const char *v, bool allow_fp8, enum plan_dtype *out, char *err,
-		       size_t errlen)
+static int dtype(const char *flag, const char *v, bool allow_fp8, void *field, char *err, size_t errlen)
 {
-	if (plan_dtype_parse(v, out) || (!allow_fp8 && *out == PLAN_DTYPE_FP8)) {
+	enum plan_dtype t;
+	if (plan_dtype_parse(v, &t) || (!allow_fp8 && t == PLAN_DTYPE_FP8)) {
 		snprintf(err, errlen, "%s: '%s' is not a supported type (use %s)", flag, v,
 			 allow_fp8 ? "bf16, fp16, fp8 or fp32" : "fp32, bf16 or fp16");
 		return -EINVAL;
 	}
+	*(enum plan_dtype *)field = t;
 	return 0;
 }
 
+static int kv_dtype(const char *flag, const char *v, void *field, char *err, size_t errlen)
+{
+	return dtype(flag, v, true, field, err, errlen);
+}
+
+static int state_dtype(const char *flag, const char *v, void *field, char *err, size_t errlen)
+{
+	return dtype(flag, v, false, field, err, errlen);
+}
+
+/* A size of more than 0 bytes. */
+static int size_above_zero(const char *flag, const char *v, void *field, char *err, size_t errlen)
+{
+	uint64_t b;
+	int rc = args_bytes(flag, v, &b, err, errlen);
+	if (!rc && b == 0) {
+		snprintf(err, errlen, "%s: must be more than 0 bytes (e.g. 128GiB)", flag);
+		rc = -EINVAL;
+	}
+	if (!rc)
+		*(uint64_t *)field = b;
+	return rc;
+}
+
+#define O struct opts
+static const struct args_opt options[] = {
+	ARGS_STRING_OPT("--model", "PATH", O, model, 0, "config.json, a model directory, or a .gguf file"),
+	ARGS_INT_OPT("--context", "N", O, context, 1, 1099511627776.0, 0, "tokens per sequence"),
+	ARGS_INT_OPT("--sequences", "S", O, sequences, 1, 1073741824.0, 0, "concurrent sequences (requests)"),
+	ARGS_DOUBLE_OPT("--headroom", "F", O, w.headroom, 1.0, 100.0, 0, "KV cache factor, >= 1 (default 1.25)"),
+	ARGS_CALL_OPT("--kv-dtype", "T", kv_dtype, O, w.kv_dtype, 0, "bf16 | fp16 | fp8 | fp32 (default bf16)"),
+	ARGS_CALL_OPT("--state-dtype", "T", state_dtype, O, w.state_dtype, 0, "recurrent state: fp32 | bf16 | fp16 (default fp32)"),
+	ARGS_CALL_OPT("--conv-dtype", "T", state_dtype, O, w.conv_dtype, 0, "conv windows: bf16 | fp16 | fp32 (default bf16)"),
+	ARGS_INT_OPT("--spec-slots", "N", O, w.spec_slots, 1, 64, 0, "state slots per request; 5 with a draft model (default 1)"),
+	ARGS_INT_OPT("--draft-tokens", "N", O, w.draft_tokens, 0, 256, 0,
+		     "draft width, for SGLang's intermediate state cache (default 0)"),
+	ARGS_CALL_OPT("--memory", "SIZE", size_above_zero, O, memory_bytes, 0,
+		      "memory budget, e.g. 128GiB: check the fit and what fits"),
+	ARGS_DOUBLE_OPT("--gpu-memory-utilization", "F", O, fraction, 0.01, 1.0, 0,
+			"the fraction your server is given (vLLM default 0.9), to check"),
+	ARGS_CALL_OPT("--weights", "SIZE", size_above_zero, O, weights_bytes, 0,
+		      "weight bytes, overriding the files or the estimate"),
+	ARGS_FLAG_OPT("--json", O, json, true, 0, "machine-readable output"),
+	ARGS_TABLE_END,
+};
+#undef O
+static const struct args_spec spec = { .prog = "sixi-bench plan", .usage = usage, .epilog = epilog, .opts = options };
+
 static int parse_args(int argc, char **argv, struct opts *o, char *err, size_t errlen)
 {
-	int64_t v;
 	memset(o, 0, sizeof *o);
 	plan_workload_init(&o->w, 0, 0);
-	o->fraction = 0.9;
-	bool have_context = false, have_sequences = false;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *val = NULL;
-		char name[64];
-		const char *eq = strchr(a, '=');
-		if (eq && (size_t)(eq - a) < sizeof name) {
-			memcpy(name, a, (size_t)(eq - a));
-			name[eq - a] = 0;
-			val = eq + 1;
-		} else {
-			snprintf(name, sizeof name, "%s", a);
-		}
-		if (strcmp(name, "--json") == 0) {
-			o->json = true;
-			continue;
-		}
-		if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0)
-			return 1;
-		if (!val) {
-			if (i + 1 >= argc) {
-				snprintf(err, errlen, "%s needs a value (see --help)", name);
-				return -EINVAL;
-			}
-			val = argv[++i];
-		}
-		int rc = 0;
-		if (strcmp(name, "--model") == 0) {
-			o->model = val;
-		} else if (strcmp(name, "--context") == 0) {
-			rc = args_i64(name, val, 1, INT64_C(1) << 40, &o->context, err, errlen);
-			have_context = true;
-		} else if (strcmp(name, "--sequences") == 0) {
-			rc = args_i64(name, val, 1, INT64_C(1) << 30, &o->sequences, err, errlen);
-			have_sequences = true;
-		} else if (strcmp(name, "--headroom") == 0) {
-			rc = args_double(name, val, 1.0, 100.0, &o->w.headroom, err, errlen);
-		} else if (strcmp(name, "--kv-dtype") == 0) {
-			rc = parse_dtype(name, val, true, &o->w.kv_dtype, err, errlen);
-		} else if (strcmp(name, "--state-dtype") == 0) {
-			rc = parse_dtype(name, val, false, &o->w.state_dtype, err, errlen);
-		} else if (strcmp(name, "--conv-dtype") == 0) {
-			rc = parse_dtype(name, val, false, &o->w.conv_dtype, err, errlen);
-		} else if (strcmp(name, "--spec-slots") == 0) {
-			rc = args_i64(name, val, 1, 64, &v, err, errlen);
-			o->w.spec_slots = (uint32_t)v;
-		} else if (strcmp(name, "--draft-tokens") == 0) {
-			rc = args_i64(name, val, 0, 256, &v, err, errlen);
-			o->w.draft_tokens = (uint32_t)v;
-		} else if (strcmp(name, "--memory") == 0) {
-			rc = args_bytes(name, val, &o->memory_bytes, err, errlen);
-			if (!rc && o->memory_bytes == 0) {
-				snprintf(err, errlen, "--memory: must be more than 0 bytes (e.g. 128GiB)");
-				rc = -EINVAL;
-			}
-		} else if (strcmp(name, "--weights") == 0) {
-			rc = args_bytes(name, val, &o->weights_bytes, err, errlen);
-			if (!rc && o->weights_bytes == 0) {
-				snprintf(err, errlen, "--weights: must be more than 0 bytes (e.g. 15.8GB)");
-				rc = -EINVAL;
-			}
-		} else if (strcmp(name, "--gpu-memory-utilization") == 0) {
-			rc = args_double(name, val, 0.01, 1.0, &o->fraction, err, errlen);
-			o->have_fraction = true;
-		} else {
-			snprintf(err, errlen, "unknown option '%s' (see --help)", a);
-			rc = -EINVAL;
-		}
-		if (rc)
-			return rc;
-	}
-	if (!o->model || !have_context || !have_sequences) {
+	int rc = args_parse(&spec, 0, argc - 1, argv + 1, o, NULL, NULL, err, errlen);
+	if (rc)
+		return rc;
+	o->have_fraction = o->fraction > 0;
+	if (!o->have_fraction)
+		o->fraction = 0.9;
+	if (!o->model || !o->context || !o->sequences) {
 		snprintf(err, errlen, "missing %s%s%s (see --help)", o->model ? "" : "--model ",
-			 have_context ? "" : "--context ", have_sequences ? "" : "--sequences");
+			 o->context ? "" : "--context ", o->sequences ? "" : "--sequences");
 		return -EINVAL;
 	}
 	o->w.context_tokens = o->context;
@@ -457,8 +427,8 @@ int plan_cmd_main(int argc, char **argv)
 	struct opts o;
 	char err[1024];
 	int rc = parse_args(argc, argv, &o, err, sizeof err);
-	if (rc == 1) {
-		fputs(usage, stdout);
+	if (rc == ARGS_HELP) {
+		args_help(&spec, 0, stdout);
 		return EXIT_FITS;
 	}
 	if (rc) {

@@ -17,29 +17,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+static const struct args_opt bench_options[] = {
+	ARGS_STRING_OPT("--db", "DB", struct report_bench_opts, db, 0, "the database of the runs"),
+	ARGS_TABLE_END,
+};
+
 int report_bench_args(int argc, char **argv, struct report_bench_opts *o, char *err, size_t errlen)
 {
 	memset(o, 0, sizeof *o);
-	for (int i = 0; i < argc; i++) {
-		if (strcmp(argv[i], "--db") == 0) {
-			if (i + 1 >= argc) {
-				snprintf(err, errlen, "bench: --db needs a value");
-				return -EINVAL;
-			}
-			o->db = argv[++i];
-		} else if (argv[i][0] == '-' && !(argv[i][1] >= '0' && argv[i][1] <= '9')) {
-			snprintf(err, errlen, "bench: unknown option '%s' (see sixi-report --help)", argv[i]);
-			return -EINVAL;
-		} else {
-			if (o->nruns == REPORT_BENCH_MAX_RUNS) {
-				snprintf(err, errlen, "bench: at most %d runs at once", REPORT_BENCH_MAX_RUNS);
-				return -EINVAL;
-			}
-			int rc = args_i64("bench RUN", argv[i], 1, INT64_MAX, &o->runs[o->nruns++], err, errlen);
-			if (rc)
-				return rc;
-		}
+	static const struct args_spec spec = { .prog = "sixi-report", .opts = bench_options,
+					       .max_pos = REPORT_BENCH_MAX_RUNS };
+	const char *pos[REPORT_BENCH_MAX_RUNS];
+	int npos = 0;
+	char why[512];
+	int rc = args_parse(&spec, 0, argc, argv, o, pos, &npos, why, sizeof why);
+	if (rc == -EINVAL && npos == REPORT_BENCH_MAX_RUNS && strstr(why, "unexpected argument"))
+		snprintf(why, sizeof why, "at most %d runs at once", REPORT_BENCH_MAX_RUNS);
+	if (rc) {
+		snprintf(err, errlen, "bench: %s", rc == ARGS_HELP ? "--help: see sixi-report --help" : why);
+		return -EINVAL;
 	}
+	for (int i = 0; i < npos; i++)
+		if ((rc = args_i64("bench RUN", pos[i], 1, INT64_MAX, &o->runs[o->nruns++], err, errlen)) != 0)
+			return rc;
 	if (!o->db || o->nruns == 0) {
 		snprintf(err, errlen, "bench: expected sixi-report bench --db DB RUN [RUN...]");
 		return -EINVAL;

@@ -45,43 +45,33 @@ struct side {
 	char bad[256];             /* why a row was refused */
 };
 
+#define O struct report_compare_opts
+static const struct args_opt compare_options[] = {
+	ARGS_STRING_OPT("--db", "DB", O, db, 0, "the database of both runs"),
+	ARGS_FLAG_OPT("--intersect", O, intersect, true, 0, "compare the tasks both runs have"),
+	ARGS_FLAG_OPT("--allow-config-diff", O, allow_config_diff, true, 0, "compare runs of different configurations"),
+	ARGS_INT_OPT("--seed", "N", O, seed, 0, 9.3e18, 0, "bootstrap seed"),
+	ARGS_INT_OPT("--resamples", "N", O, resamples, 100, 1000000, 0, "bootstrap resamples (default 2000)"),
+	ARGS_TABLE_END,
+};
+#undef O
+
 int report_compare_args(int argc, char **argv, struct report_compare_opts *o, char *err, size_t errlen)
 {
 	*o = (struct report_compare_opts){ .seed = 20260101, .resamples = 2000 };
+	static const struct args_spec spec = { .prog = "sixi-report", .opts = compare_options,
+					       .max_pos = 2 };
+	const char *pos[2];
 	int npos = 0;
-	for (int i = 0; i < argc; i++) {
-		const char *a = argv[i];
-		int rc = 0;
-		int64_t v;
-		if (strcmp(a, "--intersect") == 0)
-			o->intersect = true;
-		else if (strcmp(a, "--allow-config-diff") == 0)
-			o->allow_config_diff = true;
-		else if ((strcmp(a, "--db") == 0 || strcmp(a, "--seed") == 0 || strcmp(a, "--resamples") == 0) &&
-			 i + 1 >= argc) {
-			snprintf(err, errlen, "compare: %s needs a value", a);
-			return -EINVAL;
-		} else if (strcmp(a, "--db") == 0)
-			o->db = argv[++i];
-		else if (strcmp(a, "--seed") == 0) {
-			rc = args_i64("compare --seed", argv[++i], 0, INT64_MAX, &v, err, errlen);
-			o->seed = (uint64_t)v;
-		} else if (strcmp(a, "--resamples") == 0)
-			rc = args_i64("compare --resamples", argv[++i], 100, 1000000, &o->resamples, err, errlen);
-		else if (a[0] == '-' && !(a[1] >= '0' && a[1] <= '9')) {
-			snprintf(err, errlen, "compare: unknown option '%s' (see sixi-report --help)", a);
-			return -EINVAL;
-		} else if (npos < 2) {
-			rc = args_i64(npos == 0 ? "compare RUN_A" : "compare RUN_B", a, 1, INT64_MAX,
-				      npos == 0 ? &o->run_a : &o->run_b, err, errlen);
-			npos++;
-		} else {
-			snprintf(err, errlen, "compare: unexpected argument '%s' (compare takes two run ids)", a);
-			return -EINVAL;
-		}
-		if (rc)
-			return rc;
+	char why[512];
+	int rc = args_parse(&spec, 0, argc, argv, o, pos, &npos, why, sizeof why);
+	if (rc) {
+		snprintf(err, errlen, "compare: %s", rc == ARGS_HELP ? "--help: see sixi-report --help" : why);
+		return -EINVAL;
 	}
+	if ((npos > 0 && (rc = args_i64("compare RUN_A", pos[0], 1, INT64_MAX, &o->run_a, err, errlen)) != 0) ||
+	    (npos > 1 && (rc = args_i64("compare RUN_B", pos[1], 1, INT64_MAX, &o->run_b, err, errlen)) != 0))
+		return rc;
 	if (npos != 2) {
 		snprintf(err, errlen, "compare: expected two run ids: sixi-report compare --db DB RUN_A RUN_B");
 		return -EINVAL;

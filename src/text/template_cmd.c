@@ -13,22 +13,10 @@
 #include "core/json.h"
 #include "text/jinja.h"
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: sixi-eval template render --template FILE --messages FILE.json [--tools FILE.json]\n"
-		"                                 [--var NAME=VALUE ...] [--add-generation-prompt] [--now SECONDS]\n"
-		"  --template   a .jinja file or a Hugging Face tokenizer_config.json (its chat_template,\n"
-		"               the one named \"default\" when it lists several; its bos/eos tokens become variables)\n"
-		"  --messages   a JSON array of messages, or an object whose keys are all variables\n"
-		"               (messages, tools, ...)\n"
-		"  --tools      a JSON array of tool definitions\n"
-		"  --var        one more variable; VALUE is read as JSON when it parses (true, 3, \"x\"),\n"
-		"               else as a string (--var enable_thinking=false --var bos_token=<s>)\n"
-		"  --add-generation-prompt  end with the assistant turn's opening\n"
-		"  --now        render strftime_now() at this Unix time in UTC (default: the local clock)\n"
-		"Prints the rendered prompt on stdout, byte for byte, with no newline added.\n");
-}
+static const char usage_text[] =
+	"usage: sixi-eval template render --template FILE --messages FILE.json [--tools FILE.json]\n"
+	"                                 [--var NAME=VALUE ...] [--add-generation-prompt] [--now SECONDS]\n";
+static const char epilog[] = "\nPrints the rendered prompt on stdout, byte for byte, with no newline added.\n";
 
 static int set_var(cJSON *ctx, const char *kv, char *err, size_t errlen)
 {
@@ -58,11 +46,42 @@ static int set_var(cJSON *ctx, const char *kv, char *err, size_t errlen)
 	return 0;
 }
 
+/* --var: one more variable, into the object the field points to; repeats add more. */
+static int var_opt(const char *opt, const char *v, void *field, char *err, size_t errlen)
+{
+	(void)opt;
+	return set_var(*(cJSON **)field, v, err, errlen);
+}
+
+/* template render's options: one table, each row naming the field it sets. */
+struct render_opts {
+	const char *tmpl_path, *msgs_path, *tools_path;
+	cJSON *vars;
+	bool agp;
+	int64_t now_s; /* < 0: the local clock */
+};
+#define O struct render_opts
+static const struct args_opt render_options[] = {
+	ARGS_STRING_OPT("--template", "FILE", O, tmpl_path, 0,
+			"a .jinja file or a Hugging Face tokenizer_config.json (its chat_template,\n"
+			"the one named \"default\" when it lists several; its bos/eos tokens become variables)"),
+	ARGS_STRING_OPT("--messages", "FILE.json", O, msgs_path, 0,
+			"a JSON array of messages, or an object whose keys are all variables\n(messages, tools, ...)"),
+	ARGS_STRING_OPT("--tools", "FILE.json", O, tools_path, 0, "a JSON array of tool definitions"),
+	ARGS_CALL_OPT("--var", "NAME=VALUE", var_opt, O, vars, 0,
+		      "one more variable; VALUE is read as JSON when it parses (true, 3, \"x\"),\n"
+		      "else as a string (--var enable_thinking=false --var bos_token=<s>)"),
+	ARGS_FLAG_OPT("--add-generation-prompt", O, agp, true, 0, "end with the assistant turn's opening"),
+	ARGS_INT_OPT("--now", "SECONDS", O, now_s, 0, 253402300799.0, 0,
+		     "render strftime_now() at this Unix time in UTC (default: the local clock)"),
+	ARGS_TABLE_END,
+};
+#undef O
+static const struct args_spec render_spec = { .prog = "sixi-eval template render", .usage = usage_text,
+					      .epilog = epilog, .opts = render_options };
+
 static int cmd_render(int argc, char **argv)
 {
-	const char *tmpl_path = NULL, *msgs_path = NULL, *tools_path = NULL;
-	bool agp = false, have_now = false;
-	int64_t now_s = 0;
 	char err[1024] = "";
 	int code = 1;
 	cJSON *ctx = cJSON_CreateObject(), *vars = cJSON_CreateObject(), *special = NULL;
@@ -74,44 +93,17 @@ static int cmd_render(int argc, char **argv)
 		fprintf(stderr, "sixi-eval template: out of memory\n");
 		goto out;
 	}
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		bool has_val = i + 1 < argc;
-		if (!strcmp(a, "--template") && has_val) {
-			tmpl_path = argv[++i];
-		} else if (!strcmp(a, "--messages") && has_val) {
-			msgs_path = argv[++i];
-		} else if (!strcmp(a, "--tools") && has_val) {
-			tools_path = argv[++i];
-		} else if (!strcmp(a, "--var") && has_val) {
-			if (set_var(vars, argv[++i], err, sizeof err) != 0) {
-				fprintf(stderr, "sixi-eval template: %s\n", err);
-				code = 2;
-				goto out;
-			}
-		} else if (!strcmp(a, "--add-generation-prompt")) {
-			agp = true;
-		} else if (!strcmp(a, "--now") && has_val) {
-			if (args_i64("--now", argv[++i], 0, INT64_C(253402300799), &now_s, err, sizeof err) != 0) {
-				fprintf(stderr, "sixi-eval template: %s\n", err);
-				code = 2;
-				goto out;
-			}
-			have_now = true;
-		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			usage(stdout);
-			code = 0;
-			goto out;
-		} else {
-			fprintf(stderr, "sixi-eval template render: unknown or incomplete option '%s'\n", a);
-			usage(stderr);
-			code = 2;
-			goto out;
-		}
-	}
+	struct render_opts o = { .vars = vars, .now_s = -1 };
+	code = args_cli(&render_spec, 0, argc - 1, argv + 1, &o, NULL, NULL);
+	if (code != ARGS_CONTINUE)
+		goto out;
+	code = 1;
+	const char *tmpl_path = o.tmpl_path, *msgs_path = o.msgs_path, *tools_path = o.tools_path;
+	bool agp = o.agp, have_now = o.now_s >= 0;
+	int64_t now_s = o.now_s;
 	if (!tmpl_path || !msgs_path) {
 		fprintf(stderr, "sixi-eval template render: --template and --messages are required\n");
-		usage(stderr);
+		args_help(&render_spec, 0, stderr);
 		code = 2;
 		goto out;
 	}
@@ -192,7 +184,7 @@ out:
 int template_cmd_main(int argc, char **argv)
 {
 	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-		usage(argc < 2 ? stderr : stdout);
+		args_help(&render_spec, 0, argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;
 	}
 	if (!strcmp(argv[1], "render"))

@@ -1,5 +1,9 @@
 /* Unit tests for src/core: buffers, arena, sha256 (FIPS 180-4 vectors), args, json. */
 #include "test.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "core/args.h"
 #include "core/buf.h"
 #include "core/clock.h"
@@ -80,6 +84,119 @@ static void test_args(void)
 	CHECK(args_double("--headroom", "nan", 1, 10, &d, err, sizeof err) < 0);
 }
 
+/* ---- the table-driven parser ---- */
+
+struct topts {
+	int64_t n;
+	int threads;
+	double t;
+	int64_t wait_ms;
+	uint64_t mem;
+	const char *name;
+	bool flag;
+	int mode;
+	struct args_list levels;
+	const char *json;
+};
+
+static int upper_only(const char *opt, const char *v, void *field, char *err, size_t errlen)
+{
+	for (const char *p = v; *p; p++)
+		if (*p < 'A' || *p > 'Z') {
+			snprintf(err, errlen, "%s: '%s' is not upper case", opt, v);
+			return -EINVAL;
+		}
+	*(const char **)field = v;
+	return 0;
+}
+
+enum { CMD_A = 1, CMD_B = 2 };
+#define T struct topts
+static const struct args_opt topts_table[] = {
+	ARGS_HEADING("general:"),
+	ARGS_INT_OPT("--n", "N", T, n, 1, 100, 0, "a count"),
+	ARGS_INT_OPT("--threads", "N", T, threads, 1, 64, CMD_A, "only for a"),
+	ARGS_DOUBLE_OPT("--t", "T", T, t, 0, 2, 0, "a number"),
+	ARGS_TIME_OPT("--wait", "S", T, wait_ms, 0.001, 60, 1000, 0, "seconds, kept as ms"),
+	ARGS_BYTES_OPT("--mem", "BYTES", T, mem, 0, "a size"),
+	ARGS_STRING_OPT("--name", "NAME", T, name, 0, "a name"),
+	ARGS_FLAG_OPT("--flag", T, flag, true, 0, "a flag"),
+	ARGS_ENUM_OPT("--mode", "fast|slow|exact", "mode", T, mode, 0, "an enum"),
+	ARGS_HEADING("b only:"),
+	ARGS_LIST_OPT("--levels", "LIST", T, levels, 1, 1000, CMD_B, "a list; repeats append"),
+	ARGS_CALL_OPT("--shout", "TEXT", upper_only, T, json, CMD_B, "a handler"),
+	ARGS_INT_OPT("--hidden", "N", T, n, 1, 2, CMD_B, NULL),
+	ARGS_TABLE_END,
+};
+#undef T
+
+static int tparse(unsigned cmd, const char *line, struct topts *o, const char **pos, int *np, char *err)
+{
+	static char buf[512]; /* the parsed strings point into it: it outlives the call */
+	char *argv[32];
+	int argc = 0;
+	snprintf(buf, sizeof buf, "%s", line);
+	for (char *save, *w = strtok_r(buf, " ", &save); w && argc < 32; w = strtok_r(NULL, " ", &save))
+		argv[argc++] = w;
+	static const struct args_spec spec = { .prog = "prog", .cmd = "b", .usage = "usage: prog\n", .opts = topts_table,
+					      .max_pos = 2 };
+	memset(o, 0, sizeof *o);
+	o->mode = -1;
+	err[0] = 0;
+	return args_parse(&spec, cmd, argc, argv, o, pos, np, err, 256);
+}
+
+static void test_args_table(void)
+{
+	struct topts o;
+	const char *pos[2];
+	int np = 0;
+	char err[256];
+	CHECK(tparse(CMD_A, "--n 5 --threads=8 --t 1.5 --wait 2.5 --mem 8MiB --name x --flag --mode slow p1", &o, pos, &np,
+		     err) == 0);
+	CHECK(o.n == 5 && o.threads == 8 && o.t == 1.5 && o.wait_ms == 2500 && o.mem == 8u << 20);
+	CHECK(o.name && strcmp(o.name, "x") == 0 && o.flag && o.mode == 1 && np == 1 && strcmp(pos[0], "p1") == 0);
+	/* a list appends when repeated; its text is kept */
+	CHECK(tparse(CMD_B, "--levels 1,4 --levels=16 --shout ABC", &o, pos, &np, err) == 0);
+	CHECK(o.levels.n == 3 && o.levels.v[2] == 16 && strcmp(o.levels.text, "1,4,16") == 0);
+	CHECK(strcmp(o.json, "ABC") == 0);
+	/* a value is the next word even when it starts with '-' */
+	CHECK(tparse(CMD_A, "--n -4", &o, pos, &np, err) < 0 && strstr(err, "--n: -4 is out of range (1 to 100)"));
+	/* the same wording everywhere: the option, what was wrong, what is accepted */
+	CHECK(tparse(CMD_A, "--n", &o, pos, &np, err) < 0 && strcmp(err, "--n needs a value (N)") == 0);
+	CHECK(tparse(CMD_A, "--t x", &o, pos, &np, err) < 0 && strstr(err, "--t: 'x' is not a number"));
+	CHECK(tparse(CMD_A, "--mode quick", &o, pos, &np, err) < 0 &&
+	      strcmp(err, "--mode: unknown mode 'quick' (use fast, slow or exact)") == 0);
+	CHECK(tparse(CMD_A, "--mem 3parsecs", &o, pos, &np, err) < 0 && strstr(err, "unknown unit"));
+	CHECK(tparse(CMD_A, "--flag=1", &o, pos, &np, err) < 0 && strstr(err, "--flag takes no value"));
+	CHECK(tparse(CMD_B, "--shout abc", &o, pos, &np, err) < 0 && strcmp(err, "--shout: 'abc' is not upper case") == 0);
+	CHECK(tparse(CMD_B, "--frob", &o, pos, &np, err) < 0 &&
+	      strcmp(err, "unknown option '--frob' for 'b' (see prog --help)") == 0);
+	/* an option of another command is unknown to this one */
+	CHECK(tparse(CMD_B, "--threads 2", &o, pos, &np, err) < 0 && strstr(err, "unknown option '--threads'"));
+	CHECK(tparse(CMD_A, "a b c", &o, pos, &np, err) < 0 && strstr(err, "unexpected argument 'c'"));
+	/* after --, words are positional; --help stops parsing after what came before it */
+	CHECK(tparse(CMD_A, "-- --n", &o, pos, &np, err) == 0 && np == 1 && strcmp(pos[0], "--n") == 0);
+	CHECK(tparse(CMD_A, "--n 3 --help --bogus", &o, pos, &np, err) == ARGS_HELP && o.n == 3);
+	CHECK(tparse(CMD_A, "--bogus --help", &o, pos, &np, err) < 0);
+	/* --help comes from the table: headings, rows of the command, hidden rows left out */
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	static const struct args_spec spec = { .prog = "prog", .usage = "usage: prog\n", .opts = topts_table };
+	args_help(&spec, CMD_A, f);
+	fclose(f);
+	CHECK(strstr(text, "usage: prog\n\ngeneral:\n  --n N                   a count\n") != NULL);
+	CHECK(strstr(text, "  --mode fast|slow|exact  an enum\n") != NULL);
+	CHECK(strstr(text, "--threads") && !strstr(text, "b only:") && !strstr(text, "--levels"));
+	free(text);
+	f = open_memstream(&text, &len);
+	args_help(&spec, CMD_B, f);
+	fclose(f);
+	CHECK(strstr(text, "b only:\n  --levels LIST") && !strstr(text, "--threads") && !strstr(text, "--hidden"));
+	free(text);
+}
+
 static void test_json(void)
 {
 	char err[256];
@@ -102,6 +219,7 @@ int main(void)
 	test_buf();
 	test_sha256();
 	test_args();
+	test_args_table();
 	test_json();
 	CHECK(clock_now_ns() >= t0);
 	return test_done();

@@ -1,10 +1,13 @@
 /* json — see json.h. */
 #include "core/json.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "core/buf.h"
 
 static void locate(const char *s, const char *at, int *line, int *col)
 {
@@ -37,31 +40,12 @@ cJSON *json_parse_n(const char *s, size_t n, char *err, size_t errlen)
 
 cJSON *json_parse_file(const char *path, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	size_t len;
+	char *data = buf_load_file(path, &len);
+	if (!data) {
+		snprintf(err, errlen, "%s: %s", path, errno == ENOMEM ? "out of memory" : strerror(errno));
 		return NULL;
 	}
-	char *data = NULL;
-	size_t len = 0, cap = 0;
-	for (;;) {
-		if (cap - len < 65536) {
-			cap = cap ? cap * 2 : 65536;
-			char *p = realloc(data, cap);
-			if (!p) {
-				free(data);
-				fclose(f);
-				snprintf(err, errlen, "%s: out of memory", path);
-				return NULL;
-			}
-			data = p;
-		}
-		size_t got = fread(data + len, 1, cap - len, f);
-		len += got;
-		if (got == 0)
-			break;
-	}
-	fclose(f);
 	char inner[256];
 	cJSON *root = json_parse_n(data, len, inner, sizeof inner);
 	if (!root)

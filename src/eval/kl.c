@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/args.h"
+#include "core/buf.h"
 #include "core/err.h"
 #include "core/hash.h"
 #include "core/log.h"
@@ -56,40 +57,14 @@ static int side_load(struct side *s, const char *path, int threads, char *err, s
 
 static char *read_text(const char *path, size_t *n, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		err_set(err, errlen, "%s: cannot read the text: %s", path, strerror(errno));
-		return NULL;
-	}
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	for (;;) {
-		if (len + 65536 + 1 > cap) {
-			cap = (len + 65536 + 1) * 2;
-			char *nb = realloc(buf, cap);
-			if (!nb) {
-				free(buf);
-				fclose(f);
-				err_set(err, errlen, "%s: out of memory reading the text", path);
-				return NULL;
-			}
-			buf = nb;
-		}
-		size_t got = fread(buf + len, 1, 65536, f);
-		len += got;
-		if (got < 65536)
-			break;
-	}
-	int bad = ferror(f);
-	fclose(f);
-	if (bad) {
-		free(buf);
+	char *text = buf_load_file(path, n);
+	if (!text && errno == ENOMEM)
+		err_set(err, errlen, "%s: out of memory reading the text", path);
+	else if (!text && errno == EIO)
 		err_set(err, errlen, "%s: error reading the text", path);
-		return NULL;
-	}
-	buf[len] = 0;
-	*n = len;
-	return buf;
+	else if (!text)
+		err_set(err, errlen, "%s: cannot read the text: %s", path, strerror(errno));
+	return text;
 }
 
 /* ======== scoring ======== */

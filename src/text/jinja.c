@@ -269,30 +269,15 @@ static const char *special_token(const cJSON *cfg, const char *key)
 
 char *jinja_source_load(const char *path, size_t *n, cJSON **special, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-		return NULL;
-	}
-	struct buf b;
-	buf_init(&b);
-	char chunk[65536];
-	size_t got;
-	int rc = 0;
-	while (rc == 0 && (got = fread(chunk, 1, sizeof chunk, f)) > 0)
-		rc = buf_append(&b, chunk, got);
-	bool bad = ferror(f) || rc != 0;
-	fclose(f);
-	if (bad) {
-		snprintf(err, errlen, "%s: read failed", path);
-		buf_finish(&b);
-		return NULL;
-	}
-	size_t len = b.len;
-	char *text = b.len ? buf_steal(&b) : strdup("");
-	buf_finish(&b);
+	size_t len;
+	char *text = buf_load_file(path, &len);
 	if (!text) {
-		snprintf(err, errlen, "out of memory");
+		if (errno == ENOMEM)
+			snprintf(err, errlen, "out of memory");
+		else if (errno == EIO)
+			snprintf(err, errlen, "%s: read failed", path);
+		else
+			snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
 		return NULL;
 	}
 	size_t pl = strlen(path);

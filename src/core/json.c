@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/buf.h"
+#include "core/err.h"
 
 static void locate(const char *s, const char *at, int *line, int *col)
 {
@@ -108,3 +109,27 @@ const char *json_get_str(const cJSON *obj, const char *dotted)
 }
 
 char *json_print(const cJSON *item) { return cJSON_PrintUnformatted(item); }
+
+int json_check_keys(const cJSON *o, const char *where, const char *const *keys, const char *doc, char *err,
+		    size_t errlen)
+{
+	if (!cJSON_IsObject(o))
+		return err_fail(err, errlen, "%s must be a JSON object", where);
+	for (const cJSON *k = o->child; k; k = k->next) {
+		const char *const *q = keys;
+		while (*q && strcmp(*q, k->string) != 0)
+			q++;
+		if (*q)
+			continue;
+		struct buf b;
+		buf_init(&b);
+		int rc = 0;
+		for (q = keys; *q && rc == 0; q++)
+			rc = buf_printf(&b, "%s%s", q == keys ? "" : ", ", *q);
+		err_fail(err, errlen, "%s: unknown key \"%s\" (allowed: %s; see %s)", where, k->string,
+			 b.data && rc == 0 ? b.data : "...", doc);
+		buf_finish(&b);
+		return -EINVAL;
+	}
+	return 0;
+}

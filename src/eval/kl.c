@@ -143,14 +143,11 @@ static char *protocol_json(const struct kl_opts *o, const char *text_sha, size_t
 static char *summary_json(const struct kl_figures *f)
 {
 	cJSON *j = cJSON_CreateObject(), *k = cJSON_AddObjectToObject(j, "kl");
-	cJSON_AddNumberToObject(k, "positions", (double)f->n);
-	cJSON_AddNumberToObject(k, "kl_mean", f->kl_mean);
-	cJSON_AddNumberToObject(k, "kl_p99", f->kl_p99);
-	cJSON_AddNumberToObject(k, "kl_max", f->kl_max);
-	cJSON_AddNumberToObject(k, "top1", f->top1);
-	cJSON_AddNumberToObject(k, "ppl_ref", f->ppl_ref);
-	cJSON_AddNumberToObject(k, "ppl_cand", f->ppl_cand);
-	cJSON_AddNumberToObject(k, "ppl_ratio", f->ppl_ratio);
+	const char *names[KL_FIGURES_N];
+	double values[KL_FIGURES_N];
+	kl_figures_named(f, names, values);
+	for (int i = 0; i < KL_FIGURES_N; i++)
+		cJSON_AddNumberToObject(k, names[i], values[i]);
 	char *s = cJSON_PrintUnformatted(j);
 	cJSON_Delete(j);
 	return s;

@@ -104,10 +104,8 @@ int main(int argc, char **argv)
 	};
 	long iters = argc > 1 ? atol(argv[1]) : 20000;
 	uint64_t s = 0x4177;
-	long runs = 0;
-	for (size_t k = 0; k < sizeof seeds / sizeof seeds[0]; k++)
-		runs += fuzz_mutate_run(LLVMFuzzerTestOneInput, (const uint8_t *)seeds[k], strlen(seeds[k]),
-					(int)(iters / 5), 0, "\r\n0123456789abcdefABCDEF;: ,\t", &s);
+	long runs = fuzz_mutate_seeds(LLVMFuzzerTestOneInput, seeds, sizeof seeds / sizeof seeds[0], (int)(iters / 5),
+				      "\r\n0123456789abcdefABCDEF;: ,\t", &s);
 	printf("fuzz_http1: %ld responses, no divergence\n", runs);
 	return 0;
 }

@@ -79,6 +79,16 @@ static inline long fuzz_mutate_run(int (*target)(const uint8_t *, size_t), const
 	return runs;
 }
 
+/* fuzz_mutate_run over each of n NUL-terminated seeds, rounds mutations of each. */
+static inline long fuzz_mutate_seeds(int (*target)(const uint8_t *, size_t), const char *const *seeds, size_t n,
+				     int rounds, const char *dict, uint64_t *s)
+{
+	long runs = 0;
+	for (size_t k = 0; k < n; k++)
+		runs += fuzz_mutate_run(target, (const uint8_t *)seeds[k], strlen(seeds[k]), rounds, 0, dict, s);
+	return runs;
+}
+
 /* A whole file, malloc'd, its size in *n; NULL when it cannot be read. */
 static inline uint8_t *fuzz_read_file(const char *path, size_t *n)
 {

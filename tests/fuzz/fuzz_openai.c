@@ -180,10 +180,8 @@ int main(int argc, char **argv)
 	};
 	long iters = argc > 1 ? atol(argv[1]) : 50000;
 	uint64_t s = 0xfeed;
-	long runs = 0;
-	for (size_t k = 0; k < sizeof seeds / sizeof seeds[0]; k++)
-		runs += fuzz_mutate_run(LLVMFuzzerTestOneInput, (const uint8_t *)seeds[k], strlen(seeds[k]),
-					(int)(iters / 5), 0, "{}[],:\"\\0123456789.eE-+tfnul ", &s);
+	long runs = fuzz_mutate_seeds(LLVMFuzzerTestOneInput, seeds, sizeof seeds / sizeof seeds[0], (int)(iters / 5),
+				      "{}[],:\"\\0123456789.eE-+tfnul ", &s);
 	printf("fuzz_openai: %ld chunks, scanner and cJSON agree\n", runs);
 	return 0;
 }

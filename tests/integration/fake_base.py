@@ -2,13 +2,23 @@
 (fake_openai.py for sixi-bench, fake_eval_server.py for sixi-eval): a handler
 base that writes JSON replies, chunked HTTP/1.1 and SSE events and can end a
 connection with a TCP reset, the text of a request's prompt, and serving on
-127.0.0.1 with the chosen port written to a file. Python standard library only."""
+127.0.0.1 with the chosen port written to a file; and, for the tests, starting
+such a server (or sixi-server) and stopping it, each wait bounded in time.
+Python standard library only."""
 import json
 import os
+import signal
 import socket
 import struct
+import subprocess
+import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FAKE_OPENAI = os.path.join(HERE, "fake_openai.py")
+FAKE_EVAL = os.path.join(HERE, "fake_eval_server.py")
 
 
 def prompt_text(body):
@@ -74,3 +84,49 @@ def listen(handler, port, port_file, lifetime=None, queue=None):
     if lifetime:
         threading.Timer(lifetime, srv.shutdown).start()
     return srv, port
+
+
+# ---- for the tests: start and stop a server ----
+
+def wait_port(proc, port_file, what, timeout_s=30):
+    """The port that the starting server proc wrote to port_file; SystemExit naming
+    what when proc exits first or timeout_s passes."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with open(port_file) as f:
+                text = f.read().strip()
+        except FileNotFoundError:
+            text = ""
+        if text:
+            return int(text)
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit("FAIL: %s did not start" % what)
+        time.sleep(0.02)
+
+
+def start(argv, port_file, what, timeout_s=30, **popen):
+    """Starts argv (a server that writes its port to port_file); returns (proc, url)."""
+    proc = subprocess.Popen(argv, **popen)
+    try:
+        port = wait_port(proc, port_file, what, timeout_s)
+    except SystemExit:
+        stop(proc)
+        raise
+    return proc, "http://127.0.0.1:%d" % port
+
+
+def start_fake(server, port_file, *args, timeout_s=30, **popen):
+    """start() for fake_openai.py or fake_eval_server.py (FAKE_OPENAI, FAKE_EVAL) with args."""
+    return start([sys.executable, server, "--port-file", port_file, *args], port_file,
+                 os.path.basename(server), timeout_s, **popen)
+
+
+def stop(proc, timeout_s=10):
+    """SIGTERM, then SIGKILL when it has not exited after timeout_s; returns the exit status."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait()

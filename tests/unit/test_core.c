@@ -40,9 +40,10 @@ static void test_buf(void)
 /* buf_read_file and buf_load_file: empty, larger than one read, missing */
 static void test_read_file(void)
 {
-	char dir[] = "/tmp/sixi-test-core-XXXXXX";
+	char dir[256];
+	snprintf(dir, sizeof dir, "%s/sixi-test-core-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : P_tmpdir);
 	CHECK(mkdtemp(dir) != NULL);
-	char path[128];
+	char path[300];
 	snprintf(path, sizeof path, "%s/f", dir);
 	FILE *f = fopen(path, "wb");
 	CHECK(f != NULL);
@@ -63,7 +64,7 @@ static void test_read_file(void)
 	CHECK_EQ_INT(b.len, 200005);
 	CHECK(strncmp(b.data, "head:abc", 8) == 0 && b.data[200004] == 'a' + 199999 % 26 && b.data[200005] == 0);
 
-	char missing[160];
+	char missing[300];
 	snprintf(missing, sizeof missing, "%s/none", dir);
 	CHECK_EQ_INT(buf_read_file(&b, missing), -ENOENT);
 	CHECK_EQ_INT(b.len, 200005); /* left as it was */

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/buf.h"
+
 const char *source_role_name(enum source_role r)
 {
 	return r == SOURCE_SYSTEM ? "system" : r == SOURCE_USER ? "user" : "assistant";
@@ -287,41 +289,6 @@ static int load_lines(struct source *s, const char *t, size_t len, char *err, si
 	return 0;
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	size_t cap = 1 << 16, n = 0;
-	char *b = malloc(cap + 1);
-	while (b) {
-		size_t got = fread(b + n, 1, cap - n, f);
-		n += got;
-		if (n < cap)
-			break;
-		char *p = realloc(b, 2 * cap + 1);
-		if (!p) {
-			free(b);
-			b = NULL;
-			errno = ENOMEM;
-			break;
-		}
-		b = p;
-		cap *= 2;
-	}
-	bool bad = ferror(f);
-	fclose(f);
-	if (b && bad) {
-		free(b);
-		b = NULL;
-		errno = EIO;
-	}
-	if (b) {
-		b[n] = 0;
-		*len = n;
-	}
-	return b;
-}
 
 struct source *source_load(const char *path, char *err, size_t errlen)
 {
@@ -338,7 +305,7 @@ struct source *source_load(const char *path, char *err, size_t errlen)
 	else
 		snprintf(s->path, sizeof s->path, "%s", path);
 	size_t len = 0;
-	char *t = slurp(s->path, &len);
+	char *t = buf_load_file(s->path, &len);
 	int rc;
 	if (!t) {
 		snprintf(err, errlen, "%s: cannot read the prompt file: %s%s", s->path, strerror(errno),

@@ -99,6 +99,46 @@ char *buf_steal(struct buf *b)
 	return p;
 }
 
+int buf_read_file(struct buf *b, const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return -errno;
+	size_t had = b->len;
+	int rc = buf_reserve(b, 0);
+	while (rc == 0) {
+		if ((rc = buf_reserve(b, 65536)))
+			break;
+		size_t got = fread(b->data + b->len, 1, b->cap - b->len - 1, f);
+		b->len += got;
+		if (got == 0)
+			break;
+	}
+	if (rc == 0 && ferror(f))
+		rc = -EIO;
+	fclose(f);
+	if (rc)
+		b->len = had;
+	if (b->data)
+		b->data[b->len] = 0;
+	return rc;
+}
+
+char *buf_load_file(const char *path, size_t *n)
+{
+	struct buf b;
+	buf_init(&b);
+	int rc = buf_read_file(&b, path);
+	if (rc) {
+		buf_finish(&b);
+		errno = -rc;
+		return NULL;
+	}
+	if (n)
+		*n = b.len;
+	return buf_steal(&b);
+}
+
 struct arena_block {
 	struct arena_block *next;
 	size_t used, cap;

@@ -25,6 +25,13 @@ __attribute__((warn_unused_result)) int buf_vprintf(struct buf *b, const char *f
 void buf_consume(struct buf *b, size_t n);
 /* Transfers ownership of the data to the caller; b becomes empty. Never NULL on success. */
 char *buf_steal(struct buf *b);
+/* Appends the whole file at path (of any size). Returns 0; the errno of fopen,
+ * negated, when the file cannot be opened; -EIO on a read error; -ENOMEM. On an
+ * error b holds what it held before; on success b->data is set even for an empty file. */
+__attribute__((warn_unused_result)) int buf_read_file(struct buf *b, const char *path);
+/* The whole file at path as a malloc'd NUL-terminated string, its length in *n
+ * (n may be NULL); NULL with errno set as buf_read_file returns it. */
+char *buf_load_file(const char *path, size_t *n);
 
 struct arena_block;
 struct arena {

@@ -1,10 +1,14 @@
 /* json — see json.h. */
 #include "core/json.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "core/buf.h"
+#include "core/err.h"
 
 static void locate(const char *s, const char *at, int *line, int *col)
 {
@@ -37,31 +41,12 @@ cJSON *json_parse_n(const char *s, size_t n, char *err, size_t errlen)
 
 cJSON *json_parse_file(const char *path, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	size_t len;
+	char *data = buf_load_file(path, &len);
+	if (!data) {
+		snprintf(err, errlen, "%s: %s", path, errno == ENOMEM ? "out of memory" : strerror(errno));
 		return NULL;
 	}
-	char *data = NULL;
-	size_t len = 0, cap = 0;
-	for (;;) {
-		if (cap - len < 65536) {
-			cap = cap ? cap * 2 : 65536;
-			char *p = realloc(data, cap);
-			if (!p) {
-				free(data);
-				fclose(f);
-				snprintf(err, errlen, "%s: out of memory", path);
-				return NULL;
-			}
-			data = p;
-		}
-		size_t got = fread(data + len, 1, cap - len, f);
-		len += got;
-		if (got == 0)
-			break;
-	}
-	fclose(f);
 	char inner[256];
 	cJSON *root = json_parse_n(data, len, inner, sizeof inner);
 	if (!root)
@@ -124,3 +109,27 @@ const char *json_get_str(const cJSON *obj, const char *dotted)
 }
 
 char *json_print(const cJSON *item) { return cJSON_PrintUnformatted(item); }
+
+int json_check_keys(const cJSON *o, const char *where, const char *const *keys, const char *doc, char *err,
+		    size_t errlen)
+{
+	if (!cJSON_IsObject(o))
+		return err_fail(err, errlen, "%s must be a JSON object", where);
+	for (const cJSON *k = o->child; k; k = k->next) {
+		const char *const *q = keys;
+		while (*q && strcmp(*q, k->string) != 0)
+			q++;
+		if (*q)
+			continue;
+		struct buf b;
+		buf_init(&b);
+		int rc = 0;
+		for (q = keys; *q && rc == 0; q++)
+			rc = buf_printf(&b, "%s%s", q == keys ? "" : ", ", *q);
+		err_fail(err, errlen, "%s: unknown key \"%s\" (allowed: %s; see %s)", where, k->string,
+			 b.data && rc == 0 ? b.data : "...", doc);
+		buf_finish(&b);
+		return -EINVAL;
+	}
+	return 0;
+}

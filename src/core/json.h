@@ -19,6 +19,11 @@ bool json_get_i64(const cJSON *obj, const char *dotted, int64_t *out);
 bool json_get_double(const cJSON *obj, const char *dotted, double *out);
 bool json_get_bool(const cJSON *obj, const char *dotted, bool *out);
 const char *json_get_str(const cJSON *obj, const char *dotted); /* borrowed */
+/* o must be an object whose keys all stand in the NULL-terminated list keys.
+ * Returns 0, or -EINVAL with err "WHERE must be a JSON object" or "WHERE: unknown
+ * key "K" (allowed: a, b, ...; see DOC)", doc naming where the keys are described. */
+__attribute__((warn_unused_result)) int json_check_keys(const cJSON *o, const char *where, const char *const *keys,
+							const char *doc, char *err, size_t errlen);
 /* Compact serialisation; caller frees. */
 char *json_print(const cJSON *item);
 #endif

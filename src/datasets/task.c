@@ -296,30 +296,12 @@ static bool task_from_json(struct eval_dataset *d, struct eval_task *t, const cJ
 
 static char *read_all(const char *path, size_t *n, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		snprintf(err, errlen, "%s: %s; give a .jsonl file or a folder with tasks.jsonl", path, strerror(errno));
-		return NULL;
-	}
-	struct buf b;
-	buf_init(&b);
-	char chunk[65536];
-	size_t got;
-	while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) {
-		if (buf_append(&b, chunk, got)) {
-			snprintf(err, errlen, "%s: out of memory", path);
-			fclose(f);
-			buf_finish(&b);
-			return NULL;
-		}
-	}
-	fclose(f);
-	if (!b.data && buf_reserve(&b, 1)) {
+	char *data = buf_load_file(path, n);
+	if (!data && errno == ENOMEM)
 		snprintf(err, errlen, "%s: out of memory", path);
-		return NULL;
-	}
-	*n = b.len;
-	return buf_steal(&b);
+	else if (!data)
+		snprintf(err, errlen, "%s: %s; give a .jsonl file or a folder with tasks.jsonl", path, strerror(errno));
+	return data;
 }
 
 static struct eval_dataset *dataset_parse(struct eval_dataset *d, char *data, size_t n, char *err, size_t errlen);

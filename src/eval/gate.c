@@ -58,24 +58,7 @@ static const char *const top_keys[] = {"name", "description", "endpoint", "model
 static const char *const gate_keys[] = {"name", "kind", "description", "dataset", "tasks", "min_passed", "min_rate",
 					"text_calls", "context_tokens", "depths", "trials", NULL};
 
-static bool in_list(const char *const *list, const char *s)
-{
-	for (; *list; list++)
-		if (strcmp(*list, s) == 0)
-			return true;
-	return false;
-}
-
-static int check_keys(const cJSON *o, const char *where, const char *const *keys, char *err, size_t errlen)
-{
-	if (!cJSON_IsObject(o))
-		return err_fail(err, errlen, "%s must be a JSON object", where);
-	for (const cJSON *k = o->child; k; k = k->next)
-		if (!in_list(keys, k->string))
-			return err_fail(err, errlen, "%s: unknown key \"%s\" (see protocols/README-gate.md)", where,
-					   k->string);
-	return 0;
-}
+#define GATE_DOC "protocols/README-gate.md"
 
 /* A number field: absent leaves *out; present must be a number in [min, max] (whole when integer). */
 static int num(const cJSON *o, const char *where, const char *key, double min, double max, bool integer, double *out,
@@ -128,7 +111,7 @@ static int parse_gate(struct gate_protocol *p, const cJSON *g, int i, const char
 {
 	char where[160];
 	snprintf(where, sizeof where, "gates[%d]", i);
-	int rc = check_keys(g, where, gate_keys, err, errlen);
+	int rc = json_check_keys(g, where, gate_keys, GATE_DOC, err, errlen);
 	if (rc)
 		return rc;
 	struct gate *G = &p->gates[i];
@@ -232,7 +215,7 @@ struct gate_protocol *gate_protocol_load(const char *path, char *err, size_t err
 		*slash = 0;
 	else
 		base[0] = 0;
-	if ((rc = check_keys(root, path, top_keys, err, errlen)))
+	if ((rc = json_check_keys(root, path, top_keys, GATE_DOC, err, errlen)))
 		goto out;
 	const char *name = json_get_str(root, "name");
 	p->name = strdup(name ? name : "gate");

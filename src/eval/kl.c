@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/args.h"
+#include "core/buf.h"
 #include "core/err.h"
 #include "core/hash.h"
 #include "core/log.h"
@@ -56,40 +57,14 @@ static int side_load(struct side *s, const char *path, int threads, char *err, s
 
 static char *read_text(const char *path, size_t *n, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		err_set(err, errlen, "%s: cannot read the text: %s", path, strerror(errno));
-		return NULL;
-	}
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	for (;;) {
-		if (len + 65536 + 1 > cap) {
-			cap = (len + 65536 + 1) * 2;
-			char *nb = realloc(buf, cap);
-			if (!nb) {
-				free(buf);
-				fclose(f);
-				err_set(err, errlen, "%s: out of memory reading the text", path);
-				return NULL;
-			}
-			buf = nb;
-		}
-		size_t got = fread(buf + len, 1, 65536, f);
-		len += got;
-		if (got < 65536)
-			break;
-	}
-	int bad = ferror(f);
-	fclose(f);
-	if (bad) {
-		free(buf);
+	char *text = buf_load_file(path, n);
+	if (!text && errno == ENOMEM)
+		err_set(err, errlen, "%s: out of memory reading the text", path);
+	else if (!text && errno == EIO)
 		err_set(err, errlen, "%s: error reading the text", path);
-		return NULL;
-	}
-	buf[len] = 0;
-	*n = len;
-	return buf;
+	else if (!text)
+		err_set(err, errlen, "%s: cannot read the text: %s", path, strerror(errno));
+	return text;
 }
 
 /* ======== scoring ======== */
@@ -168,14 +143,11 @@ static char *protocol_json(const struct kl_opts *o, const char *text_sha, size_t
 static char *summary_json(const struct kl_figures *f)
 {
 	cJSON *j = cJSON_CreateObject(), *k = cJSON_AddObjectToObject(j, "kl");
-	cJSON_AddNumberToObject(k, "positions", (double)f->n);
-	cJSON_AddNumberToObject(k, "kl_mean", f->kl_mean);
-	cJSON_AddNumberToObject(k, "kl_p99", f->kl_p99);
-	cJSON_AddNumberToObject(k, "kl_max", f->kl_max);
-	cJSON_AddNumberToObject(k, "top1", f->top1);
-	cJSON_AddNumberToObject(k, "ppl_ref", f->ppl_ref);
-	cJSON_AddNumberToObject(k, "ppl_cand", f->ppl_cand);
-	cJSON_AddNumberToObject(k, "ppl_ratio", f->ppl_ratio);
+	const char *names[KL_FIGURES_N];
+	double values[KL_FIGURES_N];
+	kl_figures_named(f, names, values);
+	for (int i = 0; i < KL_FIGURES_N; i++)
+		cJSON_AddNumberToObject(k, names[i], values[i]);
 	char *s = cJSON_PrintUnformatted(j);
 	cJSON_Delete(j);
 	return s;

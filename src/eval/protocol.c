@@ -29,31 +29,14 @@ static const char *const sources[] = {"chat", "raw", "jinja", "tokenizer_config"
 static const char *const known_tests[] = {"fisher", "mcnemar", "sign", "wilson", "welch", "bootstrap", NULL};
 static const char *const alternatives[] = {"two-sided", "less", "greater", NULL};
 
+#define PROTOCOL_DOC "protocols/schema.json"
+
 static bool in_list(const char *const *list, const char *s)
 {
 	for (; *list; list++)
 		if (strcmp(*list, s) == 0)
 			return true;
 	return false;
-}
-
-static int check_keys(const cJSON *o, const char *where, const char *const *keys, char *err, size_t errlen)
-{
-	if (!cJSON_IsObject(o))
-		return err_fail(err, errlen, "%s must be a JSON object", where);
-	for (const cJSON *k = o->child; k; k = k->next) {
-		if (!in_list(keys, k->string)) {
-			struct buf b;
-			buf_init(&b);
-			for (const char *const *q = keys; *q; q++)
-				bprintf(&b, "%s%s", q == keys ? "" : ", ", *q);
-			err_fail(err, errlen, "%s: unknown key \"%s\" (allowed: %s; see protocols/schema.json)", where,
-			     k->string, b.data ? b.data : "");
-			buf_finish(&b);
-			return -EINVAL;
-		}
-	}
-	return 0;
 }
 
 static int get_num(const cJSON *o, const char *where, const char *key, double min, double max, bool integer,
@@ -115,7 +98,7 @@ static int parse_condition(struct eval_protocol *p, const cJSON *c, int i, const
 	char where[48];
 	snprintf(where, sizeof where, "conditions[%d]", i);
 	struct eval_condition *k = &p->conditions[i];
-	int rc = check_keys(c, where, cond_keys, err, errlen);
+	int rc = json_check_keys(c, where, cond_keys, PROTOCOL_DOC, err, errlen);
 	if (!rc)
 		rc = get_str(c, where, "name", true, &k->name, err, errlen);
 	if (!rc)
@@ -133,7 +116,7 @@ static int parse_condition(struct eval_protocol *p, const cJSON *c, int i, const
 	char twhere[64];
 	snprintf(twhere, sizeof twhere, "%s.template", where);
 	if (t) {
-		if ((rc = check_keys(t, twhere, tmpl_keys, err, errlen)) ||
+		if ((rc = json_check_keys(t, twhere, tmpl_keys, PROTOCOL_DOC, err, errlen)) ||
 		    (rc = get_str(t, twhere, "source", true, &k->template_source, err, errlen)) ||
 		    (rc = get_str(t, twhere, "path", false, &k->template_path, err, errlen)))
 			return rc;
@@ -183,7 +166,7 @@ struct eval_protocol *eval_protocol_parse(const cJSON *root, const char *base_di
 	p->shuffle_seed = 1;
 	p->loop_stop = 0;
 	p->alpha = 0.05;
-	int rc = check_keys(root, "protocol", top_keys, err, errlen);
+	int rc = json_check_keys(root, "protocol", top_keys, PROTOCOL_DOC, err, errlen);
 	if (!rc)
 		rc = get_str(root, "protocol", "name", true, &p->name, err, errlen);
 	if (rc)
@@ -215,7 +198,7 @@ struct eval_protocol *eval_protocol_parse(const cJSON *root, const char *base_di
 	}
 	const cJSON *s = cJSON_GetObjectItemCaseSensitive(root, "sampling");
 	if (s) {
-		if ((rc = check_keys(s, "sampling", samp_keys, err, errlen)) ||
+		if ((rc = json_check_keys(s, "sampling", samp_keys, PROTOCOL_DOC, err, errlen)) ||
 		    (rc = get_num(s, "sampling", "temperature", 0, 10, false, &p->temperature, err, errlen)) ||
 		    (rc = get_num(s, "sampling", "top_p", 1e-9, 1, false, &p->top_p, err, errlen)) ||
 		    (rc = get_i64(s, "sampling", "top_k", -1, 1e6, &p->top_k, err, errlen)) ||
@@ -251,7 +234,7 @@ struct eval_protocol *eval_protocol_parse(const cJSON *root, const char *base_di
 		goto fail;
 	const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, "analysis");
 	if (a) {
-		if ((rc = check_keys(a, "analysis", anal_keys, err, errlen)) ||
+		if ((rc = json_check_keys(a, "analysis", anal_keys, PROTOCOL_DOC, err, errlen)) ||
 		    (rc = get_str(a, "analysis", "alternative", false, &p->alternative, err, errlen)) ||
 		    (rc = get_num(a, "analysis", "alpha", 1e-12, 0.5, false, &p->alpha, err, errlen)))
 			goto fail;

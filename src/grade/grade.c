@@ -46,28 +46,6 @@ struct grader {
 	pthread_rwlock_t lock; /* readers: ordinary runs; writer: a timeout re-run alone */
 };
 
-/* Reads one harness file whole; NULL with errno. */
-static char *read_whole(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	struct buf b;
-	buf_init(&b);
-	char chunk[8192];
-	size_t got;
-	int rc = 0;
-	while (rc == 0 && (got = fread(chunk, 1, sizeof chunk, f)) > 0)
-		rc = buf_append(&b, chunk, got);
-	int e = ferror(f) ? EIO : rc ? -rc : 0;
-	fclose(f);
-	*len = b.len;
-	char *data = e ? NULL : buf_steal(&b);
-	buf_finish(&b);
-	if (!data)
-		errno = e ? e : ENOMEM;
-	return data;
-}
 
 /* A trivial job through the real driver: what the harness itself must do. */
 static void probe_harness(struct grader *g)
@@ -101,7 +79,7 @@ struct grader *grader_create(const char *harness_dir, const char *python)
 		char path[1100];
 		snprintf(path, sizeof path, "%s/%s", g->harness, harness_names[i]);
 		size_t len = 0;
-		char *data = read_whole(path, &len);
+		char *data = buf_load_file(path, &len);
 		if (!data)
 			snprintf(g->problem, sizeof g->problem,
 				 "the harness file %s cannot be read (%s); set SIXI_HARNESS_DIR to the harness/ folder",

@@ -632,6 +632,36 @@ AVX2 static inline __m256i bits_32(uint32_t bits)
 	return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
 }
 
+/* Q4_K/Q5_K: chunk c of a super-block (64 values) as the 32 of its first sub-block (low
+ * nibbles) and the 32 of its second (high nibbles); with five, bit 2c of hb's byte l is
+ * element l's fifth bit in the first sub-block, 2c+1 in the second. */
+AVX2 static inline void k45_chunk(int five, const uint8_t *qs, __m256i hb, int c, __m256i *lo, __m256i *hi)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0F), b1 = _mm256_set1_epi8(1);
+	__m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
+	*lo = _mm256_and_si256(q, m4);
+	*hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+	if (five) {
+		*lo = _mm256_or_si256(*lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * c), b1), 4));
+		*hi = _mm256_or_si256(*hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * c + 1), b1), 4));
+	}
+}
+
+/* Q6_K: half h of a super-block (128 values, ql = 64 bytes of low nibbles, qh = 32 bytes of
+ * high bit pairs) as four groups of 32 unsigned 6-bit values, in element order. */
+AVX2 static inline void q6_k_half(const uint8_t *ql, const uint8_t *qh, __m256i q[4])
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
+	__m256i l0 = _mm256_loadu_si256((const __m256i *)ql), l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+	__m256i hh = _mm256_loadu_si256((const __m256i *)qh);
+	q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(hh, m2), 4));
+	q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 2), m2), 4));
+	q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+			       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 4), m2), 4));
+	q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+			       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 6), m2), 4));
+}
+
 /* The kernels below take NR activation rows (1..4, a constant after inlining, so the per-row
  * accumulators live in registers): the weight block is unpacked once and applied to every
  * row. Each row's operations are the same whatever NR is, so a row's result never depends on
@@ -693,7 +723,6 @@ INL void dot32_rows(uint32_t type, const uint8_t *w, const uint8_t *xq, size_t x
 /* Q4_K and Q5_K against Q8_K: 4 chunks of 64 (two sub-blocks of 32 each). */
 INL void k45_rows(int five, const uint8_t *w, const uint8_t *xq, size_t xs, int n, int nr, float *out)
 {
-	const __m256i m4 = _mm256_set1_epi8(0x0F), b1 = _mm256_set1_epi8(1);
 	__m256 acc[ROWS_MAX];
 	UNROLL
 	for (int r = 0; r < nr; r++)
@@ -710,13 +739,8 @@ INL void k45_rows(int five, const uint8_t *w, const uint8_t *xq, size_t xs, int 
 		for (int r = 0; r < nr; r++)
 			si[r] = _mm256_setzero_si256();
 		for (int c = 0; c < 4; c++) {
-			__m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
-			__m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-			if (five) {
-				/* bit 2c of qh[l] is element l's fifth bit in the first sub-block, 2c+1 in the second */
-				lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * c), b1), 4));
-				hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * c + 1), b1), 4));
-			}
+			__m256i lo, hi;
+			k45_chunk(five, qs, hb, c, &lo, &hi);
 			__m256i s0 = _mm256_set1_epi16((short)sc[2 * c]), s1 = _mm256_set1_epi16((short)sc[2 * c + 1]);
 			UNROLL
 			for (int r = 0; r < nr; r++) {
@@ -744,7 +768,6 @@ INL void k45_rows(int five, const uint8_t *w, const uint8_t *xq, size_t xs, int 
 /* Q6_K against Q8_K: the unsigned 6-bit values times y, less 32 * y's sums (from bsums). */
 INL void q6_k_rows(const uint8_t *w, const uint8_t *xq, size_t xs, int n, int nr, float *out)
 {
-	const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
 	__m256 acc[ROWS_MAX];
 	UNROLL
 	for (int r = 0; r < nr; r++)
@@ -759,16 +782,8 @@ INL void q6_k_rows(const uint8_t *w, const uint8_t *xq, size_t xs, int n, int nr
 			si[r] = _mm256_setzero_si256();
 		const uint8_t *ql = w, *qh = w + 128;
 		for (int h = 0; h < 2; h++, ql += 64, qh += 32) {
-			__m256i l0 = _mm256_loadu_si256((const __m256i *)ql), l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
-			__m256i hh = _mm256_loadu_si256((const __m256i *)qh);
 			__m256i q[4];
-			q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(hh, m2), 4));
-			q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
-					       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 2), m2), 4));
-			q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-					       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 4), m2), 4));
-			q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-					       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 6), m2), 4));
+			q6_k_half(ql, qh, q);
 			for (int k = 0; k < 4; k++) {
 				const int8_t *s8 = sc + 8 * h + 2 * k;
 				__m256i s = _mm256_set_m128i(_mm_set1_epi16(s8[1]), _mm_set1_epi16(s8[0]));
@@ -832,9 +847,9 @@ INL void iq4_xs_rows(const uint8_t *w, const uint8_t *xq, size_t xs, int n, int 
 		out[r] = hsum8(acc[r]);
 }
 
-/* One instance per type and row count, so NR is a constant in each. */
-#define ROWS_FN(name, call)                                                                             \
-	AVX2 static void name(uint32_t type, const uint8_t *w, const uint8_t *xq, size_t xs, int n, int nr, \
+/* One instance per type and row count, so NR is a constant in each; attr: the ISA it is built for. */
+#define ROWS_FN(attr, name, call)                                                                       \
+	attr static void name(uint32_t type, const uint8_t *w, const uint8_t *xq, size_t xs, int n, int nr, \
 			      float *out)                                                               \
 	{                                                                                               \
 		(void)type;                                                                             \
@@ -850,11 +865,11 @@ INL void iq4_xs_rows(const uint8_t *w, const uint8_t *xq, size_t xs, int n, int 
 #define CALL_Q5K(k) k45_rows(1, w, xq, xs, n, k, out)
 #define CALL_Q6K(k) q6_k_rows(w, xq, xs, n, k, out)
 #define CALL_IQ4XS(k) iq4_xs_rows(w, xq, xs, n, k, out)
-ROWS_FN(rows_32, CALL_32)
-ROWS_FN(rows_q4_k, CALL_Q4K)
-ROWS_FN(rows_q5_k, CALL_Q5K)
-ROWS_FN(rows_q6_k, CALL_Q6K)
-ROWS_FN(rows_iq4_xs, CALL_IQ4XS)
+ROWS_FN(AVX2, rows_32, CALL_32)
+ROWS_FN(AVX2, rows_q4_k, CALL_Q4K)
+ROWS_FN(AVX2, rows_q5_k, CALL_Q5K)
+ROWS_FN(AVX2, rows_q6_k, CALL_Q6K)
+ROWS_FN(AVX2, rows_iq4_xs, CALL_IQ4XS)
 /* ---- dot products: AVX-512 (BW, VL, VNNI) for the K-quants of the common presets ---- */
 
 /* Q4_K/Q5_K: a 64-element chunk (two sub-blocks) is one 512-bit vector, against 64
@@ -870,7 +885,6 @@ INL512 __m512i join256(__m256i lo, __m256i hi)
 
 INL512 void k45_rows_512(int five, const uint8_t *w, const uint8_t *xq, size_t xs, int n, int nr, float *out)
 {
-	const __m256i m4 = _mm256_set1_epi8(0x0F), b1 = _mm256_set1_epi8(1);
 	__m512 acc[ROWS_MAX];
 	__m256 accm[ROWS_MAX];
 	UNROLL
@@ -888,12 +902,8 @@ INL512 void k45_rows_512(int five, const uint8_t *w, const uint8_t *xq, size_t x
 		for (int r = 0; r < nr; r++)
 			si[r] = _mm512_setzero_si512();
 		for (int c = 0; c < 4; c++) {
-			__m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
-			__m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-			if (five) {
-				lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * c), b1), 4));
-				hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * c + 1), b1), 4));
-			}
+			__m256i lo, hi;
+			k45_chunk(five, qs, hb, c, &lo, &hi);
 			__m512i qv = join256(lo, hi);
 			__m512i sv = join256(_mm256_set1_epi16((short)sc[2 * c]), _mm256_set1_epi16((short)sc[2 * c + 1]));
 			UNROLL
@@ -919,7 +929,6 @@ INL512 void k45_rows_512(int five, const uint8_t *w, const uint8_t *xq, size_t x
 
 INL512 void q6_k_rows_512(const uint8_t *w, const uint8_t *xq, size_t xs, int n, int nr, float *out)
 {
-	const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
 	/* i16 lane l of a 512-bit vector takes scale l / 8 (16 elements = 8 pair sums) */
 	const __m512i spread = _mm512_setr_epi32(0, 0, 0, 0, 0x00010001, 0x00010001, 0x00010001, 0x00010001,
 						 0x00020002, 0x00020002, 0x00020002, 0x00020002, 0x00030003,
@@ -937,16 +946,9 @@ INL512 void q6_k_rows_512(const uint8_t *w, const uint8_t *xq, size_t xs, int n,
 			si[r] = _mm512_setzero_si512();
 		const uint8_t *ql = w, *qh = w + 128;
 		for (int h = 0; h < 2; h++, ql += 64, qh += 32) {
-			__m256i l0 = _mm256_loadu_si256((const __m256i *)ql), l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
-			__m256i hh = _mm256_loadu_si256((const __m256i *)qh);
-			__m512i qv[2];
-			qv[0] = join256(_mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(hh, m2), 4)),
-					_mm256_or_si256(_mm256_and_si256(l1, m4),
-							_mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 2), m2), 4)));
-			qv[1] = join256(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-							_mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 4), m2), 4)),
-					_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-							_mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 6), m2), 4)));
+			__m256i q[4];
+			q6_k_half(ql, qh, q);
+			__m512i qv[2] = {join256(q[0], q[1]), join256(q[2], q[3])};
 			for (int k = 0; k < 2; k++) {
 				int32_t s4;
 				memcpy(&s4, sc + 8 * h + 4 * k, 4);
@@ -972,24 +974,12 @@ INL512 void q6_k_rows_512(const uint8_t *w, const uint8_t *xq, size_t xs, int n,
 		out[r] = _mm512_reduce_add_ps(acc[r]);
 }
 
-#define ROWS_FN512(name, call)                                                                          \
-	AVX512 static void name(uint32_t type, const uint8_t *w, const uint8_t *xq, size_t xs, int n, int nr, \
-				float *out)                                                             \
-	{                                                                                               \
-		(void)type;                                                                             \
-		switch (nr) {                                                                           \
-		case 4: call(4); break;                                                                 \
-		case 3: call(3); break;                                                                 \
-		case 2: call(2); break;                                                                 \
-		default: call(1); break;                                                                \
-		}                                                                                       \
-	}
 #define CALL_Q4K512(k) k45_rows_512(0, w, xq, xs, n, k, out)
 #define CALL_Q5K512(k) k45_rows_512(1, w, xq, xs, n, k, out)
 #define CALL_Q6K512(k) q6_k_rows_512(w, xq, xs, n, k, out)
-ROWS_FN512(rows_q4_k_512, CALL_Q4K512)
-ROWS_FN512(rows_q5_k_512, CALL_Q5K512)
-ROWS_FN512(rows_q6_k_512, CALL_Q6K512)
+ROWS_FN(AVX512, rows_q4_k_512, CALL_Q4K512)
+ROWS_FN(AVX512, rows_q5_k_512, CALL_Q5K512)
+ROWS_FN(AVX512, rows_q6_k_512, CALL_Q6K512)
 #endif
 
 

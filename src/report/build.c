@@ -68,21 +68,13 @@ static char **md_lines(const char *sidecar, size_t *n, char **data)
 	snprintf(path, sizeof path, "%.*s.md", (int)l, sidecar);
 	*n = 0;
 	*data = NULL;
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return NULL;
 	struct buf b;
 	buf_init(&b);
-	char chunk[65536];
-	size_t got;
-	int rc = 0;
-	while (rc == 0 && (got = fread(chunk, 1, sizeof chunk, f)) > 0)
-		rc = buf_append(&b, chunk, got);
-	fclose(f);
+	int rc = buf_read_file(&b, path); /* unreadable or empty: NULL, as absent */
 	size_t count = 1;
 	for (size_t i = 0; i < b.len; i++)
 		count += b.data[i] == '\n';
-	char **lines = rc || !b.data ? NULL : calloc(count + 1, sizeof *lines);
+	char **lines = rc || !b.len ? NULL : calloc(count + 1, sizeof *lines);
 	if (!lines) {
 		buf_finish(&b);
 		return NULL;

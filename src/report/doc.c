@@ -483,27 +483,6 @@ static int html_escape(struct buf *b, const char *s)
 	return rc;
 }
 
-static char *slurp(const char *path, size_t *n)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	struct buf b;
-	buf_init(&b);
-	char chunk[65536];
-	size_t got;
-	int rc = 0;
-	while (rc == 0 && (got = fread(chunk, 1, sizeof chunk, f)) > 0)
-		rc = buf_append(&b, chunk, got);
-	fclose(f);
-	if (rc) {
-		buf_finish(&b);
-		return NULL;
-	}
-	*n = b.len;
-	return b.data ? buf_steal(&b) : strdup("");
-}
-
 static int render_html(struct report_doc *d, const char *base, const bool *plotted, const char *note,
 		       struct buf *b)
 {
@@ -571,7 +550,7 @@ static int render_html(struct report_doc *d, const char *base, const bool *plott
 				char path[4200];
 				size_t n = 0;
 				snprintf(path, sizeof path, "%s-%s.svg.tmp", base, k->id);
-				char *svg = slurp(path, &n);
+				char *svg = buf_load_file(path, &n);
 				if (!svg)
 					return -EIO;
 				/* drop the XML prolog and doctype: inline SVG starts at <svg */
@@ -715,7 +694,7 @@ static int run_gnuplot(const char *gnuplot, const struct block *k, const char *b
 	/* point the script at the .dat.tmp for this run only */
 	snprintf(path, sizeof path, "%s-%s.gp.tmp", base, k->id);
 	size_t n = 0;
-	char *gp = slurp(path, &n);
+	char *gp = buf_load_file(path, &n);
 	if (!gp)
 		return -EIO;
 	/* the script names BASE-ID.{dat,svg,png}; this run reads and writes the .tmp ones */

@@ -105,14 +105,11 @@ static int print_json(FILE *out, const struct kl_run_fig *r, size_t n)
 		cJSON_AddNumberToObject(o, "run", (double)r[i].id);
 		cJSON_AddStringToObject(o, "candidate", r[i].candidate);
 		cJSON_AddStringToObject(o, "reference", r[i].reference);
-		cJSON_AddNumberToObject(o, "positions", (double)f->n);
-		cJSON_AddNumberToObject(o, "kl_mean", f->kl_mean);
-		cJSON_AddNumberToObject(o, "kl_p99", f->kl_p99);
-		cJSON_AddNumberToObject(o, "kl_max", f->kl_max);
-		cJSON_AddNumberToObject(o, "top1", f->top1);
-		cJSON_AddNumberToObject(o, "ppl_ref", f->ppl_ref);
-		cJSON_AddNumberToObject(o, "ppl_cand", f->ppl_cand);
-		cJSON_AddNumberToObject(o, "ppl_ratio", f->ppl_ratio);
+		const char *names[KL_FIGURES_N];
+		double values[KL_FIGURES_N];
+		kl_figures_named(f, names, values);
+		for (int k = 0; k < KL_FIGURES_N; k++)
+			cJSON_AddNumberToObject(o, names[k], values[k]);
 		cJSON_AddItemToArray(a, o);
 	}
 	char *s = cJSON_PrintUnformatted(a);

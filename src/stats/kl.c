@@ -48,3 +48,15 @@ out:
 	free(v);
 	return rc;
 }
+
+void kl_figures_named(const struct kl_figures *f, const char *names[KL_FIGURES_N], double values[KL_FIGURES_N])
+{
+	static const char *const n[KL_FIGURES_N] = {"positions", "kl_mean", "kl_p99", "kl_max",
+						    "top1", "ppl_ref", "ppl_cand", "ppl_ratio"};
+	const double v[KL_FIGURES_N] = {(double)f->n, f->kl_mean, f->kl_p99, f->kl_max,
+					f->top1, f->ppl_ref, f->ppl_cand, f->ppl_ratio};
+	for (int i = 0; i < KL_FIGURES_N; i++) {
+		names[i] = n[i];
+		values[i] = v[i];
+	}
+}

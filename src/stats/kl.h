@@ -29,4 +29,9 @@ struct kl_figures {
 
 /* 0, -EINVAL for n == 0 or a NaN/negative kl beyond rounding (< -1e-6), -ENOMEM. */
 __attribute__((warn_unused_result)) int kl_figures_compute(const struct kl_point *p, size_t n, struct kl_figures *out);
+
+/* The figures under the names every JSON output gives them, in this order: positions (n),
+ * kl_mean, kl_p99, kl_max, top1, ppl_ref, ppl_cand, ppl_ratio. names are static strings. */
+#define KL_FIGURES_N 8
+void kl_figures_named(const struct kl_figures *f, const char *names[KL_FIGURES_N], double values[KL_FIGURES_N]);
 #endif

@@ -66,15 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 #ifdef FUZZ_STANDALONE
 #include <unistd.h>
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
-
-static uint64_t rng_next(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
+#include "fuzz_mutate.h"
 
 int main(void)
 {
@@ -108,29 +100,8 @@ int main(void)
 	unlink(path);
 	if (n == 0)
 		return 1;
-	LLVMFuzzerTestOneInput(seed, n);
-	for (int iter = 0; iter < 20000; iter++) {
-		size_t len = n;
-		unsigned char *m = malloc(n);
-		memcpy(m, seed, n);
-		int edits = 1 + (int)(rng_next() % 4);
-		for (int e = 0; e < edits; e++) {
-			size_t pos = (size_t)(rng_next() % n);
-			switch (rng_next() % 4) {
-			case 0: m[pos] = (unsigned char)rng_next(); break;
-			case 1: m[pos] ^= (unsigned char)(1u << (rng_next() % 8)); break;
-			case 2: len = pos; break;
-			default: /* a huge little-endian length or count */
-				if (pos + 8 <= n)
-					memset(m + pos, 0xff, 8 - (size_t)(rng_next() % 8));
-			}
-		}
-		unsigned char *exact = malloc(len ? len : 1); /* exact size so sanitizers see over-reads */
-		memcpy(exact, m, len);
-		LLVMFuzzerTestOneInput(exact, len);
-		free(exact);
-		free(m);
-	}
+	uint64_t s = 0x9e3779b97f4a7c15ULL;
+	fuzz_mutate_run(LLVMFuzzerTestOneInput, seed, n, 20000, 0, NULL, &s);
 	printf("20000 mutations of a %zu-byte seed: no crash\n", n);
 	return 0;
 }

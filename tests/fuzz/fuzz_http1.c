@@ -90,6 +90,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 
 #ifdef FUZZ_STANDALONE
+#include "fuzz_mutate.h"
+
 int main(int argc, char **argv)
 {
 	static const char *seeds[] = {
@@ -102,25 +104,9 @@ int main(int argc, char **argv)
 	};
 	long iters = argc > 1 ? atol(argv[1]) : 20000;
 	uint64_t s = 0x4177;
-	char buf[1024];
-	for (long it = 0; it < iters; it++) {
-		const char *seed = seeds[it % 5];
-		size_t n = strlen(seed);
-		memcpy(buf, seed, n);
-		int muts = (int)(it % 5);
-		for (int m = 0; m < muts && n; m++) {
-			s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-			size_t pos = (s >> 33) % n;
-			switch ((s >> 20) % 4) {
-			case 0: buf[pos] = (char)(s >> 8); break;
-			case 1: n = pos; break;
-			case 2: buf[pos] = "\r\n0123456789abcdefABCDEF;: ,\t"[(s >> 40) % 29]; break;
-			default: if (n + 1 < sizeof buf) { memmove(buf + pos + 1, buf + pos, n - pos); n++; } break;
-			}
-		}
-		LLVMFuzzerTestOneInput((const uint8_t *)buf, n);
-	}
-	printf("fuzz_http1: %ld responses, no divergence\n", iters);
+	long runs = fuzz_mutate_seeds(LLVMFuzzerTestOneInput, seeds, sizeof seeds / sizeof seeds[0], (int)(iters / 5),
+				      "\r\n0123456789abcdefABCDEF;: ,\t", &s);
+	printf("fuzz_http1: %ld responses, no divergence\n", runs);
 	return 0;
 }
 #endif

@@ -60,57 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 
 #ifdef FUZZ_STANDALONE
-static uint64_t rng = 0x243f6a8885a308d3ull;
-static uint64_t next(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
-static void *slurp(const char *path, size_t *n)
-{
-	FILE *fp = fopen(path, "rb");
-	if (!fp)
-		return NULL;
-	fseek(fp, 0, SEEK_END);
-	long len = ftell(fp);
-	fseek(fp, 0, SEEK_SET);
-	void *b = len > 0 ? malloc((size_t)len) : NULL;
-	*n = b ? fread(b, 1, (size_t)len, fp) : 0;
-	fclose(fp);
-	return b;
-}
-
-/* Mutations concentrate on the first `hot` bytes, where headers and lengths live. */
-static void mutate_and_run(const uint8_t *seed, size_t n, size_t hot, int rounds)
-{
-	uint8_t *buf = malloc(n);
-	for (int k = 0; k < rounds; k++) {
-		memcpy(buf, seed, n);
-		size_t len = n, lim = hot < n ? hot : n;
-		switch (next() % 4) {
-		case 0: /* a few flipped bytes */
-			for (int j = 0; j < 1 + (int)(next() % 4); j++)
-				buf[next() % lim] ^= (uint8_t)(1 + next() % 255);
-			break;
-		case 1: /* truncation */
-			len = (size_t)(next() % n);
-			break;
-		case 2: { /* a length or count field set huge or off by a little */
-			size_t at = (size_t)(next() % (lim > 8 ? lim - 8 : 1));
-			uint64_t v = next() % 2 ? UINT64_MAX - next() % 16 : (uint64_t)(next() % 70000);
-			memcpy(buf + at, &v, 8);
-			break;
-		}
-		default: /* one byte set to a boundary value */
-			buf[next() % lim] = (uint8_t[]){ 0, 1, 0x7f, 0x80, 0xff }[next() % 5];
-		}
-		LLVMFuzzerTestOneInput(buf, len);
-	}
-	free(buf);
-}
+#include "fuzz_mutate.h"
 
 int main(void)
 {
@@ -118,7 +68,7 @@ int main(void)
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/tests/fixtures/model/qwen35-tiny/model.safetensors", root ? root : ".");
 	size_t n_st = 0, n_gg = 0;
-	uint8_t *st = slurp(path, &n_st);
+	uint8_t *st = fuzz_read_file(path, &n_st);
 	char tmp[] = "/tmp/sixi-fuzz-model-XXXXXX", err[512];
 	int fd = mkstemp(tmp);
 	if (fd >= 0)
@@ -129,7 +79,7 @@ int main(void)
 		unlink(tmp);
 		return 77;
 	}
-	uint8_t *gg = slurp(tmp, &n_gg);
+	uint8_t *gg = fuzz_read_file(tmp, &n_gg);
 	unlink(tmp);
 	LLVMFuzzerTestOneInput(st, n_st); /* the seeds themselves load */
 	LLVMFuzzerTestOneInput(gg, n_gg);
@@ -137,10 +87,12 @@ int main(void)
 		printf("fuzz_model: a seed does not load (safetensors %d, model %d)\n", fuzz_st_ok, fuzz_model_ok);
 		return 1;
 	}
-	mutate_and_run(st, n_st, 6000, 400);
-	mutate_and_run(gg, n_gg, 200000, 150);
-	printf("fuzz_model: 552 inputs: %d parsed as safetensors, %d loaded as a model, %d error messages "
-	       "without the input's name\n", fuzz_st_ok, fuzz_model_ok, fuzz_bad_message);
+	/* mutations concentrate on the first bytes, where headers and lengths live */
+	uint64_t rng = 0x243f6a8885a308d3ull;
+	long runs = 2 + fuzz_mutate_run(LLVMFuzzerTestOneInput, st, n_st, 400, 6000, NULL, &rng) +
+		    fuzz_mutate_run(LLVMFuzzerTestOneInput, gg, n_gg, 150, 200000, NULL, &rng);
+	printf("fuzz_model: %ld inputs: %d parsed as safetensors, %d loaded as a model, %d error messages "
+	       "without the input's name\n", runs, fuzz_st_ok, fuzz_model_ok, fuzz_bad_message);
 	free(st);
 	free(gg);
 	return fuzz_bad_message ? 1 : 0;

@@ -167,6 +167,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 
 #ifdef FUZZ_STANDALONE
+#include "fuzz_mutate.h"
+
 int main(int argc, char **argv)
 {
 	static const char *seeds[] = {
@@ -178,27 +180,9 @@ int main(int argc, char **argv)
 	};
 	long iters = argc > 1 ? atol(argv[1]) : 50000;
 	uint64_t s = 0xfeed;
-	char buf[512];
-	for (long it = 0; it < iters; it++) {
-		const char *seed = seeds[it % 5];
-		size_t n = strlen(seed);
-		memcpy(buf, seed, n);
-		int muts = 1 + (int)(it % 4);
-		for (int m = 0; m < muts; m++) {
-			s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-			size_t pos = (s >> 33) % n;
-			switch ((s >> 20) % 4) {
-			case 0: buf[pos] = (char)(s >> 8); break;                      /* flip a byte */
-			case 1: n = pos; break;                                        /* truncate */
-			case 2: buf[pos] = "{}[],:\"\\0123456789.eE-+tfnul "[(s >> 40) % 28]; break;
-			default: if (n + 1 < sizeof buf) { memmove(buf + pos + 1, buf + pos, n - pos); n++; } break;
-			}
-			if (n == 0)
-				break;
-		}
-		LLVMFuzzerTestOneInput((const uint8_t *)buf, n);
-	}
-	printf("fuzz_openai: %ld chunks, scanner and cJSON agree\n", iters);
+	long runs = fuzz_mutate_seeds(LLVMFuzzerTestOneInput, seeds, sizeof seeds / sizeof seeds[0], (int)(iters / 5),
+				      "{}[],:\"\\0123456789.eE-+tfnul ", &s);
+	printf("fuzz_openai: %ld chunks, scanner and cJSON agree\n", runs);
 	return 0;
 }
 #endif

@@ -158,15 +158,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 
 #ifdef FUZZ_STANDALONE
+#include "fuzz_mutate.h"
+
 static uint64_t rng_state = 0x2545f4914f6cdd1dULL;
 
-static uint64_t rng_next(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
+static uint64_t rng_next(void) { return fuzz_next(&rng_state); }
 
 int main(void)
 {

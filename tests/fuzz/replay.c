@@ -1,7 +1,8 @@
 /* replay — a bounded driver for the libFuzzer targets that have no driver of
  * their own, so that every compiler (and ASan, valgrind) runs them: each file
  * named on the command line (a folder: each file in it) is fed as is, then
- * 300 seeded mutations of it (bytes changed, truncated, a byte inserted). */
+ * 300 seeded mutations of it (fuzz_mutate.h), with the punctuation of JSON,
+ * HTTP and Jinja as the bytes that mean something. */
 #include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -9,45 +10,23 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fuzz_mutate.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static long runs;
 
 static int replay_file(const char *path)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f) {
+	size_t n;
+	uint8_t *src = fuzz_read_file(path, &n);
+	if (!src) {
 		fprintf(stderr, "replay: cannot read %s\n", path);
 		return 1;
 	}
-	static char src[1 << 16], buf[(1 << 16) + 1];
-	size_t n = fread(src, 1, sizeof src, f);
-	fclose(f);
-	LLVMFuzzerTestOneInput((const uint8_t *)src, n);
-	runs++;
-	static const char punct[] = "{}[]\":,\\ \n\r0123456789-.eE";
 	uint64_t s = 0x5eed ^ n;
-	for (int it = 0; it < 300 && n; it++, runs++) {
-		memcpy(buf, src, n);
-		size_t m = n;
-		for (int k = 0; k < 1 + it % 4; k++) {
-			s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-			size_t pos = (s >> 33) % m;
-			switch ((s >> 16) % 4) {
-			case 0: buf[pos] = punct[(s >> 40) % (sizeof punct - 1)]; break;
-			case 1: m = pos ? pos : 1; break;
-			case 2:
-				if (m < sizeof buf) {
-					memmove(buf + pos + 1, buf + pos, m - pos);
-					buf[pos] = punct[(s >> 40) % (sizeof punct - 1)];
-					m++;
-				}
-				break;
-			default: buf[pos] = (char)(s >> 24); break;
-			}
-		}
-		LLVMFuzzerTestOneInput((const uint8_t *)buf, m);
-	}
+	runs += fuzz_mutate_run(LLVMFuzzerTestOneInput, src, n, 300, 0, "{}[]\":,\\ \n\r0123456789-.eE%#+~|()'=<>!", &s);
+	free(src);
 	return 0;
 }
 

@@ -26,13 +26,11 @@ prompt of the last 50 requests.
 """
 import argparse
 import json
-import os
-import socket
-import struct
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import fake_base
 
 SCRIPT = {}
 ARGS = None
@@ -54,12 +52,6 @@ def words(text):
     return out
 
 
-def prompt_of(body):
-    if "messages" in body:
-        return " ".join(str(m.get("content", "")) for m in body["messages"])
-    return str(body.get("prompt", ""))
-
-
 def pick_rule(prompt):
     for i, rule in enumerate(SCRIPT.get("rules", [])):
         if rule.get("match", "") in prompt:
@@ -71,20 +63,7 @@ def pick_rule(prompt):
     return {"reply": SCRIPT.get("default", "OK.")}, "none"
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, fmt, *a):
-        pass
-
-    def send_json(self, code, obj):
-        data = json.dumps(obj).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
+class Handler(fake_base.Handler):
     def do_GET(self):
         if self.path == "/v1/models":
             self.send_json(200, {"object": "list", "data": [
@@ -100,13 +79,6 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.send_json(404, {"error": {"message": "not found"}})
 
-    def chunk(self, data):
-        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-        self.wfile.flush()
-
-    def event(self, obj):
-        self.chunk(b"data: " + json.dumps(obj).encode() + b"\n\n")
-
     def delta(self, chat, text, finish=None):
         if chat:
             d = {"reasoning_content": text} if SCRIPT.get("chat_empty_content") else {"content": text}
@@ -117,7 +89,7 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length", "0"))
         body = json.loads(self.rfile.read(length) or b"{}")
         chat = self.path.startswith("/v1/chat/")
-        prompt = prompt_of(body)
+        prompt = fake_base.prompt_text(body)
         with LOCK:
             PROMPTS.append([self.path, prompt])
             del PROMPTS[:-50]
@@ -129,10 +101,7 @@ class Handler(BaseHTTPRequestHandler):
             # headers never come: the client's stall/first-byte timeout must end it
             time.sleep(3600)
             return
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
+        self.start_stream()
         delay = ARGS.event_delay_ms / 1000.0
         max_tokens = int(body.get("max_tokens") or 1 << 30)
         toks = words(rule.get("reply", ""))
@@ -146,16 +115,12 @@ class Handler(BaseHTTPRequestHandler):
                         n += 1
                     time.sleep(delay)
                 self.event(self.delta(chat, "", "length"))
-                self.chunk(b"data: [DONE]\n\n")
-                self.chunk(b"")
+                self.done()
                 return
             sent = 0
             for i, w in enumerate(toks[:max_tokens]):
                 if fault == "reset" and i == len(toks) // 2:
-                    # SO_LINGER 0 and a real close of the descriptor: the peer sees a reset
-                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                    os.close(self.connection.detach())
-                    self.close_connection = True
+                    self.reset()
                     return
                 if fault == "stall" and i == len(toks) // 2:
                     time.sleep(3600)  # mid-stream: the client's stall limit must end it
@@ -171,8 +136,7 @@ class Handler(BaseHTTPRequestHandler):
             last["usage"] = {"prompt_tokens": len(prompt.split()), "completion_tokens": sent,
                              "total_tokens": len(prompt.split()) + sent}
             self.event(last)
-            self.chunk(b"data: [DONE]\n\n")
-            self.chunk(b"")
+            self.done()
         except (BrokenPipeError, ConnectionResetError):
             pass
 
@@ -187,11 +151,7 @@ def main():
     ARGS = ap.parse_args()
     with open(ARGS.script) as f:
         SCRIPT = json.load(f)
-    srv = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
-    srv.daemon_threads = True
-    with open(ARGS.port_file + ".tmp", "w") as f:
-        f.write(str(srv.server_address[1]))
-    os.rename(ARGS.port_file + ".tmp", ARGS.port_file)
+    srv, _ = fake_base.listen(Handler, ARGS.port, ARGS.port_file)
     srv.serve_forever()
 
 

@@ -13,15 +13,13 @@ MODE: reset | 500 | malformed | stall | error-event | huge-event | non-json | ba
 """
 import argparse
 import io
-import os
 import json
 import math
-import socket
-import struct
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import fake_base
 
 ARGS = None
 START = time.monotonic()
@@ -30,30 +28,14 @@ LOCK = threading.Lock()
 
 
 def prompt_tokens_of(body):
-    if "messages" in body:
-        text = " ".join(str(m.get("content", "")) for m in body["messages"])
-    else:
-        p = body.get("prompt", "")
-        if isinstance(p, list):
-            return len(p)
-        text = p
-    words = len(text.split())
+    if isinstance(body.get("prompt"), list) and "messages" not in body:
+        return len(body["prompt"])  # token ids
+    words = len(fake_base.prompt_text(body).split())
     return max(1, math.ceil(words * 4 / 3))
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, fmt, *a):
-        pass
-
-    def send_json(self, code, obj):
-        data = json.dumps(obj).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+class Handler(fake_base.Handler):
+    event_end = b"\r\n\r\n"
 
     def do_GET(self):
         if self.path == "/v1/models":
@@ -64,13 +46,6 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(200, {"status": "ok"})
         else:
             self.send_json(404, {"error": {"message": "no such path: " + self.path}})
-
-    def chunk(self, data):
-        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-        self.wfile.flush()
-
-    def event(self, obj):
-        self.chunk(b"data: " + json.dumps(obj).encode() + b"\r\n\r\n")
 
     def do_POST(self):
         n = int(self.headers.get("Content-Length", "0"))
@@ -118,10 +93,7 @@ class Handler(BaseHTTPRequestHandler):
                 out["usage"] = usage
             self.send_json(200, out)
             return
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
+        self.start_stream()
         if chat:
             self.event({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})
         self.chunk(b": keep-alive\r\n\r\n")
@@ -133,10 +105,7 @@ class Handler(BaseHTTPRequestHandler):
             i += 1
             if fail and i == 3:
                 if fail == "reset":
-                    # linger 0 then close the descriptor itself: the peer sees a TCP reset
-                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                    os.close(self.connection.detach())
-                    self.close_connection = True
+                    self.reset()
                     self.wfile = io.BytesIO()
                     return
                 if fail == "malformed":
@@ -178,8 +147,7 @@ class Handler(BaseHTTPRequestHandler):
         so = body.get("stream_options") or {}
         if so.get("include_usage") and not ARGS.no_usage:
             self.event({"choices": [], "usage": usage})
-        self.chunk(b"data: [DONE]\r\n\r\n")
-        self.chunk(b"")
+        self.done()
 
 
 def main():
@@ -200,16 +168,8 @@ def main():
     ap.add_argument("--distinct-replies", action="store_true", help="reply text names the request and event")
     ap.add_argument("--lifetime", type=float, default=600.0, help="exit after this many seconds regardless")
     ARGS = ap.parse_args()
-    ThreadingHTTPServer.daemon_threads = True
-    ThreadingHTTPServer.request_queue_size = 1024
-    srv = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
-    port = srv.server_address[1]
-    if ARGS.port_file:
-        with open(ARGS.port_file + ".tmp", "w") as f:
-            f.write(str(port))
-        os.replace(ARGS.port_file + ".tmp", ARGS.port_file)
+    srv, port = fake_base.listen(Handler, ARGS.port, ARGS.port_file, lifetime=ARGS.lifetime, queue=1024)
     print(f"listening on 127.0.0.1:{port}", file=sys.stderr, flush=True)
-    threading.Timer(ARGS.lifetime, srv.shutdown).start()
     srv.serve_forever()
 
 

@@ -17,6 +17,8 @@ import sys
 import tempfile
 import time
 
+import fake_base
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCH = sys.argv[1]
 CASE = sys.argv[2]
@@ -34,18 +36,11 @@ def check(cond, what):
 class Server:
     def __init__(self, *args):
         pf = os.path.join(TMP, "port-%d" % time.monotonic_ns())
-        self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "fake_openai.py"), "--port-file", pf,
-                                      "--lifetime", "120", *args], stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while not os.path.exists(pf):
-            if time.monotonic() > deadline or self.proc.poll() is not None:
-                raise SystemExit("fake server did not start")
-            time.sleep(0.02)
-        self.url = "http://127.0.0.1:" + open(pf).read().strip()
+        self.proc, self.url = fake_base.start_fake(fake_base.FAKE_OPENAI, pf, "--lifetime", "120", *args,
+                                                   timeout_s=10, stderr=subprocess.DEVNULL)
 
     def stop(self):
-        os.kill(self.proc.pid, signal.SIGTERM)
-        self.proc.wait(timeout=10)
+        fake_base.stop(self.proc)
 
 
 def bench(*args, timeout=60):

@@ -17,6 +17,8 @@ import sys
 import tempfile
 import time
 
+import fake_base
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCH, SERVER, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
 TMP = tempfile.mkdtemp(prefix="sixi-bench-wl-")
@@ -32,22 +34,15 @@ def check(cond, what):
 
 
 def wait_port(proc, pf, what):
-    deadline = time.monotonic() + 30
-    while not (os.path.exists(pf) and open(pf).read().strip()):
-        if time.monotonic() > deadline or proc.poll() is not None:
-            raise SystemExit("%s did not start" % what)
-        time.sleep(0.02)
-    return "http://127.0.0.1:" + open(pf).read().strip()
+    return "http://127.0.0.1:%d" % fake_base.wait_port(proc, pf, what, timeout_s=30)
 
 
 class Fake:
     def __init__(self, *args):
         pf = os.path.join(TMP, "port-%d" % time.monotonic_ns())
         self.record = os.path.join(TMP, "record-%d.jsonl" % time.monotonic_ns())
-        self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "fake_openai.py"), "--port-file", pf,
-                                      "--lifetime", "300", "--record", self.record, *args],
-                                     stderr=subprocess.DEVNULL)
-        self.url = wait_port(self.proc, pf, "fake server")
+        self.proc, self.url = fake_base.start_fake(fake_base.FAKE_OPENAI, pf, "--lifetime", "300", "--record",
+                                                   self.record, *args, stderr=subprocess.DEVNULL)
 
     def received(self):
         if not os.path.exists(self.record):
@@ -55,8 +50,7 @@ class Fake:
         return [json.loads(l) for l in open(self.record)]
 
     def stop(self):
-        os.kill(self.proc.pid, signal.SIGTERM)
-        self.proc.wait(timeout=10)
+        fake_base.stop(self.proc)
 
 
 class Sim:

@@ -11,7 +11,6 @@ Servers are started here and stopped by PID. Skips (exit 77, saying why)
 where the sandbox cannot run."""
 import json
 import os
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -19,6 +18,9 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+
+import fake_base
+from fake_base import stop
 
 SRC = os.environ.get("SIXI_SOURCE_ROOT", ".")
 BUILD = os.environ.get("SIXI_BUILD_ROOT", "build")
@@ -54,15 +56,6 @@ def write_dataset(path, tasks):
         f.write("# hacks\n\nThe reward-hack corpus, one task per hack.\n\nLICENSE: same as sixi\n")
 
 
-def stop(p):
-    p.send_signal(signal.SIGTERM)
-    try:
-        p.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
-
-
 def rows(db):
     con = sqlite3.connect(db)
     out = con.execute("SELECT task_id, failure_class, pass FROM eval_rows ORDER BY task_id").fetchall()
@@ -73,15 +66,7 @@ def rows(db):
 def start_fake(tmp, script):
     path = os.path.join(tmp, "script.json")
     json.dump(script, open(path, "w"))
-    port_file = path + ".port"
-    p = subprocess.Popen([sys.executable, FAKE, "--script", path, "--port-file", port_file],
-                         stderr=open(path + ".log", "w"))
-    for _ in range(400):
-        if os.path.exists(port_file) and open(port_file).read().strip():
-            return p, "http://127.0.0.1:%d" % int(open(port_file).read())
-        time.sleep(0.025)
-    stop(p)
-    raise SystemExit("FAIL: the fake server did not start")
+    return fake_base.start_fake(FAKE, path + ".port", "--script", path, timeout_s=10, stderr=open(path + ".log", "w"))
 
 
 def start_sim(tmp, text):

@@ -25,6 +25,8 @@ import tempfile
 import time
 import urllib.request
 
+import fake_base
+
 SRC = os.environ.get("SIXI_SOURCE_ROOT", ".")
 BUILD = os.environ.get("SIXI_BUILD_ROOT", "build")
 EVAL = os.path.join(BUILD, "src", "sixi-eval")
@@ -62,27 +64,16 @@ class Server:
             json.dump(script, f)
         self.port_file = path + ".port"
         self.log = open(path + ".log", "w")
-        self.proc = subprocess.Popen([sys.executable, SERVER, "--script", path, "--port-file", self.port_file,
-                                      "--event-delay-ms", str(delay_ms)], stderr=self.log)
-        for _ in range(200):
-            if os.path.exists(self.port_file):
-                break
-            time.sleep(0.025)
-        with open(self.port_file) as f:
-            self.port = int(f.read())
-        self.url = "http://127.0.0.1:%d" % self.port
+        self.proc, self.url = fake_base.start_fake(SERVER, self.port_file, "--script", path, "--event-delay-ms",
+                                                   str(delay_ms), timeout_s=10, stderr=self.log)
+        self.port = int(self.url.rsplit(":", 1)[1])
 
     def stats(self):
         with urllib.request.urlopen(self.url + "/stats", timeout=5) as r:
             return json.load(r)
 
     def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        fake_base.stop(self.proc, timeout_s=5)
         self.log.close()
 
 

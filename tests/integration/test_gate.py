@@ -13,13 +13,14 @@ Servers listen on 127.0.0.1, port 0, and are stopped by PID.
 """
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import fake_base
+from fake_base import stop
 
 SRC = os.environ.get("SIXI_SOURCE_ROOT", ".")
 BUILD = os.environ.get("SIXI_BUILD_ROOT", "build")
@@ -38,22 +39,7 @@ def check(cond, what):
 
 
 def wait_port(port_file, proc):
-    for _ in range(400):
-        if os.path.exists(port_file) and open(port_file).read().strip():
-            return int(open(port_file).read().strip())
-        if proc.poll() is not None:
-            break
-        time.sleep(0.025)
-    raise RuntimeError("the server did not start")
-
-
-def stop(proc):
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    return fake_base.wait_port(proc, port_file, "the server", timeout_s=10)
 
 
 def gate(*args, timeout=240):

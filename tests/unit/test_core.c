@@ -10,6 +10,8 @@
 #include "core/hash.h"
 #include "core/json.h"
 
+#include <unistd.h>
+
 static void test_buf(void)
 {
 	struct buf b;
@@ -37,6 +39,46 @@ static void test_buf(void)
 	CHECK(big && ((unsigned char *)big)[999] == 0);
 	CHECK(((uintptr_t)big & 15) == 0);
 	arena_finish(&a);
+}
+
+/* buf_read_file and buf_load_file: empty, larger than one read, missing */
+static void test_read_file(void)
+{
+	char dir[256];
+	snprintf(dir, sizeof dir, "%s/sixi-test-core-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : P_tmpdir);
+	CHECK(mkdtemp(dir) != NULL);
+	char path[300];
+	snprintf(path, sizeof path, "%s/f", dir);
+	FILE *f = fopen(path, "wb");
+	CHECK(f != NULL);
+	fclose(f);
+	size_t n = 99;
+	char *s = buf_load_file(path, &n);
+	CHECK(s && n == 0 && s[0] == 0);
+	free(s);
+
+	f = fopen(path, "wb");
+	for (int i = 0; i < 200000; i++)
+		fputc('a' + i % 26, f);
+	fclose(f);
+	struct buf b;
+	buf_init(&b);
+	CHECK(buf_puts(&b, "head:") == 0);
+	CHECK(buf_read_file(&b, path) == 0);
+	CHECK_EQ_INT(b.len, 200005);
+	CHECK(strncmp(b.data, "head:abc", 8) == 0 && b.data[200004] == 'a' + 199999 % 26 && b.data[200005] == 0);
+
+	char missing[300];
+	snprintf(missing, sizeof missing, "%s/none", dir);
+	CHECK_EQ_INT(buf_read_file(&b, missing), -ENOENT);
+	CHECK_EQ_INT(b.len, 200005); /* left as it was */
+	CHECK(buf_read_file(&b, dir) < 0); /* a folder reads as an error, not as empty */
+	CHECK_EQ_INT(b.len, 200005);
+	buf_finish(&b);
+	errno = 0;
+	CHECK(buf_load_file(missing, NULL) == NULL && errno == ENOENT);
+	remove(path);
+	rmdir(dir);
 }
 
 static void test_sha256(void)
@@ -217,6 +259,7 @@ int main(void)
 {
 	int64_t t0 = clock_now_ns();
 	test_buf();
+	test_read_file();
 	test_sha256();
 	test_args();
 	test_args_table();

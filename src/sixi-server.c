@@ -35,6 +35,8 @@ static void usage(FILE *f)
 		"       sixi-server --model FILE.gguf [options]\n"
 		"       sixi-server --write-tiny PATH   (writes the embedded tiny model as GGUF)\n"
 		"       sixi-server --write-tiny PATH --moe [--type TYPE]   (its qwen35moe variant, matrices as TYPE)\n"
+		"       sixi-server --write-tiny PATH --from DIR [--type TYPE]   (the trained model in DIR, e.g.\n"
+		"                          src/model/trained/sixi-small, as GGUF; matrices BF16 by default)\n"
 		"       sixi-server --tokenize FILE TEXT | --detokenize FILE ID...\n"
 		"\n"
 		"Engine:\n"
@@ -273,14 +275,18 @@ int main(int argc, char **argv)
 		return tok_cmd_main(argc, argv);
 	if (argc > 1 && strcmp(argv[1], "--write-tiny") == 0) {
 		char werr[1024];
-		int moe = 0, bad = argc < 3;
+		int moe = 0, bad = argc < 3, type_set = 0;
+		const char *from = NULL;
 		uint32_t type = GGUF_TENSOR_F32;
 		for (int i = 3; i < argc && !bad; i++) {
 			if (strcmp(argv[i], "--moe") == 0) {
 				moe = 1;
+			} else if (strcmp(argv[i], "--from") == 0 && i + 1 < argc) {
+				from = argv[++i];
 			} else if (strcmp(argv[i], "--type") == 0 && i + 1 < argc) {
 				const char *tn = argv[++i];
 				type = UINT32_MAX;
+				type_set = 1;
 				for (uint32_t t = 0; t < 64 && type == UINT32_MAX; t++)
 					if (kern_type_supported(t) && strcmp(gguf_type_name(t), tn) == 0)
 						type = t;
@@ -293,9 +299,26 @@ int main(int argc, char **argv)
 				bad = 1;
 			}
 		}
-		if (bad || (type != GGUF_TENSOR_F32 && !moe)) {
-			fprintf(stderr, "sixi-server: usage: sixi-server --write-tiny PATH [--moe [--type TYPE]]\n");
+		if (bad || (type != GGUF_TENSOR_F32 && !moe && !from) || (moe && from)) {
+			fprintf(stderr, "sixi-server: usage: sixi-server --write-tiny PATH [--moe [--type TYPE] | --from DIR "
+				"[--type TYPE]]\n");
 			return 2;
+		}
+		if (from) {
+			if (!type_set)
+				type = GGUF_TENSOR_BF16;
+			if (type != GGUF_TENSOR_F32 && type != GGUF_TENSOR_F16 && type != GGUF_TENSOR_BF16 &&
+			    type != GGUF_TENSOR_Q8_0) {
+				fprintf(stderr, "sixi-server: --write-tiny --from: --type %s: the import writes F32, F16, BF16 "
+					"or Q8_0\n", gguf_type_name(type));
+				return 2;
+			}
+			if (model_write_trained(from, argv[2], type, werr, sizeof werr) != 0) {
+				fprintf(stderr, "sixi-server: --write-tiny --from: %s\n", werr);
+				return 1;
+			}
+			fprintf(stderr, "sixi-server: wrote the trained model of %s to %s\n", from, argv[2]);
+			return 0;
 		}
 		if ((moe ? model_write_tiny_moe(argv[2], type, werr, sizeof werr) : model_write_tiny(argv[2], werr, sizeof werr)) !=
 		    0) {

@@ -1,5 +1,5 @@
-/* tiny — the embedded default model: a deterministic, tiny, random-weight qwen35 GGUF (and a
- * qwen35moe variant of the same sizes) with the
+/* tiny — the embedded models: a deterministic, tiny, random-weight qwen35 GGUF for structural
+ * tests (and a qwen35moe variant of the same sizes), and the trained default sixi-small, all with the
  * project's own byte-level BPE vocabulary (learnt from the prose the project ships) and a
  * ChatML chat template. Its text is gibberish; it exists so that the server, the demo and the
  * tests have a real model of the real architecture to run with no download.

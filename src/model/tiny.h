@@ -1,12 +1,13 @@
 /* tiny — the embedded models: a deterministic, tiny, random-weight qwen35 GGUF for structural
  * tests (and a qwen35moe variant of the same sizes), and the trained default sixi-small, all with the
  * project's own byte-level BPE vocabulary (learnt from the prose the project ships) and a
- * ChatML chat template. Its text is gibberish; it exists so that the server, the demo and the
+ * ChatML chat template. The random model's text is gibberish; it exists so that structural
  * tests have a real model of the real architecture to run with no download.
  *
  * model_write_trained converts the trained sixi-small models (src/model/trained/, weights
  * learnt on the GPU machine by train.py) to GGUF with the same vocabulary and template.
- * Does not: train weights. The same build always writes the same bytes.
+ * Does not: train weights (train.py does, once, outside the build). The same build always
+ * writes the same bytes.
  * Ownership: arguments are borrowed. */
 #ifndef SIXI_MODEL_TINY_H
 #define SIXI_MODEL_TINY_H

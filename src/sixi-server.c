@@ -114,13 +114,16 @@ static const char usage_text[] =
 	"       sixi-server --model FILE.gguf [options]\n"
 	"       sixi-server --write-tiny PATH   (writes the embedded tiny model as GGUF)\n"
 	"       sixi-server --write-tiny PATH --moe [--type TYPE]   (its qwen35moe variant, matrices as TYPE)\n"
+	"       sixi-server --write-tiny PATH --from DIR [--type TYPE]   (the trained model in DIR, e.g.\n"
+	"                          src/model/trained/sixi-small, as GGUF; matrices BF16 by default)\n"
 	"       sixi-server --tokenize FILE TEXT | --detokenize FILE ID...\n";
 static const struct args_spec spec = { .prog = "sixi-server", .usage = usage_text, .opts = options };
 
 /* --write-tiny PATH [--moe [--type TYPE]] */
 struct tiny_opts {
 	bool moe;
-	uint32_t type;
+	uint32_t type; /* UINT32_MAX: not given */
+	const char *from;
 };
 
 static int weight_type(const char *opt, const char *v, void *field, char *err, size_t errlen)
@@ -137,26 +140,44 @@ static int weight_type(const char *opt, const char *v, void *field, char *err, s
 
 static const struct args_opt tiny_options[] = {
 	ARGS_FLAG_OPT("--moe", struct tiny_opts, moe, true, 0, "the qwen35moe variant"),
-	ARGS_CALL_OPT("--type", "TYPE", weight_type, struct tiny_opts, type, 0, "its matrices as TYPE (default F32)"),
+	ARGS_CALL_OPT("--type", "TYPE", weight_type, struct tiny_opts, type, 0,
+		      "its matrices as TYPE (default F32; with --from BF16)"),
+	ARGS_STRING_OPT("--from", "DIR", struct tiny_opts, from, 0,
+			"the trained model in DIR (config.json + model.safetensors), e.g. src/model/trained/sixi-small"),
 	ARGS_TABLE_END,
 };
 static const struct args_spec tiny_spec = { .prog = "sixi-server --write-tiny",
-					    .usage = "usage: sixi-server --write-tiny PATH [--moe [--type TYPE]]\n",
+					    .usage = "usage: sixi-server --write-tiny PATH [--moe [--type TYPE] | --from DIR [--type TYPE]]\n",
 					    .opts = tiny_options, .max_pos = 1 };
 
 static int write_tiny(int argc, char **argv)
 {
-	struct tiny_opts t = { .type = GGUF_TENSOR_F32 };
+	struct tiny_opts t = { .type = UINT32_MAX };
 	const char *path[1];
 	int n = 0, rc = args_cli(&tiny_spec, 0, argc, argv, &t, path, &n);
 	if (rc != ARGS_CONTINUE)
 		return rc;
-	if (n != 1 || (t.type != GGUF_TENSOR_F32 && !t.moe)) {
-		fprintf(stderr, "sixi-server: usage: sixi-server --write-tiny PATH [--moe [--type TYPE]]\n");
+	if (n != 1 || (t.type != UINT32_MAX && !t.moe && !t.from) || (t.moe && t.from)) {
+		fprintf(stderr, "sixi-server: usage: sixi-server --write-tiny PATH [--moe [--type TYPE] | --from DIR "
+			"[--type TYPE]]\n");
 		return 2;
 	}
 	char err[1024];
-	if ((t.moe ? model_write_tiny_moe(path[0], t.type, err, sizeof err) : model_write_tiny(path[0], err, sizeof err)) != 0) {
+	if (t.from) {
+		uint32_t type = t.type != UINT32_MAX ? t.type : GGUF_TENSOR_BF16;
+		if (type != GGUF_TENSOR_F32 && type != GGUF_TENSOR_F16 && type != GGUF_TENSOR_BF16 && type != GGUF_TENSOR_Q8_0) {
+			fprintf(stderr, "sixi-server: --write-tiny --from: --type %s: the import writes F32, F16, BF16 or Q8_0\n",
+				gguf_type_name(type));
+			return 2;
+		}
+		if (model_write_trained(t.from, path[0], type, err, sizeof err) != 0) {
+			fprintf(stderr, "sixi-server: --write-tiny --from: %s\n", err);
+			return 1;
+		}
+		fprintf(stderr, "sixi-server: wrote the trained model of %s to %s\n", t.from, path[0]);
+		return 0;
+	}
+	if ((t.moe ? model_write_tiny_moe(path[0], t.type != UINT32_MAX ? t.type : GGUF_TENSOR_F32, err, sizeof err) : model_write_tiny(path[0], err, sizeof err)) != 0) {
 		fprintf(stderr, "sixi-server: --write-tiny: %s\n", err);
 		return 1;
 	}

@@ -15,6 +15,7 @@
 #include "gguf/gguf.h"
 #include "model/kernels.h"
 #include "model/quant.h"
+#include "model/safetensors.h"
 #include "text/tokenizer.h"
 
 const char model_tiny_chat_template[] =
@@ -264,4 +265,49 @@ int model_write_tiny_moe(const char *path, uint32_t matrix_type, char *err, size
 	if (err && errlen)
 		err[0] = 0;
 	return model_write_random(path, &c, matrix_type, 0x3e3e3e3eull, err, errlen);
+}
+
+int model_write_trained(const char *dir, const char *path, uint32_t matrix_type, char *err, size_t errlen)
+{
+	if (err && errlen)
+		err[0] = 0;
+	int n_vocab = 0;
+	int rc = tiny_vocab_size(path, &n_vocab, err, errlen);
+	if (rc)
+		return rc;
+	struct hf_model *h = hf_model_import(dir, err, errlen);
+	if (!h)
+		return -EINVAL;
+	if (hf_model_config(h)->n_vocab != n_vocab) {
+		snprintf(err, errlen,
+			 "%s: vocab_size is %d but the tiny vocabulary has %d tokens; --from takes a model trained on "
+			 "the tiny vocabulary (src/model/trained/)", dir, hf_model_config(h)->n_vocab, n_vocab);
+		hf_model_free(h);
+		return -EINVAL;
+	}
+	const char *base = strrchr(dir, '/');
+	base = base && base[1] ? base + 1 : dir;
+	struct gguf_writer *w = gguf_writer_create();
+	rc = w ? 0 : -ENOMEM;
+	if (!rc)
+		rc = gguf_writer_set_str(w, "general.name", base);
+	if (!rc)
+		rc = tok_write_tiny_vocab(w, err, errlen);
+	if (!rc)
+		rc = gguf_writer_set_str(w, "tokenizer.chat_template", model_tiny_chat_template);
+	char tmp[4200];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	if (!rc)
+		rc = hf_model_write_gguf(h, w, matrix_type, tmp, err, errlen);
+	else if (!err[0])
+		snprintf(err, errlen, "%s: cannot build the model (%s)", path, strerror(-rc));
+	gguf_writer_destroy(w);
+	hf_model_free(h);
+	if (!rc && rename(tmp, path) != 0) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: cannot rename from %s: %s", path, tmp, strerror(errno));
+	}
+	if (rc)
+		unlink(tmp);
+	return rc;
 }

@@ -1,10 +1,13 @@
-/* tiny — the embedded default model: a deterministic, tiny, random-weight qwen35 GGUF (and a
- * qwen35moe variant of the same sizes) with the
+/* tiny — the embedded models: a deterministic, tiny, random-weight qwen35 GGUF for structural
+ * tests (and a qwen35moe variant of the same sizes), and the trained default sixi-small, all with the
  * project's own byte-level BPE vocabulary (learnt from the prose the project ships) and a
- * ChatML chat template. Its text is gibberish; it exists so that the server, the demo and the
+ * ChatML chat template. The random model's text is gibberish; it exists so that structural
  * tests have a real model of the real architecture to run with no download.
  *
- * Does not: train weights. The same build always writes the same bytes.
+ * model_write_trained converts the trained sixi-small models (src/model/trained/, weights
+ * learnt on the GPU machine by train.py) to GGUF with the same vocabulary and template.
+ * Does not: train weights (train.py does, once, outside the build). The same build always
+ * writes the same bytes.
  * Ownership: arguments are borrowed. */
 #ifndef SIXI_MODEL_TINY_H
 #define SIXI_MODEL_TINY_H
@@ -34,4 +37,11 @@ int model_write_tiny_moe(const char *path, uint32_t matrix_type, char *err, size
  * to build a ~100M-parameter model. */
 int model_write_random(const char *path, const struct model_config *cfg, uint32_t matrix_type, uint64_t seed,
 		       char *err, size_t errlen);
+
+/* Writes a model trained on the tiny vocabulary (src/model/trained/: a Hugging Face Qwen3.5
+ * directory, config.json + model.safetensors) as GGUF with the tiny vocabulary and template,
+ * matrices as matrix_type (F32, F16, BF16 or Q8_0; the committed weights are exactly BF16).
+ * Refuses a model whose vocab_size is not the tiny vocabulary's. 0, or a negative errno with
+ * the reason in err; PATH is replaced only once complete. */
+int model_write_trained(const char *dir, const char *path, uint32_t matrix_type, char *err, size_t errlen);
 #endif

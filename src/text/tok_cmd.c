@@ -1,6 +1,7 @@
 /* tok_cmd — `--tokenize FILE TEXT [--no-special] [--parse-special] [--pieces]` and
  * `--detokenize FILE ID...`. Loads the tokenizer, prints ids space-separated on one
- * line (or "id<TAB>piece" lines with --pieces), or the decoded text. */
+ * line (or "id<TAB>piece" lines with --pieces), or the decoded text. TEXT "-" reads the
+ * text from standard input (for texts longer than a command line holds). */
 #include "text/tok_cmd.h"
 
 #include <errno.h>
@@ -15,7 +16,7 @@
 static void usage(const char *prog)
 {
 	fprintf(stderr,
-		"usage: %s --tokenize FILE.gguf|tokenizer.json TEXT [--add-special] [--parse-special] [--pieces]\n"
+		"usage: %s --tokenize FILE.gguf|tokenizer.json TEXT|- [--add-special] [--parse-special] [--pieces]\n"
 		"       %s --detokenize FILE.gguf|tokenizer.json ID... [--special]\n", prog, prog);
 }
 
@@ -46,6 +47,43 @@ static struct tokenizer *load(const char *path)
 	return t;
 }
 
+/* All of standard input, NUL-terminated; NULL (message printed) when it cannot be read or
+ * holds a NUL byte. */
+static char *read_stdin(void)
+{
+	size_t cap = 1 << 16, n = 0;
+	char *buf = malloc(cap);
+	while (buf) {
+		if (n + 1 >= cap) {
+			char *nb = realloc(buf, cap * 2);
+			if (!nb)
+				break;
+			buf = nb;
+			cap *= 2;
+		}
+		size_t got = fread(buf + n, 1, cap - 1 - n, stdin);
+		n += got;
+		if (got == 0) {
+			if (ferror(stdin)) {
+				fprintf(stderr, "error: cannot read TEXT from standard input\n");
+				free(buf);
+				return NULL;
+			}
+			buf[n] = 0;
+			if (strlen(buf) != n) {
+				fprintf(stderr, "error: standard input holds a NUL byte at offset %zu; pass text\n",
+					strlen(buf));
+				free(buf);
+				return NULL;
+			}
+			return buf;
+		}
+	}
+	free(buf);
+	fprintf(stderr, "error: out of memory reading TEXT from standard input\n");
+	return NULL;
+}
+
 static int cmd_tokenize(const char *prog, int argc, char **argv)
 {
 	const char *file = NULL, *text = NULL;
@@ -70,9 +108,18 @@ static int cmd_tokenize(const char *prog, int argc, char **argv)
 		usage(prog);
 		return 2;
 	}
+	char *owned = NULL;
+	if (strcmp(text, "-") == 0) {
+		owned = read_stdin();
+		if (!owned)
+			return 1;
+		text = owned;
+	}
 	struct tokenizer *t = load(file);
-	if (!t)
+	if (!t) {
+		free(owned);
 		return 1;
+	}
 	int32_t *ids;
 	size_t n;
 	int rc = tok_encode(t, text, strlen(text), add_special, parse_special, &ids, &n);
@@ -94,6 +141,7 @@ static int cmd_tokenize(const char *prog, int argc, char **argv)
 		free(ids);
 	}
 	tok_destroy(t);
+	free(owned);
 	return rc ? 1 : 0;
 }
 

@@ -759,6 +759,24 @@ static void test_cmd(void)
 	char *a5[] = {"sixi-server", "--detokenize", (char *)gguf, "510", "72", "105", "--special"};
 	CHECK_EQ_INT(run_cmd(a5, 7, out, sizeof out), 0);
 	CHECK_EQ_STR(out, "<|im_start|>Hi\n");
+	/* TEXT "-": the text from standard input, the same ids as on the command line */
+	char want[4096];
+	CHECK_EQ_INT(run_cmd(a1, 5, want, sizeof want), 0);
+	const char *in = tmp_path("cmd.in");
+	FILE *f = fopen(in, "w");
+	fputs("<|im_start|>hi", f);
+	fclose(f);
+	fflush(stdin);
+	int saved = dup(0), fd = open(in, O_RDONLY);
+	dup2(fd, 0);
+	close(fd);
+	clearerr(stdin);
+	char *a6[] = {"sixi-server", "--tokenize", (char *)gguf, "-", "--parse-special"};
+	CHECK_EQ_INT(run_cmd(a6, 5, out, sizeof out), 0);
+	dup2(saved, 0);
+	close(saved);
+	clearerr(stdin);
+	CHECK_EQ_STR(out, want);
 }
 
 int main(void)

@@ -56,6 +56,16 @@ int cuda_model_small_rows(const struct cuda_model *m);
  * create): on an H200 they were faster at 8 and 32 streams and slower at one stream and in
  * the tiled (wide) passes (reports/perf/cuda-engine-h200.md). Benchmarks compare both. */
 void cuda_model_set_fused(struct cuda_model *m, int on);
+/* The fused set's parts one at a time (set_fused(1) is all of them; SIXI_CUDA_FUSED=mMASK at
+ * create): the GDN layer's conv_pre and post_window kernels, SwiGLU inside the gate/up product,
+ * the add_norm in the product's last block, several weight loads in flight a lane. */
+enum { CUDA_FUSE_GDN = 1, CUDA_FUSE_SWIGLU = 2, CUDA_FUSE_NORM = 4, CUDA_FUSE_LOADS = 8, CUDA_FUSE_ALL = 15 };
+void cuda_model_set_fuse_mask(struct cuda_model *m, int mask);
+/* Value columns a lane group of the GDN kernel holds (gdn_cuda.h's cols; 0: its default). */
+void cuda_model_set_gdn_cols(struct cuda_model *m, int cols);
+/* cudaProfilerStart (on) or Stop: brackets the passes a profiler started with
+ * --profile-from-start off records. 0 or a CUDA error number. */
+int cuda_model_profile(int on);
 /* Programmatic dependent launch (a kernel starts while the one before it drains), where the
  * device runs it: off by default (SIXI_CUDA_PDL=1: on). Returns whether it is on now. */
 int cuda_model_set_pdl(struct cuda_model *m, int on);

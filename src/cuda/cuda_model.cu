@@ -28,8 +28,8 @@
  * The GDN recurrence is gdn_cuda.h's kernel (row by row for every segment, prefill included:
  * the chunked form on tensor cores is not written yet). Attention is one block per (row, head)
  * with an online softmax over the slot's cache.
- * Two kernel sets (cuda_model_set_fused): the first version's (the default) and a fused one
- * with fewer kernels a layer (conv_pre, post_window, SwiGLU in the product, the add_norm in the
+ * Two kernel sets (cuda_model_set_fused, or part by part: cuda_model_set_fuse_mask): the first
+ * version's and a fused one with fewer kernels a layer (conv_pre, post_window, SwiGLU in the product, the add_norm in the
  * product's last block) and several weight loads in flight; both give the same logits to
  * ~1e-7 of the largest for F32/BF16 weights (measured; Q8_0: ~3e-3, as their last-bit
  * differences move quantised inputs across rounding boundaries), and each row's floats do not
@@ -1514,7 +1514,7 @@ static int gdn_step(struct cuda_model *m, int gi, const struct meta *mt, int S, 
 		a.T = 0;
 	}
 	a.pdl = m->pdl;
-	a.cols = m->gdn_cols;
+	a.cols = m->gdn_cols && S == 1 ? 1 : 0; /* one segment: a grid of H_v x 4 blocks otherwise */
 	int rc = gdn_cuda_rows(&a, m->st);
 	return rc ? cuda_fail(m, (cudaError_t)rc, "GDN kernel") : 0;
 }
@@ -2028,11 +2028,19 @@ extern "C" struct cuda_model *cuda_model_create(int dev, const struct model_conf
 		goto fail;
 	}
 	m->pdl_ok = pdl_probe(m);
-	{ /* off by default (measured slower at one stream, reports/perf/cuda-engine-h200.md):
-	   * SIXI_CUDA_FUSED=1, SIXI_CUDA_PDL=1 turn them on */
-		const char *f = getenv("SIXI_CUDA_FUSED"), *p = getenv("SIXI_CUDA_PDL");
-		m->fused = f && strcmp(f, "1") == 0 ? CUDA_FUSE_ALL : f && f[0] == 'm' ? (int)strtol(f + 1, NULL, 0) & CUDA_FUSE_ALL : 0;
+	{ /* Defaults as measured on an H200 (reports/perf/cuda-engine-h200.md, fourth step): at
+	   * n_embd < 4096 the fused GDN kernels, SwiGLU in the product and one-column GDN groups
+	   * for one-segment passes (0.8B shape, one stream: 1.606 -> 1.546 ms BF16, 1.332 -> 1.280
+	   * Q8_0); wider models keep the first version's kernels (not measured there). The other
+	   * fused parts and PDL stay off. SIXI_CUDA_FUSED=0|1|mMASK, SIXI_CUDA_GDN_COLS=0|1 and
+	   * SIXI_CUDA_PDL=1 override. */
+		int narrow = c->n_embd < 4096;
+		const char *f = getenv("SIXI_CUDA_FUSED"), *p = getenv("SIXI_CUDA_PDL"), *gc = getenv("SIXI_CUDA_GDN_COLS");
+		m->fused = !f ? (narrow ? CUDA_FUSE_GDN | CUDA_FUSE_SWIGLU : 0)
+			   : strcmp(f, "1") == 0 ? CUDA_FUSE_ALL
+			   : f[0] == 'm' ? (int)strtol(f + 1, NULL, 0) & CUDA_FUSE_ALL : 0;
 		m->pdl = m->pdl_ok && p && strcmp(p, "1") == 0;
+		m->gdn_cols = !gc ? narrow : strcmp(gc, "1") == 0;
 	}
 	m->Hk = c->ssm_n_k_heads;
 	m->Hv = c->ssm_n_v_heads;

@@ -3,11 +3,11 @@
 #include "bench/prompt.h"
 #include "core/buf.h"
 #include "core/clock.h"
-#include "net/hostmem.h"
 #include "core/hash.h"
 #include "core/json.h"
 #include "core/log.h"
 #include "net/http.h"
+#include "session/session.h"
 #include "store/store.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -25,8 +25,7 @@ struct bench {
 	int64_t run_id;
 	atomic_int store_errors;  /* rows that could not be stored: the run is incomplete */
 	double tokens_per_word;
-	char first_fp[65];
-	char fp[65];
+	struct session *session;  /* readiness, warm-up, fingerprint: as sixi-eval greets a server */
 	char url_api[1024];
 };
 
@@ -53,27 +52,7 @@ void bench_cfg_defaults(struct bench_cfg *c)
 	c->unique_prompts = true;
 }
 
-static char *host_facts(const char *endpoint)
-{
-	/* other servers holding memory on this machine (a local endpoint only) */
-	char *mem = NULL, memwarn[1024];
-	cJSON *memo = hostmem_check(endpoint, &mem, memwarn, sizeof memwarn) == 0 ? cJSON_Parse(mem) : NULL;
-	free(mem);
-	if (memwarn[0])
-		log_warn("%s (recorded with the run)", memwarn);
-	char host[256] = "";
-	gethostname(host, sizeof host - 1);
-	cJSON *o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "hostname", host);
-	cJSON_AddNumberToObject(o, "cores", (double)sysconf(_SC_NPROCESSORS_ONLN));
-	cJSON_AddNumberToObject(o, "memory_bytes",
-				(double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE));
-	if (memo)
-		cJSON_AddItemToObject(o, "memory", memo);
-	char *s = cJSON_PrintUnformatted(o);
-	cJSON_Delete(o);
-	return s;
-}
+static int greet_body(void *ud, const char *phase, int64_t seq, int64_t max_tokens, char **body, size_t *len);
 
 struct bench *bench_create(const struct bench_cfg *cfg, const char *workload, const char *protocol_json, char *err,
 			   size_t errlen)
@@ -98,13 +77,30 @@ struct bench *bench_create(const struct bench_cfg *cfg, const char *workload, co
 	 * Closing the database checkpoints what is left. A failure only costs speed. */
 	if (store_exec(b->store, "PRAGMA wal_autocheckpoint=10000") != 0)
 		log_warn("%s: could not set the checkpoint interval", cfg->db_path);
-	char *facts = host_facts(cfg->url);
+	struct session_opts so = { .url = cfg->url ? cfg->url : "", .api = cfg->api, .stream = cfg->stream,
+				   .connect_timeout_ms = cfg->connect_timeout_ms, .stall_timeout_ms = cfg->stall_timeout_ms,
+				   .body = greet_body, .ud = b };
+	b->session = session_create(&so);
+	if (!b->session) {
+		snprintf(err, errlen, "out of memory");
+		store_close(b->store);
+		free(b);
+		return NULL;
+	}
+	char memwarn[1024];
+	char *facts = session_host_facts(b->session, NULL, memwarn, sizeof memwarn);
+	if (memwarn[0])
+		log_warn("%s (recorded with the run)", memwarn);
 	struct store_run r = { .kind = "bench", .workload = workload, .protocol_json = protocol_json,
 			       .endpoint = cfg->url, .model = cfg->model, .host_facts = facts };
 	int rc = store_run_begin(b->store, &r, &b->run_id);
 	free(facts);
-	if (rc) {
+	if (rc == 0)
+		rc = session_attach(b->session, b->store, b->run_id, err, errlen);
+	else
 		snprintf(err, errlen, "%s: cannot record the run: %s", cfg->db_path, store_errmsg(b->store));
+	if (rc) {
+		session_destroy(b->session);
 		store_close(b->store);
 		free(b);
 		return NULL;
@@ -118,16 +114,20 @@ void bench_destroy(struct bench *b, const char *status)
 		return;
 	if (store_run_finish(b->store, b->run_id, status) != 0)
 		log_warn("could not mark run %lld as %s", (long long)b->run_id, status);
+	session_destroy(b->session);
 	store_close(b->store);
 	free(b);
 }
 
 int64_t bench_run_id(const struct bench *b) { return b->run_id; }
-int bench_store_errors(struct bench *b) { return atomic_load(&b->store_errors); }
+int bench_store_errors(struct bench *b)
+{
+	return atomic_load(&b->store_errors) + session_store_errors(b->session);
+}
 const struct bench_cfg *bench_config(const struct bench *b) { return &b->cfg; }
 struct store *bench_store(struct bench *b) { return b->store; }
 double bench_tokens_per_word(const struct bench *b) { return b->tokens_per_word; }
-const char *bench_fingerprint_hash(const struct bench *b) { return b->fp; }
+const char *bench_fingerprint_hash(const struct bench *b) { return session_fingerprint_hash(b->session); }
 
 /* ---- request bodies ---- */
 
@@ -176,153 +176,40 @@ int bench_body(struct bench *b, int64_t stream, int64_t seq, int64_t prompt_toke
 	return rc;
 }
 
-/* ---- one blocking request through the same streaming path as the load ---- */
+/* ---- greeting the server (session/) ---- */
 
-struct one {
-	struct oai_stream res;
-	bool done;
-	char content_head[128];
-};
-
-static void one_done(struct oai_stream *s, void *ud)
+/* The bodies of the session's requests: readiness asks a short unique prompt,
+ * warm-up a prompt of the measured length. */
+static int greet_body(void *ud, const char *phase, int64_t seq, int64_t max_tokens, char **body, size_t *len)
 {
-	struct one *o = ud;
-	o->res = *s;
-	/* the buffers are freed by the caller through o->res */
-	memset(&s->content, 0, sizeof s->content);
-	memset(&s->reasoning, 0, sizeof s->reasoning);
-	memset(&s->raw, 0, sizeof s->raw);
-	s->event_t = NULL;
-	memset(&s->sse, 0, sizeof s->sse);
-	o->done = true;
-}
-
-static void store_one(struct bench *b, const char *phase, int64_t level, int64_t seq, int64_t requested,
-		      const struct oai_stream *s);
-
-static int one_request(struct bench *b, const char *body, size_t len, int64_t timeout_ms, struct one *o)
-{
-	memset(o, 0, sizeof *o);
-	struct http_client *c = http_client_create();
-	if (!c)
-		return -ENOMEM;
-	struct oai_stream s;
-	struct oai_stream_opts so = { .url = b->url_api, .body = body, .body_len = len, .stream = b->cfg.stream,
-				      .keep_text = true, .connect_timeout_ms = b->cfg.connect_timeout_ms,
-				      .first_byte_timeout_ms = timeout_ms, .stall_timeout_ms = b->cfg.stall_timeout_ms,
-				      .total_timeout_ms = timeout_ms, .on_done = one_done, .ud = o };
-	int rc = oai_stream_start(c, &s, &so);
-	if (rc) {
-		http_client_destroy(c);
-		return rc;
-	}
-	while (!o->done)
-		http_client_run(c, 50000000LL);
-	http_client_destroy(c);
-	return 0;
-}
-
-static void one_free(struct one *o)
-{
-	buf_finish(&o->res.content);
-	buf_finish(&o->res.reasoning);
-	buf_finish(&o->res.raw);
-	free(o->res.event_t);
-	sse_parser_finish(&o->res.sse);
+	struct bench *b = ud;
+	if (strcmp(phase, "warmup") == 0)
+		return bench_body(b, -3, seq, b->cfg.prompt_tokens, max_tokens, body, len);
+	char *p = prompt_make(b->cfg.seed ^ 0x5eadULL, -1, seq, 8);
+	int rc = p ? body_for(b, p, max_tokens, body, len) : -ENOMEM;
+	free(p);
+	return rc;
 }
 
 int bench_wait_ready(struct bench *b, char *err, size_t errlen)
 {
-	int64_t deadline = clock_now_ns() + b->cfg.ready_timeout_ms * 1000000LL;
-	char last[300] = "no answer yet";
-	int64_t attempt = 0;
-	for (;;) {
-		char *body;
-		size_t len;
-		char *p = prompt_make(b->cfg.seed ^ 0x5eadULL, -1, attempt, 8);
-		int rc = p ? body_for(b, p, 4, &body, &len) : -ENOMEM;
-		free(p);
-		if (rc) {
-			snprintf(err, errlen, "cannot build the readiness request (bad --extra JSON?)");
-			return rc;
-		}
-		int64_t left_ms = (deadline - clock_now_ns()) / 1000000LL;
-		struct one o;
-		rc = one_request(b, body, len, left_ms > 1000 ? left_ms : 1000, &o);
-		free(body);
-		if (rc) {
-			snprintf(err, errlen, "out of memory");
-			return rc;
-		}
-		store_one(b, "ready", 0, attempt, 4, &o.res);
-		bool got = !o.res.error && (o.res.completion_tokens > 0 || o.res.token_events > 0);
-		if (o.res.error)
-			snprintf(last, sizeof last, "%s: %.200s", o.res.error, o.res.error_detail);
-		else if (!got)
-			snprintf(last, sizeof last, "a generation returned no tokens");
-		one_free(&o);
-		if (got)
-			return 0;
-		attempt++;
-		if (clock_now_ns() >= deadline) {
-			snprintf(err, errlen,
-				 "server at %s is not ready: no generation returned tokens within %lld ms (last: %s); "
-				 "check the URL and model, or raise --ready-timeout",
-				 b->cfg.url, (long long)b->cfg.ready_timeout_ms, last);
-			return -ETIMEDOUT;
-		}
-		log_info("waiting for %s to generate (%s)", b->cfg.url, last);
-		clock_sleep_ns(500000000LL);
-	}
+	struct session_ready r = { .deadline_ms = b->cfg.ready_timeout_ms, .max_tokens = 4,
+				   .hint = "check the URL and model, or raise --ready-timeout" };
+	return session_wait_ready(b->session, &r, err, errlen);
 }
 
-bool bench_fingerprint(struct bench *b)
+int bench_fingerprint(struct bench *b, bool *changed, char *err, size_t errlen)
 {
-	static const char *paths[] = { "/v1/models", "/props", "/get_server_info" };
-	cJSON *fp = cJSON_CreateObject();
-	for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
-		char url[1100], err[256];
-		snprintf(url, sizeof url, "%s%s", b->cfg.url, paths[i]);
-		struct buf out;
-		buf_init(&out);
-		int status = 0;
-		if (http_fetch(url, NULL, 5000, &out, &status, err, sizeof err) == 0 && status == 200 && out.len) {
-			cJSON *j = cJSON_ParseWithLength(out.data, out.len);
-			if (j) {
-				/* volatile fields would make every fingerprint unique */
-				cJSON_DeleteItemFromObject(j, "created");
-				cJSON *data = cJSON_GetObjectItem(j, "data");
-				cJSON *it;
-				cJSON_ArrayForEach(it, data) cJSON_DeleteItemFromObject(it, "created");
-				cJSON_AddItemToObject(fp, paths[i], j);
-			}
-		}
-		buf_finish(&out);
+	char ferr[512] = "";
+	int rc = session_fingerprint(b->session, changed, ferr, sizeof ferr);
+	if (rc == -EPROTO) {
+		/* a server without /v1/models is still measured; its fingerprint is what else answered */
+		log_warn("%s: the fingerprint lacks the model list", ferr);
+		rc = 0;
 	}
-	char *s = cJSON_PrintUnformatted(fp);
-	cJSON_Delete(fp);
-	if (!s) {
-		/* out of memory: keep the fingerprint taken before (or none), never guess one */
-		log_warn("out of memory while taking the server's fingerprint");
-		return false;
-	}
-	sha256_hex(s, strlen(s), b->fp);
-	bool changed = false;
-	if (!b->first_fp[0]) {
-		memcpy(b->first_fp, b->fp, sizeof b->fp);
-		sqlite3_stmt *st;
-		if (sqlite3_prepare_v2(store_db(b->store), "UPDATE runs SET fingerprint = ? WHERE id = ?", -1, &st, NULL) ==
-		    SQLITE_OK) {
-			sqlite3_bind_text(st, 1, s, -1, SQLITE_STATIC);
-			sqlite3_bind_int64(st, 2, b->run_id);
-			sqlite3_step(st);
-			sqlite3_finalize(st);
-		}
-	} else {
-		changed = strcmp(b->first_fp, b->fp) != 0;
-	}
-	free(s);
-	return changed;
+	if (rc)
+		snprintf(err, errlen, "%s", rc == -ENOMEM ? "out of memory while taking the server's fingerprint" : ferr);
+	return rc;
 }
 
 int bench_calibrate(struct bench *b, char *err, size_t errlen)
@@ -335,50 +222,34 @@ int bench_calibrate(struct bench *b, char *err, size_t errlen)
 	free(p);
 	if (rc)
 		return rc;
-	struct one o;
-	rc = one_request(b, body, len, b->cfg.ready_timeout_ms, &o);
+	struct oai_stream o;
+	rc = session_request(b->session, "calibrate", 0, body, len, 1, b->cfg.ready_timeout_ms, &o);
 	free(body);
 	if (rc)
 		return rc;
-	store_one(b, "calibrate", 0, 0, 1, &o.res);
-	if (o.res.error) {
-		snprintf(err, errlen, "cannot calibrate prompt length: %s", o.res.error_detail);
-		one_free(&o);
+	if (o.error) {
+		snprintf(err, errlen, "cannot calibrate prompt length: %s", o.error_detail);
+		oai_stream_finish(&o);
 		return -EPROTO;
 	}
-	if (o.res.prompt_tokens <= 0) {
+	if (o.prompt_tokens <= 0) {
 		/* no usage: the levels will be invalid anyway, and say why; lengths stay in words */
 		log_warn("the server reported no usage.prompt_tokens: prompt lengths are uncalibrated (1 token per word)");
-		one_free(&o);
+		oai_stream_finish(&o);
 		return 0;
 	}
-	b->tokens_per_word = (double)o.res.prompt_tokens / (double)words;
-	one_free(&o);
+	b->tokens_per_word = (double)o.prompt_tokens / (double)words;
+	oai_stream_finish(&o);
 	return 0;
 }
 
 int bench_warmup(struct bench *b, char *err, size_t errlen)
 {
-	for (int64_t i = 0; i < b->cfg.warmup; i++) {
-		char *body;
-		size_t len;
-		int rc = bench_body(b, -3, i, b->cfg.prompt_tokens, b->cfg.max_tokens < 32 ? b->cfg.max_tokens : 32, &body,
-				    &len);
-		if (rc)
-			return rc;
-		struct one o;
-		rc = one_request(b, body, len, b->cfg.first_byte_timeout_ms, &o);
-		free(body);
-		if (rc)
-			return rc;
-		store_one(b, "warmup", 0, i, 32, &o.res);
-		if (o.res.error)
-			log_warn("warm-up request %lld failed: %s: %s", (long long)i, o.res.error, o.res.error_detail);
-		one_free(&o);
-	}
-	(void)err;
-	(void)errlen;
-	return 0;
+	int rc = session_warmup(b->session, b->cfg.warmup, b->cfg.max_tokens < 32 ? b->cfg.max_tokens : 32,
+				b->cfg.first_byte_timeout_ms);
+	if (rc)
+		snprintf(err, errlen, "cannot send a warm-up request: %s", strerror(-rc));
+	return rc;
 }
 
 /* ---- recording ---- */
@@ -407,16 +278,8 @@ static void fill_row(struct bench *b, struct store_bench_row *row, const char *p
 	row->error_detail = s->error ? s->error_detail : NULL;
 	row->http_status = s->http_status;
 	row->finish_reason = s->finish_reason[0] ? s->finish_reason : NULL;
-	row->fingerprint_hash = b->fp[0] ? b->fp : NULL;
-}
-
-static void store_one(struct bench *b, const char *phase, int64_t level, int64_t seq, int64_t requested,
-		      const struct oai_stream *s)
-{
-	struct store_bench_row row;
-	fill_row(b, &row, phase, level, -1, seq, requested, s);
-	if (store_bench_insert(b->store, &row) != 0 && atomic_fetch_add(&b->store_errors, 1) == 0)
-		log_error("%s: could not store a row: %s", b->cfg.db_path, store_errmsg(b->store));
+	const char *fp = session_fingerprint_hash(b->session);
+	row->fingerprint_hash = fp[0] ? fp : NULL;
 }
 
 /* Rows reach SQLite through a writer thread, so an insert never runs on an event
@@ -477,7 +340,7 @@ static void writer_push(struct writer *w, const struct store_bench_row *row)
 	snprintf(pr->finish_reason, sizeof pr->finish_reason, "%s", row->finish_reason ? row->finish_reason : "");
 	pr->has_tag = row->tag != NULL;
 	snprintf(pr->tag, sizeof pr->tag, "%s", row->tag ? row->tag : "");
-	pr->row.fingerprint_hash = w->b->fp[0] ? w->b->fp : NULL; /* lives as long as the bench */
+	/* row->fingerprint_hash points into the session, which lives as long as the bench */
 	pr->row.itl_json = NULL;
 	w->tail = (w->tail + 1) % w->cap;
 	pthread_cond_broadcast(&w->cond);
@@ -721,7 +584,7 @@ int bench_level_summarise(const struct bench *b, const struct bench_sample *s, s
 	memset(L, 0, sizeof *L);
 	L->level = level;
 	L->valid = true;
-	snprintf(L->fingerprint, sizeof L->fingerprint, "%s", b->fp);
+	snprintf(L->fingerprint, sizeof L->fingerprint, "%s", session_fingerprint_hash(b->session));
 	size_t cap = n ? n : 1;
 	double *ttft = malloc(cap * sizeof *ttft), *rate = malloc(cap * sizeof *rate),
 	       *prefill = malloc(cap * sizeof *prefill);

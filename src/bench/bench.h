@@ -61,12 +61,14 @@ int bench_store_errors(struct bench *b);
 const struct bench_cfg *bench_config(const struct bench *b);
 struct store *bench_store(struct bench *b);
 
+/* Readiness, the fingerprint and warm-up are session/'s, the same as sixi-eval's. */
 /* Sends real generation requests until one returns tokens, or the ready timeout
  * passes (then err says what the server last answered). Stores them as phase 'ready'. */
 __attribute__((warn_unused_result)) int bench_wait_ready(struct bench *b, char *err, size_t errlen);
-/* Fetches /v1/models, /props, /get_server_info; sets the current fingerprint hash.
- * Returns true when it differs from the first one taken in this run. */
-bool bench_fingerprint(struct bench *b);
+/* Takes the server's fingerprint (session_fingerprint); the run keeps the first.
+ * *changed (may be NULL): it differs from the first one taken in this run.
+ * 0, or -errno with err (out of memory, or the run could not keep it). */
+__attribute__((warn_unused_result)) int bench_fingerprint(struct bench *b, bool *changed, char *err, size_t errlen);
 const char *bench_fingerprint_hash(const struct bench *b);
 /* Measures tokens per word from the server's usage.prompt_tokens. */
 __attribute__((warn_unused_result)) int bench_calibrate(struct bench *b, char *err, size_t errlen);

@@ -276,7 +276,9 @@ static int prepare(struct bench *b, char *err, size_t errlen)
 	int rc = bench_wait_ready(b, err, errlen);
 	if (rc)
 		return rc;
-	bench_fingerprint(b);
+	rc = bench_fingerprint(b, NULL, err, errlen);
+	if (rc)
+		return rc;
 	rc = bench_calibrate(b, err, errlen);
 	if (rc)
 		return rc;
@@ -418,7 +420,9 @@ int workload_sweep(struct bench *b, const struct sweep_params *p, FILE *out, cha
 	for (int64_t rep = 0; rep < R && !rc; rep++) {
 		for (size_t li = 0; li < p->n_levels; li++) {
 			int64_t conc = p->levels[li];
-			bool changed = bench_fingerprint(b);
+			bool changed = false;
+			if ((rc = bench_fingerprint(b, &changed, err, errlen)) != 0)
+				break;
 			struct plan pl;
 			if ((rc = plan_alloc(&pl, (size_t)conc, (size_t)(conc * c->rounds))) != 0)
 				break;
@@ -503,7 +507,9 @@ int workload_prefill(struct bench *b, const struct prefill_params *p, FILE *out,
 	int64_t reps = p->repeats > 0 ? p->repeats : 1;
 	for (size_t li = 0; li < p->n_lengths && !rc; li++) {
 		int64_t len = p->lengths[li];
-		bool changed = bench_fingerprint(b);
+		bool changed = false;
+		if ((rc = bench_fingerprint(b, &changed, err, errlen)) != 0)
+			break;
 		struct plan pl;
 		if ((rc = plan_alloc(&pl, 1, (size_t)reps)) != 0)
 			break;

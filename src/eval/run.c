@@ -12,7 +12,6 @@
 #include "text/reply.h"
 #include "core/clock.h"
 #include "core/hash.h"
-#include "net/hostmem.h"
 #include "core/json.h"
 #include "core/log.h"
 #include "core/progress.h"
@@ -25,6 +24,7 @@
 #include "net/http.h"
 #include "net/openai.h"
 #include "net/stream.h"
+#include "session/session.h"
 #include "stats/stats.h"
 #include "store/store.h"
 #include <errno.h>
@@ -34,7 +34,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #define READY_PROMPT "Write hello world."
@@ -58,6 +57,7 @@ struct runner {
 	struct store *store;
 	pthread_mutex_t store_lock;
 	struct grader *grader;
+	struct session *session;  /* readiness, warm-up, fingerprint: as sixi-bench greets a server */
 	struct eval_dataset *ds[EVAL_MAX_DATASETS];
 	int n_ds;
 	cJSON *excluded;         /* array of ids (borrowed from the frozen config) */
@@ -142,18 +142,10 @@ static char *render_prompt(const struct runner *R, const char *user, char *err, 
 	return R->tmpl ? eval_prompt_render(R->tmpl, user, err, errlen) : strdup(user);
 }
 
-/* Sends one generation and waits for it. prompt: the rendered text (completions)
- * or the user message (chat). Returns 0 (the outcome is in a), or -errno when it
- * could not even be started. */
-static int request_run(struct runner *R, struct http_client *c, const char *prompt, int64_t max_tokens,
-		       double timeout_s, struct attempt *a)
+/* The body of one generation with the protocol's sampling and stops. prompt: the
+ * user message, rendered here when the condition has a template. 0 or -errno. */
+static int request_body(struct runner *R, const char *prompt, int64_t max_tokens, struct buf *body)
 {
-	memset(a, 0, sizeof *a);
-	buf_init(&a->chunks);
-	a->loop = score_loop_create();
-	a->loop_stop = R->p->loop_stop;
-	if (!a->loop)
-		return -ENOMEM;
 	const char *stops[EVAL_MAX_STOPS + 1];
 	for (int i = 0; i < R->p->n_stop; i++)
 		stops[i] = R->p->stop[i];
@@ -177,10 +169,42 @@ static int request_run(struct runner *R, struct http_client *c, const char *prom
 		.include_usage = true,
 		.stop = R->p->n_stop ? stops : NULL,
 	};
+	int rc = openai_request_body(&rq, body);
+	free(text);
+	return rc;
+}
+
+/* The session's requests (readiness, warm-up): the readiness prompt as a task's. */
+static int greet_body(void *ud, const char *phase, int64_t seq, int64_t max_tokens, char **body, size_t *len)
+{
+	(void)phase;
+	(void)seq;
+	struct buf b;
+	buf_init(&b);
+	int rc = request_body(ud, READY_PROMPT, max_tokens, &b);
+	if (rc) {
+		buf_finish(&b);
+		return rc;
+	}
+	*len = b.len;
+	*body = buf_steal(&b);
+	return *body ? 0 : -ENOMEM;
+}
+
+/* Sends one generation and waits for it. prompt: the user message. Returns 0 (the
+ * outcome is in a), or -errno when it could not even be started. */
+static int request_run(struct runner *R, struct http_client *c, const char *prompt, int64_t max_tokens,
+		       double timeout_s, struct attempt *a)
+{
+	memset(a, 0, sizeof *a);
+	buf_init(&a->chunks);
+	a->loop = score_loop_create();
+	a->loop_stop = R->p->loop_stop;
+	if (!a->loop)
+		return -ENOMEM;
 	struct buf body;
 	buf_init(&body);
-	int rc = openai_request_body(&rq, &body);
-	free(text);
+	int rc = request_body(R, prompt, max_tokens, &body);
 	if (rc) {
 		buf_finish(&body);
 		return rc;
@@ -252,40 +276,13 @@ static int raw_put(struct runner *R, const struct attempt *a, char content_hex[6
 
 /* ---- health ---------------------------------------------------------------- */
 
-/* A real generation that must return tokens. */
+/* A real generation that must return tokens (a health probe during the run; not stored). */
 static bool generation_ok(struct runner *R, struct http_client *c, int64_t max_tokens, double timeout_s,
-			  struct attempt *a, const char *phase)
+			  struct attempt *a)
 {
 	int rc = request_run(R, c, READY_PROMPT, max_tokens, timeout_s, a);
-	bool ok = rc == 0 && !a->s.error &&
-		  (a->s.completion_tokens > 0 || a->s.content.len > 0 || a->s.reasoning.len > 0);
-	if (phase && rc == 0) {
-		struct store_bench_row b = {
-			.run_id = R->run_id,
-			.phase = phase,
-			.prompt_tokens = a->s.prompt_tokens,
-			.cached_tokens = a->s.cached_tokens,
-			.completion_tokens = a->s.completion_tokens,
-			.requested_tokens = max_tokens,
-			.sse_events = a->s.sse_events,
-			.content_events = a->s.token_events,
-			.t_send = a->s.t_send,
-			.t_first_byte = a->s.t_first_byte,
-			.t_first_token = a->s.t_first_token,
-			.t_last = a->s.t_last_token,
-			.t_done = a->s.t_done,
-			.error = a->s.error ? a->s.error : ok ? NULL : "usage",
-			.error_detail = a->s.error ? a->s.error_detail : ok ? NULL : "no tokens generated",
-			.http_status = a->s.http_status,
-			.finish_reason = a->s.finish_reason,
-			.tag = "eval",
-		};
-		pthread_mutex_lock(&R->store_lock);
-		if (store_bench_insert(R->store, &b) != 0)
-			log_warn("could not store a %s request: %s", phase, store_errmsg(R->store));
-		pthread_mutex_unlock(&R->store_lock);
-	}
-	return ok;
+	return rc == 0 && !a->s.error &&
+	       (a->s.completion_tokens > 0 || a->s.content.len > 0 || a->s.reasoning.len > 0);
 }
 
 static bool is_connect_error(const struct attempt *a)
@@ -322,7 +319,7 @@ static bool server_gone(struct runner *R, struct http_client *c, const struct at
 	double timeout = R->p->timeout_s < 30 ? R->p->timeout_s : 30;
 	for (int i = 0; i < 4; i++) {
 		struct attempt a;
-		bool ok = generation_ok(R, c, 8, timeout, &a, NULL);
+		bool ok = generation_ok(R, c, 8, timeout, &a);
 		bool stop = note_connect(R, &a);
 		attempt_finish(&a);
 		if (stop)
@@ -340,7 +337,7 @@ static void health_probe(struct runner *R, struct http_client *c)
 	double timeout = R->p->timeout_s < 30 ? R->p->timeout_s : 30;
 	for (int i = 0; i < 4 && !R->fatal; i++) {
 		struct attempt a;
-		bool ok = generation_ok(R, c, 8, timeout, &a, NULL);
+		bool ok = generation_ok(R, c, 8, timeout, &a);
 		bool stop = note_connect(R, &a); /* a server that died mid-stream refuses the probe */
 		if (stop || ok) {
 			attempt_finish(&a);
@@ -567,41 +564,14 @@ static int build_jobs(struct runner *R, size_t *already_done)
 
 /* ---- run setup ---------------------------------------------------------------- */
 
-/* A server fingerprint that does not change between calls: the model ids (and
- * max_model_len where given) from /v1/models. */
-static char *server_fingerprint(const char *base, char *err, size_t errlen)
+/* The server's fingerprint now (session_fingerprint; its model list must answer).
+ * Borrowed from the session. */
+static const char *server_fingerprint(struct runner *R, char *err, size_t errlen)
 {
-	char url[1200];
-	snprintf(url, sizeof url, "%s/v1/models", base);
-	struct buf body;
-	buf_init(&body);
-	int status = 0;
-	char ferr[256] = "";
-	if (http_fetch(url, NULL, 10000, &body, &status, ferr, sizeof ferr) != 0 || status != 200) {
-		err_fail(err, errlen, "%s: %s", url, ferr[0] ? ferr : "the server did not answer 200");
-		buf_finish(&body);
-		return NULL;
-	}
-	char jerr[128];
-	cJSON *root = json_parse_n(body.data ? body.data : "", body.len, jerr, sizeof jerr);
-	buf_finish(&body);
-	cJSON *out = cJSON_CreateArray();
-	const cJSON *m;
-	const cJSON *data = root ? cJSON_GetObjectItem(root, "data") : NULL;
-	cJSON_ArrayForEach(m, data)
-	{
-		cJSON *e = cJSON_CreateObject();
-		const char *id = json_get_str(m, "id");
-		cJSON_AddStringToObject(e, "id", id ? id : "");
-		int64_t len;
-		if (json_get_i64(m, "max_model_len", &len))
-			cJSON_AddNumberToObject(e, "max_model_len", (double)len);
-		cJSON_AddItemToArray(out, e);
-	}
-	cJSON_Delete(root);
-	char *s = cJSON_PrintUnformatted(out);
-	cJSON_Delete(out);
-	return s;
+	int rc = session_fingerprint(R->session, NULL, err, errlen);
+	if (rc == -ENOMEM)
+		err_set(err, errlen, "out of memory while taking the server's fingerprint");
+	return rc ? NULL : session_fingerprint_json(R->session);
 }
 
 static int open_datasets(struct runner *R, char *err, size_t errlen)
@@ -649,6 +619,12 @@ static int runner_init(struct runner *R, const struct eval_protocol *p, int cond
 	}
 	snprintf(R->url_base, sizeof R->url_base, "%s", R->cond->endpoint);
 	snprintf(R->url_api, sizeof R->url_api, "%s%s", R->cond->endpoint, openai_api_path(R->api));
+	struct session_opts so = { .url = R->cond->endpoint, .api = R->api, .stream = true,
+				   .stall_timeout_ms = (int64_t)(R->p->stall_s * 1000), .tag = "eval",
+				   .body = greet_body, .ud = R };
+	R->session = session_create(&so);
+	if (!R->session)
+		return err_fail(err, errlen, "out of memory");
 	int rc = open_datasets(R, err, errlen);
 	if (rc)
 		return rc;
@@ -665,6 +641,7 @@ static int runner_init(struct runner *R, const struct eval_protocol *p, int cond
 
 static void runner_finish(struct runner *R)
 {
+	session_destroy(R->session);
 	eval_prompt_destroy(R->tmpl);
 	store_close(R->store);
 	grader_destroy(R->grader);
@@ -732,64 +709,36 @@ static void store_audit(struct runner *R)
 	free(text);
 }
 
-/* Host facts stored with the run: what grading and timing depend on. Caller frees. */
-static char *host_facts(const struct grader *g, const char *endpoint, char *memwarn, size_t memwarnlen)
+/* Host facts stored with the run (session/'s, as sixi-bench's) and what grading
+ * depends on. Caller frees. */
+static char *host_facts(struct runner *R, char *memwarn, size_t memwarnlen)
 {
-	struct utsname u;
-	cJSON *o = cJSON_CreateObject();
-	char *mem = NULL;
-	/* other servers holding memory on this machine (a local endpoint only) */
-	if (hostmem_check(endpoint, &mem, memwarn, memwarnlen) == 0)
-		cJSON_AddItemToObject(o, "memory", cJSON_Parse(mem));
-	free(mem);
-	if (uname(&u) == 0) {
-		cJSON_AddStringToObject(o, "hostname", u.nodename);
-		cJSON_AddStringToObject(o, "kernel", u.release);
-		cJSON_AddStringToObject(o, "machine", u.machine);
-	}
-	cJSON_AddNumberToObject(o, "cpus", (double)sysconf(_SC_NPROCESSORS_ONLN));
-	cJSON_AddStringToObject(o, "grader_python", grader_python(g));
-	const char *sb = grader_sandbox_problem(g);
-	cJSON_AddStringToObject(o, "sandbox", sb ? sb : "bubblewrap");
-	char *s = cJSON_PrintUnformatted(o);
-	cJSON_Delete(o);
+	cJSON *extra = cJSON_CreateObject();
+	cJSON_AddStringToObject(extra, "grader_python", grader_python(R->grader));
+	const char *sb = grader_sandbox_problem(R->grader);
+	cJSON_AddStringToObject(extra, "sandbox", sb ? sb : "bubblewrap");
+	char *s = extra ? session_host_facts(R->session, extra, memwarn, memwarnlen) : NULL;
+	cJSON_Delete(extra);
 	return s;
 }
 
-/* Readiness (real generation), two warm-ups, then the parser-bypass probe. */
-static int warm_up(struct runner *R, struct http_client *c, char *err, size_t errlen)
+/* Readiness (real generation) and two warm-ups, through the session (as sixi-bench). */
+static int warm_up(struct runner *R, char *err, size_t errlen)
 {
 	double ready_s = R->o->ready_timeout_s > 0 ? R->o->ready_timeout_s : 300;
-	int64_t until = clock_now_ns() + (int64_t)(ready_s * 1e9);
-	bool ready = false;
-	char last[400] = "";
-	while (!ready) {
-		/* a probe never outlives the readiness deadline: a server that takes the
-		 * request and hangs must not hold the run for a whole request timeout */
-		double left = (double)(until - clock_now_ns()) / 1e9;
-		double t = R->p->timeout_s < left ? R->p->timeout_s : left > 1 ? left : 1;
-		struct attempt a;
-		ready = generation_ok(R, c, 40, t, &a, "ready");
-		if (!ready)
-			snprintf(last, sizeof last, "%s", a.s.error ? a.s.error_detail : "no tokens generated");
-		attempt_finish(&a);
-		if (ready)
-			break;
-		if (clock_now_ns() > until)
-			return err_fail(err, errlen,
-				    "%s never returned tokens within %g s (last attempt: %s); a server can answer /health "
-				    "and /v1/models while its generation is still loading or wedged: check it, then resume "
-				    "the run (the readiness requests are stored apart, phase 'ready')",
-				    R->url_api, ready_s, last);
-		clock_sleep_ns(1000000000LL);
-	}
-	for (int i = 0; i < 2; i++) {
-		struct attempt a;
-		if (!generation_ok(R, c, 40, R->p->timeout_s, &a, "warmup"))
-			log_warn("warm-up %d failed: %s", i + 1, a.s.error ? a.s.error_detail : "no tokens");
-		attempt_finish(&a);
-	}
-	return 0;
+	struct session_ready r = {
+		.deadline_ms = (int64_t)(ready_s * 1000),
+		.max_tokens = 40,
+		.attempt_timeout_ms = (int64_t)(R->p->timeout_s * 1000),
+		.hint = "check it, then resume the run (the readiness requests are stored apart, phase 'ready')",
+	};
+	int rc = session_wait_ready(R->session, &r, err, errlen);
+	if (rc == 0)
+		rc = session_warmup(R->session, 2, 40, (int64_t)(R->p->timeout_s * 1000));
+	if (rc && rc != -ETIMEDOUT)
+		err_set(err, errlen, "%s: the readiness or warm-up request could not be sent: %s", R->url_api,
+			strerror(-rc));
+	return rc;
 }
 
 /* Sends one prompt through the chat endpoint and through raw /v1/completions;
@@ -864,7 +813,7 @@ static int runner_execute(struct runner *R, bool probe, char *err, size_t errlen
 		struct http_client *c = http_client_create();
 		if (!c)
 			return err_fail(err, errlen, "cannot create an HTTP client");
-		rc = warm_up(R, c, err, errlen);
+		rc = warm_up(R, err, errlen);
 		if (rc == 0 && probe)
 			parser_probe(R, c);
 		http_client_destroy(c);
@@ -984,7 +933,8 @@ int eval_run_new(const struct eval_protocol *p, int cond, const struct eval_run_
 {
 	struct runner R;
 	int rc = runner_init(&R, p, cond, o, err, errlen);
-	char *fp = NULL, *text = NULL;
+	const char *fp = NULL;
+	char *text = NULL;
 	cJSON *excluded = cJSON_CreateArray(), *frozen = NULL;
 	if (rc)
 		goto out;
@@ -1039,7 +989,7 @@ int eval_run_new(const struct eval_protocol *p, int cond, const struct eval_run_
 		if (o->out)
 			fprintf(o->out, "%s%s\n", plan.underpowered ? "WARNING: underpowered: " : "", line);
 	}
-	if (!(fp = server_fingerprint(R.url_base, err, errlen))) {
+	if (!(fp = server_fingerprint(&R, err, errlen))) {
 		rc = -ECONNREFUSED;
 		goto out;
 	}
@@ -1061,7 +1011,7 @@ int eval_run_new(const struct eval_protocol *p, int cond, const struct eval_run_
 		goto out;
 	}
 	char memwarn[1024];
-	char *facts = host_facts(R.grader, R.cond->endpoint, memwarn, sizeof memwarn);
+	char *facts = host_facts(&R, memwarn, sizeof memwarn);
 	if (memwarn[0]) {
 		log_warn("%s", memwarn);
 		if (o->out && o->out != stderr)
@@ -1084,6 +1034,8 @@ int eval_run_new(const struct eval_protocol *p, int cond, const struct eval_run_
 		goto out;
 	}
 	*run_id = R.run_id;
+	if ((rc = session_attach(R.session, R.store, R.run_id, err, errlen)) != 0)
+		goto out;
 	char hex[65];
 	sha256_hex(text, strlen(text), hex);
 	print_audit(&R, o->out);
@@ -1099,7 +1051,6 @@ out:
 	cJSON_Delete(frozen);
 	cJSON_Delete(excluded);
 	free(text);
-	free(fp);
 	runner_finish(&R);
 	return rc;
 }
@@ -1233,18 +1184,19 @@ int eval_run_resume(int64_t run_id, const char *protocol_path, const struct eval
 	if (rc == 0) {
 		rc = runner_plan(&R, err, errlen);
 	}
+	if (rc == 0)
+		rc = session_attach(R.session, R.store, run_id, err, errlen);
 	if (rc == 0 && R.n_jobs) {
 		/* the same server (only asked when there is work left) */
-		char *fp = server_fingerprint(R.url_base, err, errlen);
+		const char *fp = server_fingerprint(&R, err, errlen);
 		if (!fp) {
 			rc = -ECONNREFUSED;
-		} else if (strcmp(fp, stored_fp) != 0) {
+		} else if (!session_fingerprint_same(stored_fp, fp)) {
 			rc = err_fail(err, errlen,
 				  "the server at %s now reports %s, but run %lld was started against %s; a run's "
 				  "configuration is frozen",
 				  R.url_base, fp, (long long)run_id, stored_fp);
 		}
-		free(fp);
 	}
 	if (rc == 0) {
 		print_audit(&R, o->out);

@@ -328,6 +328,23 @@ int store_run_set_summary(struct store *s, int64_t run_id, const char *summary_j
 	return rc;
 }
 
+int store_run_keep_fingerprint(struct store *s, int64_t run_id, const char *fingerprint_json)
+{
+	sqlite3_stmt *st;
+	/* coalesce: a run keeps the first fingerprint it was given */
+	if (sqlite3_prepare_v2(s->db, "UPDATE runs SET fingerprint = coalesce(fingerprint, ?) WHERE id = ?", -1, &st,
+			       NULL) != SQLITE_OK)
+		return -EIO;
+	int bad = 0;
+	bad |= bind_text(st, 1, fingerprint_json);
+	bad |= sqlite3_bind_int64(st, 2, run_id);
+	int rc = bad ? -ENOMEM : sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
+	if (rc == 0 && sqlite3_changes(s->db) != 1)
+		rc = -ENOENT;
+	sqlite3_finalize(st);
+	return rc;
+}
+
 /* A writer's statement, prepared on first use and kept: reset, bindings cleared. */
 static sqlite3_stmt *cached(struct store *s, sqlite3_stmt **slot, const char *sql)
 {

@@ -41,6 +41,11 @@ __attribute__((warn_unused_result)) int store_run_finish(struct store *s, int64_
 /* Merges key/value into runs.summary_json (a JSON object). */
 __attribute__((warn_unused_result)) int store_run_set_summary(struct store *s, int64_t run_id, const char *summary_json);
 
+/* Sets runs.fingerprint of a run that has none yet; a run keeps the first one it was
+ * given (at store_run_begin or here). 0, -ENOENT (no such run), -ENOMEM or -EIO. */
+__attribute__((warn_unused_result)) int store_run_keep_fingerprint(struct store *s, int64_t run_id,
+								   const char *fingerprint_json);
+
 /* One measured (or warm-up) request of a bench run. Times are CLOCK_MONOTONIC ns;
  * 0 means "did not happen". completion_tokens = -1 when the server sent no usage. */
 struct store_bench_row {

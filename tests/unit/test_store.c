@@ -1,6 +1,7 @@
 /* Unit tests for src/store: schema creation, migration idempotence, rows, raw text. */
 #include "test.h"
 #include "store/store.h"
+#include <errno.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -128,6 +129,11 @@ int main(void)
 	CHECK(store_run_set_summary(s, run, "{\"x\":1}") == 0);
 	CHECK(store_run_set_summary(s, run, "{\"y\":2}") == 0);
 	CHECK_EQ_INT(count(s, "SELECT json_extract(summary_json, '$.x') + json_extract(summary_json, '$.y') FROM runs"), 3);
+	/* a run keeps the first fingerprint it was given */
+	CHECK(store_run_keep_fingerprint(s, run, "{\"a\":1}") == 0);
+	CHECK(store_run_keep_fingerprint(s, run, "{\"a\":2}") == 0);
+	CHECK_EQ_INT(count(s, "SELECT json_extract(fingerprint, '$.a') FROM runs"), 1);
+	CHECK(store_run_keep_fingerprint(s, run + 1000, "{}") == -ENOENT);
 	CHECK(store_run_finish(s, run, "done") == 0);
 	char hex[65], hex2[65];
 	CHECK(store_raw_put(s, "abc", 3, hex) == 0);

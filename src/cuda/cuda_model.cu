@@ -28,8 +28,8 @@
  * The GDN recurrence is gdn_cuda.h's kernel (row by row for every segment, prefill included:
  * the chunked form on tensor cores is not written yet). Attention is one block per (row, head)
  * with an online softmax over the slot's cache.
- * Two kernel sets (cuda_model_set_fused): the first version's (the default) and a fused one
- * with fewer kernels a layer (conv_pre, post_window, SwiGLU in the product, the add_norm in the
+ * Two kernel sets (cuda_model_set_fused, or part by part: cuda_model_set_fuse_mask): the first
+ * version's and a fused one with fewer kernels a layer (conv_pre, post_window, SwiGLU in the product, the add_norm in the
  * product's last block) and several weight loads in flight; both give the same logits to
  * ~1e-7 of the largest for F32/BF16 weights (measured; Q8_0: ~3e-3, as their last-bit
  * differences move quantised inputs across rounding boundaries), and each row's floats do not
@@ -41,6 +41,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 
 #include <errno.h>
@@ -92,8 +93,9 @@ struct cuda_model {
 	unsigned graph_clock;
 	int use_graphs;
 	int small_rows;                  /* widest pass for mm_small (cuda_model_set_small_rows) */
-	int fused;                       /* the fused kernels (cuda_model_set_fused) */
+	int fused;                       /* CUDA_FUSE_* parts of the fused set in use (cuda_model_set_fuse_mask) */
 	int pdl;                         /* kernels launched with programmatic dependent launch */
+	int gdn_cols;                    /* value columns a lane group holds in the GDN kernel (0: its default) */
 	int pdl_ok;                      /* ... which this device and driver run (pdl_probe) */
 	cudaError_t lerr;                /* the first failed launch of the pass being issued */
 	int *an_count;                   /* device int: mm_small's blocks done (0 between kernels) */
@@ -1284,7 +1286,7 @@ static void launch(struct cuda_model *m, void (*k)(P...), dim3 grid, unsigned th
  * then 2: the registers of 4 x R rows would cut the warps a multiprocessor holds; 1 otherwise). */
 template <int P> static void launch_small(struct cuda_model *m, const struct mm_args &a, unsigned blocks)
 {
-	bool f = m->fused != 0;
+	bool f = (m->fused & CUDA_FUSE_LOADS) != 0;
 	if (a.N == 1)
 		launch(m, f ? mm_small<1, 4, P> : mm_small<1, 1, P>, dim3(blocks), 256, a);
 	else if (a.N == 2)
@@ -1343,7 +1345,7 @@ static void matmul_n(struct cuda_model *m, int n, const struct dmat *const *w, c
 		a.kw *= 2;
 	unsigned blocks = (unsigned)(((long)acc * a.kw + 7) / 8);
 	const struct model_config *c = &m->cfg;
-	int inside = nn && m->fused && !tiled && N <= AN_ROWS && nn->rows <= N;
+	int inside = nn && (m->fused & CUDA_FUSE_NORM) && !tiled && N <= AN_ROWS && nn->rows <= N;
 	if (inside) {
 		a.an_count = m->an_count;
 		a.an_x = m->x, a.an_h = m->h, a.an_y = m->y, a.an_w = nn->w, a.an_map = nn->map;
@@ -1374,7 +1376,7 @@ static void matmul_swiglu(struct cuda_model *m, const struct dlayer *l, int N)
 	const struct dmat *w[2] = { &l->ffn_gate, &l->ffn_up };
 	float *y[2] = { m->a1, m->a2 };
 	int ys[2] = { m->w1, m->w2 };
-	if (m->fused && N <= m->small_rows) {
+	if ((m->fused & CUDA_FUSE_SWIGLU) && N <= m->small_rows) {
 		matmul_n(m, 2, w, m->h, c->n_embd, N, y, ys, 1, NULL);
 		return;
 	}
@@ -1512,6 +1514,7 @@ static int gdn_step(struct cuda_model *m, int gi, const struct meta *mt, int S, 
 		a.T = 0;
 	}
 	a.pdl = m->pdl;
+	a.cols = m->gdn_cols && S == 1 ? 1 : 0; /* one segment: a grid of H_v x 4 blocks otherwise */
 	int rc = gdn_cuda_rows(&a, m->st);
 	return rc ? cuda_fail(m, (cudaError_t)rc, "GDN kernel") : 0;
 }
@@ -1590,7 +1593,7 @@ static int layer_gdn(struct cuda_model *m, const struct dlayer *l, const struct 
 	float *lk = m->lk ? m->lk + base * lks : NULL, *lv = m->lv ? m->lv + base * lvs : NULL;
 	float *lg = m->lg ? m->lg + base * lgs : NULL, *lb = m->lb ? m->lb + base * lgs : NULL;
 	unsigned cblocks = (unsigned)((m->cd + 127) / 128), hgroups = (unsigned)((Hv + 3) / 4);
-	if (m->fused) {
+	if (m->fused & CUDA_FUSE_GDN) {
 		launch(m, conv_pre_kernel, dim3((unsigned)N, (unsigned)(2 * m->Hk + Hv)), (unsigned)d, *mt,
 		       (const float *)win, (const float *)xlw, (const float *)m->a1, m->w1, (const float *)l->conv_w, m->a2,
 		       m->w2, m->cd, m->kw, conv_slot(m), xlog_slot(m), (const float *)m->ab, m->gb,
@@ -1608,7 +1611,7 @@ static int layer_gdn(struct cuda_model *m, const struct dlayer *l, const struct 
 	int rc = gdn_step(m, gi, mt, S, 1);
 	if (rc)
 		return rc;
-	if (m->fused)
+	if (m->fused & CUDA_FUSE_GDN)
 		launch(m, post_window_kernel, dim3((unsigned)(N + S), hgroups), 128, *mt, N, m->a4, m->w4,
 		       (const float *)m->a3, m->w3, (const float *)l->ssm_norm, Hv, d, c->norm_eps, win, xlw,
 		       (const float *)m->a1, m->w1, m->cd, m->kw, conv_slot(m), xlog_slot(m));
@@ -1737,8 +1740,24 @@ extern "C" int cuda_model_small_rows(const struct cuda_model *m)
 
 extern "C" void cuda_model_set_fused(struct cuda_model *m, int on)
 {
-	m->fused = on != 0;
+	cuda_model_set_fuse_mask(m, on ? CUDA_FUSE_ALL : 0);
+}
+
+extern "C" void cuda_model_set_fuse_mask(struct cuda_model *m, int mask)
+{
+	m->fused = mask & CUDA_FUSE_ALL;
 	graphs_drop(m);
+}
+
+extern "C" void cuda_model_set_gdn_cols(struct cuda_model *m, int cols)
+{
+	m->gdn_cols = cols;
+	graphs_drop(m);
+}
+
+extern "C" int cuda_model_profile(int on)
+{
+	return (int)(on ? cudaProfilerStart() : cudaProfilerStop());
 }
 
 extern "C" int cuda_model_set_pdl(struct cuda_model *m, int on)
@@ -1975,6 +1994,12 @@ extern "C" struct cuda_model *cuda_model_create(int dev, const struct model_conf
 						void *ctx, const char *source, int n_slots, int n_ctx, int rb_rows,
 						char *err, size_t errlen)
 {
+	if (cfg->n_expert > 0) { /* before the device: the refusal reads the same on any machine */
+		set_err(err, errlen, "%s: a mixture-of-experts model (qwen35moe: %d experts, %d a row): the CUDA engine "
+			"has no expert layers yet (it runs qwen35 only); serve it on the CPU with --device cpu", source,
+			cfg->n_expert, cfg->n_expert_used);
+		return NULL;
+	}
 	if (cuda_device_query(dev, NULL, 0, NULL, NULL, err, errlen))
 		return NULL;
 	struct cuda_model *m = (struct cuda_model *)calloc(1, sizeof *m);
@@ -2003,11 +2028,19 @@ extern "C" struct cuda_model *cuda_model_create(int dev, const struct model_conf
 		goto fail;
 	}
 	m->pdl_ok = pdl_probe(m);
-	{ /* off by default (measured slower at one stream, reports/perf/cuda-engine-h200.md):
-	   * SIXI_CUDA_FUSED=1, SIXI_CUDA_PDL=1 turn them on */
-		const char *f = getenv("SIXI_CUDA_FUSED"), *p = getenv("SIXI_CUDA_PDL");
-		m->fused = f && strcmp(f, "1") == 0;
+	{ /* Defaults as measured on an H200 (reports/perf/cuda-engine-h200.md, fourth step): at
+	   * n_embd < 4096 the fused GDN kernels, SwiGLU in the product and one-column GDN groups
+	   * for one-segment passes (0.8B shape, one stream: 1.606 -> 1.546 ms BF16, 1.332 -> 1.280
+	   * Q8_0); wider models keep the first version's kernels (not measured there). The other
+	   * fused parts and PDL stay off. SIXI_CUDA_FUSED=0|1|mMASK, SIXI_CUDA_GDN_COLS=0|1 and
+	   * SIXI_CUDA_PDL=1 override. */
+		int narrow = c->n_embd < 4096;
+		const char *f = getenv("SIXI_CUDA_FUSED"), *p = getenv("SIXI_CUDA_PDL"), *gc = getenv("SIXI_CUDA_GDN_COLS");
+		m->fused = !f ? (narrow ? CUDA_FUSE_GDN | CUDA_FUSE_SWIGLU : 0)
+			   : strcmp(f, "1") == 0 ? CUDA_FUSE_ALL
+			   : f[0] == 'm' ? (int)strtol(f + 1, NULL, 0) & CUDA_FUSE_ALL : 0;
 		m->pdl = m->pdl_ok && p && strcmp(p, "1") == 0;
+		m->gdn_cols = !gc ? narrow : strcmp(gc, "1") == 0;
 	}
 	m->Hk = c->ssm_n_k_heads;
 	m->Hv = c->ssm_n_v_heads;

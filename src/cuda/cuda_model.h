@@ -52,10 +52,24 @@ int cuda_model_small_rows(const struct cuda_model *m);
 /* The fused kernels: conv, norms and gates of a GDN layer in one kernel, the gated norm with
  * the window update, SwiGLU inside the gate/up product, several weight loads in flight in the
  * matrix kernel, the add_norm after a product done by its last block (passes up to 4 rows).
- * Off by default (the first version's kernels; environment SIXI_CUDA_FUSED=1 turns them on at
- * create): on an H200 they were faster at 8 and 32 streams and slower at one stream and in
- * the tiled (wide) passes (reports/perf/cuda-engine-h200.md). Benchmarks compare both. */
+ * on: all of them; off: the first version's kernels. The default at create is a part of the
+ * set (below) where n_embd < 4096, none otherwise; SIXI_CUDA_FUSED=0|1|mMASK overrides. On an
+ * H200 the whole set was slower at one stream than the first version's kernels; the GDN
+ * kernels and SwiGLU alone were faster, the add_norm in the product and the loads in flight
+ * slower (reports/perf/cuda-engine-h200.md). Benchmarks compare them. */
 void cuda_model_set_fused(struct cuda_model *m, int on);
+/* The fused set's parts one at a time (set_fused(1) is all of them; SIXI_CUDA_FUSED=mMASK at
+ * create): the GDN layer's conv_pre and post_window kernels, SwiGLU inside the gate/up product,
+ * the add_norm in the product's last block, several weight loads in flight a lane. */
+enum { CUDA_FUSE_GDN = 1, CUDA_FUSE_SWIGLU = 2, CUDA_FUSE_NORM = 4, CUDA_FUSE_LOADS = 8, CUDA_FUSE_ALL = 15 };
+void cuda_model_set_fuse_mask(struct cuda_model *m, int mask);
+/* 1: passes of one segment run the GDN kernel with one value column a lane group (gdn_cuda.h's
+ * cols; four times the blocks), 0: its default everywhere. Default at create: 1 where
+ * n_embd < 4096; SIXI_CUDA_GDN_COLS=0|1 overrides. */
+void cuda_model_set_gdn_cols(struct cuda_model *m, int cols);
+/* cudaProfilerStart (on) or Stop: brackets the passes a profiler started with
+ * --profile-from-start off records. 0 or a CUDA error number. */
+int cuda_model_profile(int on);
 /* Programmatic dependent launch (a kernel starts while the one before it drains), where the
  * device runs it: off by default (SIXI_CUDA_PDL=1: on). Returns whether it is on now. */
 int cuda_model_set_pdl(struct cuda_model *m, int on);

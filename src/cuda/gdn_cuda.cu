@@ -166,7 +166,7 @@ extern "C" int gdn_cuda_rows(const struct gdn_cuda_args *a, void *stream)
 		return launch<128, 4, 2>(a, s);
 	case 0:
 	case 16:
-		return launch<128, 16, 4>(a, s);
+		return a->cols == 1 ? launch<128, 16, 1>(a, s) : launch<128, 16, 4>(a, s);
 	case 32:
 		return launch<128, 32, 8>(a, s);
 	default:

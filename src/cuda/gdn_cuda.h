@@ -46,6 +46,9 @@ struct gdn_cuda_args {
 	int pdl;                       /* launched with programmatic dependent launch (sm_90): the
 					* kernel may start while the previous kernel drains; it waits
 					* for it before touching memory */
+	int cols;                      /* d_k 128, 16 lanes a column: value columns a lane group holds,
+					* 0 (the default, 4) or 1 (4 times the blocks: more of the
+					* device busy when few rows and heads make a small grid) */
 };
 
 /* Launches on `stream` (a cudaStream_t, 0 for the default). */

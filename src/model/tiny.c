@@ -185,10 +185,19 @@ static int tiny_vocab_size(const char *path, int *n_vocab, char *err, size_t err
 int model_write_random(const char *path, const struct model_config *cfg_in, uint32_t matrix_type, uint64_t seed,
 		       char *err, size_t errlen)
 {
+	return model_write_random_vocab(path, cfg_in, matrix_type, seed, 0, err, errlen);
+}
+
+int model_write_random_vocab(const char *path, const struct model_config *cfg_in, uint32_t matrix_type, uint64_t seed,
+			     int n_vocab, char *err, size_t errlen)
+{
 	struct model_config c = *cfg_in;
 	int rc = tiny_vocab_size(path, &c.n_vocab, err, errlen);
 	if (rc)
 		return rc;
+	int pad = n_vocab > c.n_vocab; /* the tiny vocabulary padded with unused tokens */
+	if (pad)
+		c.n_vocab = n_vocab;
 	char why[256];
 	if (model_config_check(&c, why, sizeof(why))) {
 		snprintf(err, errlen, "%s: %s", path, why);
@@ -201,7 +210,7 @@ int model_write_random(const char *path, const struct model_config *cfg_in, uint
 	if (!rc)
 		rc = gguf_writer_set_str(t.w, "general.name", "sixi-tiny-random");
 	if (!rc)
-		rc = tok_write_tiny_vocab(t.w, err, errlen);
+		rc = pad ? tok_write_tiny_vocab_padded(t.w, (size_t)c.n_vocab, err, errlen) : tok_write_tiny_vocab(t.w, err, errlen);
 	if (!rc)
 		rc = gguf_writer_set_str(t.w, "tokenizer.chat_template", model_tiny_chat_template);
 	if (!rc) {

@@ -126,4 +126,9 @@ extern const char tok_tiny_corpus[];
 /* tok_train_tiny_bpe over tok_tiny_corpus with 512 tokens: the embedded default model's vocabulary. */
 __attribute__((warn_unused_result))
 int tok_write_tiny_vocab(struct gguf_writer *w, char *err, size_t errlen);
+/* The same vocabulary padded to n_total tokens (512..2^24) with unused tokens "<|unused_N|>"
+ * (type UNUSED, after the specials; no merge makes them): a random model of a real model's
+ * vocabulary size, for benchmarks whose lm_head must have the real width. */
+__attribute__((warn_unused_result))
+int tok_write_tiny_vocab_padded(struct gguf_writer *w, size_t n_total, char *err, size_t errlen);
 #endif

@@ -70,23 +70,32 @@ static bool text_before(const struct vocab_text *v, int32_t a1, int32_t b1, int3
 	return a1 < a2;
 }
 
-static int write_keys(struct gguf_writer *w, const struct vocab_text *v, size_t n_vocab, char **merges,
+/* The vocabulary's keys; n_pad unused tokens "<|unused_N|>" follow the specials (the same ids
+ * for every learnt token, bos and eos). */
+static int write_keys(struct gguf_writer *w, const struct vocab_text *v, size_t n_vocab, size_t n_pad, char **merges,
 		      size_t n_merges)
 {
-	const char **toks = malloc(n_vocab * sizeof *toks);
-	int32_t *types = malloc(n_vocab * sizeof *types);
+	size_t n_all = n_vocab + n_pad;
+	const char **toks = malloc(n_all * sizeof *toks);
+	int32_t *types = malloc(n_all * sizeof *types);
+	char *pad = malloc(n_pad * 24 + 1);
 	int rc = -ENOMEM;
-	if (!toks || !types)
+	if (!toks || !types || !pad)
 		goto out;
 	for (size_t i = 0; i < n_vocab; i++) {
 		toks[i] = v[i].s;
 		types[i] = i + N_SPECIAL >= n_vocab ? TOK_TYPE_CONTROL : TOK_TYPE_NORMAL;
 	}
+	for (size_t i = 0; i < n_pad; i++) {
+		snprintf(pad + 24 * i, 24, "<|unused_%u|>", (unsigned)(i & 0xffffffu)); /* n_pad < 2^24 */
+		toks[n_vocab + i] = pad + 24 * i;
+		types[n_vocab + i] = TOK_TYPE_UNUSED;
+	}
 	uint32_t eot = (uint32_t)(n_vocab - N_SPECIAL), im_end = (uint32_t)(n_vocab - 1);
 	rc = gguf_writer_set_str(w, "tokenizer.ggml.model", "gpt2");
 	if (!rc) rc = gguf_writer_set_str(w, "tokenizer.ggml.pre", "qwen2");
-	if (!rc) rc = gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", toks, n_vocab);
-	if (!rc) rc = gguf_writer_set_arr_num(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, types, n_vocab);
+	if (!rc) rc = gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", toks, n_all);
+	if (!rc) rc = gguf_writer_set_arr_num(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, types, n_all);
 	if (!rc) rc = gguf_writer_set_arr_str(w, "tokenizer.ggml.merges", (const char *const *)merges, n_merges);
 	if (!rc) rc = gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", eot);
 	if (!rc) rc = gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", im_end);
@@ -96,11 +105,13 @@ static int write_keys(struct gguf_writer *w, const struct vocab_text *v, size_t 
 out:
 	free(toks);
 	free(types);
+	free(pad);
 	return rc;
 }
 
-int tok_train_tiny_bpe(const char *corpus, size_t n, size_t vocab_size, struct gguf_writer *w, char *err,
-		       size_t errlen)
+/* tok_train_tiny_bpe, the list padded to n_total tokens (0 or fewer than learnt: none). */
+static int train_bpe(const char *corpus, size_t n, size_t vocab_size, size_t n_total, struct gguf_writer *w,
+		     char *err, size_t errlen)
 {
 	size_t *ends = NULL, n_pieces = 0, n_words = 0, n_vocab = 256, n_merges = 0;
 	struct word *words = NULL;
@@ -215,7 +226,7 @@ int tok_train_tiny_bpe(const char *corpus, size_t n, size_t vocab_size, struct g
 			goto out;
 		v[n_vocab++].len = strlen(specials[i]);
 	}
-	rc = write_keys(w, v, n_vocab, merges, n_merges);
+	rc = write_keys(w, v, n_vocab, n_total > n_vocab ? n_total - n_vocab : 0, merges, n_merges);
 	if (rc)
 		snprintf(err, errlen, "tiny BPE: cannot store the vocabulary in the GGUF writer: %s", strerror(-rc));
 out:
@@ -235,7 +246,22 @@ out:
 	return rc;
 }
 
+int tok_train_tiny_bpe(const char *corpus, size_t n, size_t vocab_size, struct gguf_writer *w, char *err,
+		       size_t errlen)
+{
+	return train_bpe(corpus, n, vocab_size, 0, w, err, errlen);
+}
+
 int tok_write_tiny_vocab(struct gguf_writer *w, char *err, size_t errlen)
 {
 	return tok_train_tiny_bpe(tok_tiny_corpus, strlen(tok_tiny_corpus), 512, w, err, errlen);
+}
+
+int tok_write_tiny_vocab_padded(struct gguf_writer *w, size_t n_total, char *err, size_t errlen)
+{
+	if (n_total < 512 || n_total > (1u << 24)) {
+		snprintf(err, errlen, "tiny BPE: a padded vocabulary of %zu tokens is outside 512..16777216", n_total);
+		return -EINVAL;
+	}
+	return train_bpe(tok_tiny_corpus, strlen(tok_tiny_corpus), 512, n_total, w, err, errlen);
 }

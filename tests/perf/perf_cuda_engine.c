@@ -9,10 +9,16 @@
  * with the largest logit difference between the fused and the first version's kernels.
  * The scheduler's host work is not in these figures (see the server benchmarks).
  * Exits 77 without a GPU. Usage: perf_cuda_engine [0.8b|9b|all [STREAMS]] (default all; STREAMS: only
- * that many streams). */
+ * that many streams); perf_cuda_engine masks [0.8b|9b|all] (the fused set's parts one at a time);
+ * perf_cuda_engine profile 0.8b|9b bf16|q8_0 STREAMS MASK COLS PDL (one pass for ncu);
+ * perf_cuda_engine gguf FILE [STREAMS [STEPS]] (a GGUF through the engine, for
+ * tests/perf/cuda_vs_llama.sh). */
 #include "core/clock.h"
 #include "cuda/cuda_model.h"
+#include "cuda/engine_cuda.h"
 #include "gguf/gguf.h"
+#include "server/engine.h"
+#include "shapes.h"
 #include "model/kernels.h"
 #include "model/model.h"
 
@@ -26,18 +32,6 @@
 #define MAX_TENSORS 512
 #define PROMPT 16
 #define STEPS 24
-
-/* Shapes as Qwen3.5's published configs give them (text part). */
-static const struct model_config q08 = {
-	.n_vocab = 248320, .n_embd = 1024, .n_layer = 24, .n_ff = 3584, .n_head = 8, .n_head_kv = 2,
-	.head_dim = 256, .n_rot = 64, .rope_theta = 1e7f, .norm_eps = 1e-6f, .ssm_conv_kernel = 4,
-	.ssm_head_dim = 128, .ssm_n_k_heads = 16, .ssm_n_v_heads = 16, .full_attn_interval = 4, .n_ctx_train = 262144,
-};
-static const struct model_config q9 = {
-	.n_vocab = 248320, .n_embd = 4096, .n_layer = 32, .n_ff = 12288, .n_head = 16, .n_head_kv = 4,
-	.head_dim = 256, .n_rot = 64, .rope_theta = 1e7f, .norm_eps = 1e-6f, .ssm_conv_kernel = 4,
-	.ssm_head_dim = 128, .ssm_n_k_heads = 16, .ssm_n_v_heads = 32, .full_attn_interval = 4, .n_ctx_train = 262144,
-};
 
 struct mem_model {
 	struct model_tensor t[MAX_TENSORS];
@@ -321,6 +315,173 @@ static int run(const char *label, const struct model_config *c, uint32_t type, d
 	return rc ? 1 : 0;
 }
 
+/* ---- the fused set's parts one at a time (mode "masks") ---- */
+
+/* ms per pass at 1 and 8 streams for every CUDA_FUSE_* mask, with and without programmatic
+ * launch, and at one stream with the GDN kernel's one-column groups too: which part of the
+ * fused set wins or loses, measured apart (graphs on, logits into page-locked memory). */
+static int masks(const char *label, const struct model_config *c, uint32_t type)
+{
+	static struct mem_model mm;
+	char err[1024];
+	if (build(&mm, c, type)) {
+		fprintf(stderr, "perf_cuda_engine: out of host memory for %s\n", label);
+		release(&mm);
+		return 1;
+	}
+	enum { SLOTS = 8, CTX = 256 };
+	struct cuda_model *m = cuda_model_create(0, c, find, &mm, label, SLOTS, CTX, 0, err, sizeof err);
+	release(&mm);
+	if (!m) {
+		fprintf(stderr, "perf_cuda_engine: %s: %s\n", label, err);
+		return 1;
+	}
+	int32_t tok[SLOTS * PROMPT], slot[SLOTS * PROMPT];
+	uint8_t want[SLOTS * PROMPT];
+	float *lg = cuda_host_alloc(sizeof(float) * (size_t)SLOTS * c->n_vocab);
+	int rc = lg ? 0 : 1;
+	printf("masks: %d GDN kernels, %d SwiGLU in the product, %d add_norm in the product's last block, %d weight loads "
+	       "in flight\n\n| %s | streams | PDL | GDN cols | mask | ms/pass |\n|---|---:|---:|---:|---:|---:|\n",
+	       CUDA_FUSE_GDN, CUDA_FUSE_SWIGLU, CUDA_FUSE_NORM, CUDA_FUSE_LOADS, label);
+	static const int streams[] = { 1, 8 };
+	for (int k = 0; !rc && k < 2; k++) {
+		int S = streams[k];
+		for (int pdl = 0; !rc && pdl < 2; pdl++) {
+			if (cuda_model_set_pdl(m, pdl) != pdl)
+				continue;
+			for (int cols = 0; !rc && cols < (S == 1 ? 2 : 1); cols++) {
+				cuda_model_set_gdn_cols(m, cols);
+				for (int mask = 0; !rc && mask <= CUDA_FUSE_ALL; mask++) {
+					cuda_model_set_fuse_mask(m, mask);
+					if ((rc = prefill(m, S, tok, slot, want, lg, c->n_vocab)))
+						break;
+					double ms = time_decode(m, S, 31, tok, slot, want, lg, c->n_vocab, &rc);
+					if (!rc)
+						printf("| %s | %d | %d | %d | %d | %.3f |\n", label, S, pdl, cols, mask, ms);
+				}
+			}
+		}
+	}
+	if (rc)
+		fprintf(stderr, "perf_cuda_engine: %s: pass failed (%d): %s\n", label, rc, cuda_model_error(m));
+	printf("\n");
+	cuda_host_free(lg);
+	cuda_model_destroy(m);
+	return rc ? 1 : 0;
+}
+
+/* ---- one pass for a profiler (mode "profile") ---- */
+
+/* S streams prefilled, three decode passes, then one more between cudaProfilerStart and Stop,
+ * every kernel launched (no graph): what `ncu --profile-from-start off` times kernel by kernel. */
+static int profile(const struct model_config *c, uint32_t type, int S, int mask, int cols, int pdl)
+{
+	static struct mem_model mm;
+	char err[1024];
+	enum { SLOTS = 32, CTX = 256 };
+	if (S < 1 || S > SLOTS || build(&mm, c, type)) {
+		fprintf(stderr, "perf_cuda_engine: profile: 1..%d streams, or out of host memory\n", SLOTS);
+		release(&mm);
+		return 1;
+	}
+	struct cuda_model *m = cuda_model_create(0, c, find, &mm, "profile", SLOTS, CTX, 0, err, sizeof err);
+	release(&mm);
+	if (!m) {
+		fprintf(stderr, "perf_cuda_engine: %s\n", err);
+		return 1;
+	}
+	int32_t tok[SLOTS * PROMPT], slot[SLOTS * PROMPT];
+	uint8_t want[SLOTS * PROMPT];
+	float *lg = cuda_host_alloc(sizeof(float) * (size_t)SLOTS * c->n_vocab);
+	cuda_model_set_fuse_mask(m, mask);
+	cuda_model_set_gdn_cols(m, cols);
+	cuda_model_set_pdl(m, pdl);
+	cuda_model_set_graphs(m, 0);
+	int rc = lg ? prefill(m, S, tok, slot, want, lg, c->n_vocab) : 1;
+	struct model_batch d = { .n_rows = S, .tokens = tok, .slots = slot, .want_logits = want };
+	for (int step = 0; step < 4 && !rc; step++) {
+		for (int s = 0; s < S; s++)
+			tok[s] = (int32_t)((step * 31 + s * 17) % c->n_vocab), slot[s] = s, want[s] = 1;
+		if (step == 3)
+			cuda_model_profile(1);
+		rc = cuda_model_forward(m, &d, NULL, lg);
+		if (step == 3)
+			cuda_model_profile(0);
+	}
+	if (rc)
+		fprintf(stderr, "perf_cuda_engine: profile: pass failed (%d): %s\n", rc, cuda_model_error(m));
+	cuda_host_free(lg);
+	cuda_model_destroy(m);
+	return rc ? 1 : 0;
+}
+
+/* ---- a GGUF file through the engine (mode "gguf"), as the server runs it ---- */
+
+/* Aggregate decode tok/s of FILE at each stream count: every stream a PROMPT-token prompt in
+ * one pass, then `steps` passes of one row a stream after two warm-up passes, through the
+ * engine interface the scheduler calls (logits of every row into pageable host memory, what
+ * the server's buffer is). One line a stream count: "gguf streams=S ms_per_pass=.. tok_s=..". */
+static int gguf_bench(const char *path, const char *list, int steps)
+{
+	int streams[16], n = 0, max_s = 0;
+	for (const char *p = list; *p && n < 16;) {
+		char *end;
+		long v = strtol(p, &end, 10);
+		if (end == p || v < 1 || v > 512) {
+			fprintf(stderr, "perf_cuda_engine: gguf: stream counts are 1..512, comma-separated (got '%s')\n", list);
+			return 2;
+		}
+		streams[n++] = (int)v;
+		max_s = (int)v > max_s ? (int)v : max_s;
+		p = *end == ',' ? end + 1 : end;
+	}
+	char err[1024];
+	struct engine *e = cuda_engine_open(path, 0, max_s, PROMPT + steps + 8, 0, err, sizeof err);
+	if (!e) {
+		fprintf(stderr, "perf_cuda_engine: %s\n", err);
+		return 1;
+	}
+	struct engine_row *rows = malloc(sizeof *rows * (size_t)max_s * PROMPT);
+	float *lg = malloc(sizeof(float) * (size_t)max_s * e->n_logits);
+	int *slots = malloc(sizeof(int) * (size_t)max_s);
+	int rc = rows && lg && slots ? 0 : 1;
+	for (int k = 0; k < n && !rc; k++) {
+		int S = streams[k], r = 0;
+		for (int s = 0; s < S && !rc; s++)
+			if ((slots[s] = e->ops->slot_alloc(e)) < 0)
+				rc = 1;
+		for (int s = 0; s < S && !rc; s++)
+			for (int i = 0; i < PROMPT; i++)
+				rows[r++] = (struct engine_row){ slots[s], (int32_t)((s * 7919 + i * 104729) % e->n_sample), i,
+								 i == PROMPT - 1 };
+		if (!rc)
+			rc = e->ops->forward(e, rows, (size_t)r, lg);
+		int64_t t0 = 0;
+		for (int step = 0; step < steps + 2 && !rc; step++) {
+			if (step == 2)
+				t0 = clock_now_ns();
+			for (int s = 0; s < S; s++)
+				rows[s] = (struct engine_row){ slots[s], (int32_t)((step * 31 + s * 17) % e->n_sample),
+							       PROMPT + step, true };
+			rc = e->ops->forward(e, rows, (size_t)S, lg);
+		}
+		if (!rc) {
+			double ms = (double)(clock_now_ns() - t0) / 1e6 / steps;
+			printf("gguf streams=%d ms_per_pass=%.3f tok_s=%.1f\n", S, ms, S * 1000.0 / ms);
+		}
+		for (int s = 0; s < S; s++)
+			if (slots[s] >= 0)
+				e->ops->slot_free(e, slots[s]);
+	}
+	if (rc)
+		fprintf(stderr, "perf_cuda_engine: gguf: %s: a pass failed (%d)\n", path, rc);
+	free(rows);
+	free(lg);
+	free(slots);
+	engine_destroy(e);
+	return rc ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	char name[256], err[512];
@@ -335,17 +496,46 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	const char *which = argc > 1 ? argv[1] : "all";
+	if (strcmp(which, "gguf") == 0) {
+		if (argc < 3) {
+			fprintf(stderr, "usage: perf_cuda_engine gguf FILE [STREAMS (e.g. 1,8,32)] [STEPS]\n");
+			return 2;
+		}
+		return gguf_bench(argv[2], argc > 3 ? argv[3] : "1,8,32", argc > 4 ? atoi(argv[4]) : 64);
+	}
+	if (strcmp(which, "profile") == 0) { /* profile 0.8b|9b bf16|q8_0 STREAMS MASK COLS PDL */
+		if (argc < 8) {
+			fprintf(stderr, "usage: perf_cuda_engine profile 0.8b|9b bf16|q8_0 STREAMS MASK COLS PDL\n");
+			return 2;
+		}
+		return profile(strcmp(argv[2], "9b") == 0 ? &perf_shape_9b : &perf_shape_08b,
+			       strcmp(argv[3], "q8_0") == 0 ? GGUF_TENSOR_Q8_0 : GGUF_TENSOR_BF16, atoi(argv[4]), atoi(argv[5]),
+			       atoi(argv[6]), atoi(argv[7]));
+	}
+	if (strcmp(which, "masks") == 0) { /* masks [0.8b|9b|all] */
+		const char *w = argc > 2 ? argv[2] : "0.8b";
+		int rc = 0;
+		if (strcmp(w, "9b") != 0) {
+			rc |= masks("0.8B-shape BF16", &perf_shape_08b, GGUF_TENSOR_BF16);
+			rc |= masks("0.8B-shape Q8_0", &perf_shape_08b, GGUF_TENSOR_Q8_0);
+		}
+		if (strcmp(w, "0.8b") != 0) {
+			rc |= masks("9B-shape BF16", &perf_shape_9b, GGUF_TENSOR_BF16);
+			rc |= masks("9B-shape Q8_0", &perf_shape_9b, GGUF_TENSOR_Q8_0);
+		}
+		return rc;
+	}
 	only_streams = argc > 2 ? atoi(argv[2]) : 0;
 	printf("device: %s, %.1f GiB; device-to-device copy %.2f TB/s (read + write counted)\n\n", name,
 	       (double)to / 1073741824.0, bw / 1e12);
 	int rc = 0;
 	if (strcmp(which, "9b") != 0) {
-		rc |= run("0.8B-shape BF16", &q08, GGUF_TENSOR_BF16, bw);
-		rc |= run("0.8B-shape Q8_0", &q08, GGUF_TENSOR_Q8_0, bw);
+		rc |= run("0.8B-shape BF16", &perf_shape_08b, GGUF_TENSOR_BF16, bw);
+		rc |= run("0.8B-shape Q8_0", &perf_shape_08b, GGUF_TENSOR_Q8_0, bw);
 	}
 	if (strcmp(which, "0.8b") != 0) {
-		rc |= run("9B-shape BF16", &q9, GGUF_TENSOR_BF16, bw);
-		rc |= run("9B-shape Q8_0", &q9, GGUF_TENSOR_Q8_0, bw);
+		rc |= run("9B-shape BF16", &perf_shape_9b, GGUF_TENSOR_BF16, bw);
+		rc |= run("9B-shape Q8_0", &perf_shape_9b, GGUF_TENSOR_Q8_0, bw);
 	}
 	return rc;
 }

@@ -2,6 +2,7 @@
  *
  *   perf_model [--threads N] [--steps N] [--isa auto|avx512|avx2|portable] [--model FILE.gguf]... [--json]
  *   perf_model --write-tiny PATH | --write-100m PATH [--type T]
+ *   perf_model --write-shape 0.8b|9b PATH [--type T]
  *   perf_model --model FILE.gguf --greedy TEXT [--steps N]
  *   perf_model --model FILE.gguf --logits N OUT
  *   perf_model --import-hf DIR OUT.gguf [--type T]
@@ -17,6 +18,8 @@
  * llama.cpp on the same file; --logits writes teacher-forced logits of N fixed ids (for the KL
  * divergence against llama.cpp, tests/perf/kl_vs_llama.sh). --write-* write the two benchmark models and exit; --import-hf
  * converts a Hugging Face Qwen3.5 text checkpoint to GGUF (without tokenizer keys).
+ * --write-shape writes a random model of Qwen3.5-0.8B's or 9B's shape (shapes.h; the tiny
+ * vocabulary padded to the real 248320 tokens), the GPU comparison's files (cuda_vs_llama.sh).
  * Tokens/s = rows decoded / wall time of the passes (clock_now_ns). Run by `meson test
  * --benchmark --suite perf`, never in the default test run. */
 #include <errno.h>
@@ -33,6 +36,7 @@
 #include "model/safetensors.h"
 #include "model/tiny.h"
 #include "text/tokenizer.h"
+#include "shapes.h"
 
 static const struct model_config c100 = {
 	.n_embd = 768, .n_layer = 12, .n_ff = 2816, .n_head = 8, .n_head_kv = 2, .head_dim = 64,
@@ -226,6 +230,7 @@ out:
 int main(int argc, char **argv)
 {
 	const char *greedy_text = NULL, *write_tiny = NULL, *write_100m = NULL, *hf_dir = NULL, *hf_out = NULL;
+	const char *shape = NULL, *write_shape = NULL;
 	const char *logits_out = NULL;
 	int logits_n = 0;
 	uint32_t hf_type = GGUF_TENSOR_F32;
@@ -251,6 +256,9 @@ int main(int argc, char **argv)
 			write_tiny = argv[++i];
 		else if (strcmp(argv[i], "--write-100m") == 0 && i + 1 < argc)
 			write_100m = argv[++i];
+		else if (strcmp(argv[i], "--write-shape") == 0 && i + 2 < argc &&
+			 (strcmp(argv[i + 1], "0.8b") == 0 || strcmp(argv[i + 1], "9b") == 0))
+			shape = argv[i + 1], write_shape = argv[i + 2], i += 2;
 		else if (strcmp(argv[i], "--import-hf") == 0 && i + 2 < argc)
 			hf_dir = argv[i + 1], hf_out = argv[i + 2], i += 2;
 		else if (strcmp(argv[i], "--type") == 0 && i + 1 < argc) {
@@ -264,6 +272,7 @@ int main(int argc, char **argv)
 		else {
 			fprintf(stderr, "usage: perf_model [--threads N] [--steps N] [--isa auto|avx512|avx2|portable] [--model FILE.gguf]... [--json]\n"
 					"       perf_model --write-tiny PATH | --write-100m PATH [--type T]\n"
+					"       perf_model --write-shape 0.8b|9b PATH [--type T]\n"
 					"       perf_model --model FILE.gguf --greedy TEXT [--steps N]\n"
 					"       perf_model --model FILE.gguf --logits N OUT\n"
 					"       perf_model --import-hf DIR OUT.gguf [--type T]\n"
@@ -284,6 +293,15 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		printf("wrote %s (%s matrices)\n", hf_out, gguf_type_name(hf_type));
+		return 0;
+	}
+	if (write_shape) {
+		const struct model_config *c = strcmp(shape, "9b") == 0 ? &perf_shape_9b : &perf_shape_08b;
+		if (model_write_random_vocab(write_shape, c, hf_type, 11, c->n_vocab, err0, sizeof(err0))) {
+			fprintf(stderr, "perf_model: %s\n", err0);
+			return 1;
+		}
+		printf("wrote %s (%s shape, %s matrices, %d tokens)\n", write_shape, shape, gguf_type_name(hf_type), c->n_vocab);
 		return 0;
 	}
 	if (write_tiny || write_100m) {

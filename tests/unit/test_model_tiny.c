@@ -18,6 +18,59 @@
 #include "test.h"
 
 
+/* The tiny vocabulary padded to a real model's width: every learnt id, bos and eos as in the
+ * tiny model, then unused tokens up to n_vocab rows of the embedding and the output matrix;
+ * text encodes to learnt ids only and the model runs. */
+static void check_padded_vocab(const char *dir, const struct model_config *tiny_c, const struct tokenizer *tiny_tk)
+{
+	char p[160], err[512] = "";
+	snprintf(p, sizeof(p), "%s/padded.gguf", dir);
+	struct model_config c = *tiny_c;
+	if (!CHECK_EQ_INT(model_write_random_vocab(p, &c, GGUF_TENSOR_BF16, 5, 1500, err, sizeof(err)), 0)) {
+		fprintf(stderr, "%s\n", err);
+		return;
+	}
+	struct model *m = model_load(p, 2, err, sizeof(err));
+	if (!CHECK(m != NULL)) {
+		fprintf(stderr, "%s\n", err);
+		unlink(p);
+		return;
+	}
+	CHECK_EQ_INT(model_get_config(m)->n_vocab, 1500);
+	const struct gguf *g = model_gguf(m);
+	CHECK_EQ_INT((long)gguf_tensor_find(g, "output.weight")->ne[1], 1500);
+	struct tokenizer *tk = tok_load_gguf(g, err, sizeof(err));
+	if (CHECK(tk != NULL)) {
+		size_t tiny_n = tok_vocab_size(tiny_tk);
+		CHECK_EQ_INT((long)tok_vocab_size(tk), 1500);
+		CHECK_EQ_INT(tok_eos(tk), tok_eos(tiny_tk));
+		CHECK_EQ_STR(tok_piece(tk, (int32_t)tiny_n - 1), tok_piece(tiny_tk, (int32_t)tiny_n - 1));
+		CHECK_EQ_STR(tok_piece(tk, 1499), "<|unused_987|>");
+		CHECK_EQ_INT(tok_token_type(tk, 1499), TOK_TYPE_UNUSED);
+		int32_t *a = NULL, *b = NULL;
+		size_t na = 0, nb = 0;
+		const char *text = "Hello, how are you? <|unused_3|>";
+		CHECK_EQ_INT(tok_encode(tk, text, strlen(text), false, true, &a, &na), 0);
+		CHECK_EQ_INT(tok_encode(tiny_tk, text, strlen(text), false, true, &b, &nb), 0);
+		CHECK(na == nb && na > 0 && memcmp(a, b, na * sizeof(int32_t)) == 0);
+		free(a);
+		free(b);
+		struct model_state *s = model_state_create(m, 1, 16);
+		int32_t tok[2] = { 5, 1400 }, sl[2] = { 0, 0 };
+		uint8_t want[2] = { 0, 1 };
+		float *lg = malloc(sizeof(float) * 1500);
+		struct model_batch bt = { 2, tok, sl, NULL, want };
+		CHECK(s && lg && model_forward(m, s, &bt, lg) == 0 && isfinite(lg[1499]));
+		free(lg);
+		model_state_destroy(s);
+		tok_destroy(tk);
+	} else {
+		fprintf(stderr, "%s\n", err);
+	}
+	model_free(m);
+	unlink(p);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/sixi-test-tiny-XXXXXX", p1[128], p2[128], err[512];
@@ -59,6 +112,7 @@ int main(void)
 	CHECK_EQ_INT(tok_encode(tk, prompt, strlen(prompt), false, true, &ids, &n_ids), 0);
 	CHECK(n_ids > 5 && n_ids < 60);
 	CHECK_EQ_INT(ids[0], tok_find(tk, "<|im_start|>"));
+	check_padded_vocab(dir, c, tk);
 
 	/* Greedy: incremental decode vs recomputing the whole prefix each step (fresh slot). */
 	int steps = 8, V = c->n_vocab;

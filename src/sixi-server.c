@@ -60,7 +60,11 @@ static void usage(FILE *f)
 		"  --straggler-frac F      wait this fraction of the last pass time (default 0.2)\n"
 		"  --straggler-min-ms MS   clamp (default 4)\n"
 		"  --straggler-max-ms MS   clamp (default 40)\n"
-		"  --prefill-chunk N       prompt rows per pass (default 512)\n"
+		"  --prefill-chunk N       most prompt rows of a pass, taken while nothing else waits\n"
+		"                          (default 512)\n"
+		"  --prefill-budget-ms MS  device time of a pass while a short prompt or a decoding stream\n"
+		"                          waits (default 0: six predicted decode steps, from the measured\n"
+		"                          pass costs)\n"
 		"  --no-interleave         the old way, for comparison: prompts prefilled one at a time in\n"
 		"                          arrival order (a new request waits for every prompt ahead of it),\n"
 		"                          prompt chunks and decode rows in separate passes\n"
@@ -377,6 +381,11 @@ int main(int argc, char **argv)
 			NEEDV();
 			r = args_i64(a, v, 1, 1 << 20, &iv, err, sizeof err);
 			cfg.sched.prefill_chunk = (int32_t)iv;
+		} else if (strcmp(a, "--prefill-budget-ms") == 0) {
+			NEEDV();
+			double ms = 0;
+			r = args_double(a, v, 0, 600000, &ms, err, sizeof err);
+			cfg.sched.prefill_budget_ns = (int64_t)(ms * 1e6);
 		} else if (strcmp(a, "--chat-template") == 0) {
 			NEEDV();
 			cfg.chat_template_path = v;

@@ -1,0 +1,76 @@
+#!/bin/sh
+# agents_sim.sh — the release notes' agents scenario on the simulated Thor: 16 agents, each
+# loading a 17.8k-token document (starts 8 simulated seconds apart) and asking 2 follow-ups;
+# document TTFT ("cold load") and follow-up waits in simulated seconds, for the default
+# prefill rule, the old FIFO prefill (--no-interleave) and any server given in BASE (a
+# sixi-server binary of another commit, e.g. before time-sized chunks).
+#
+#   tests/perf/agents_sim.sh [RUNS] [TIME_SCALE]     (defaults 3, 20)
+#
+# Every simulated cost scales with TIME_SCALE, so the figures are in simulated seconds; a
+# larger scale runs faster and leaves more to the host's timer. Servers listen on
+# 127.0.0.1, are stopped by PID, and every client run is bounded by timeout(1).
+# Prints a Markdown table, one row per server and run.
+set -u
+B="${SIXI_BUILD_ROOT:-build}"
+RUNS="${1:-3}"
+SCALE="${2:-20}"
+BENCH="$B/src/sixi-bench"
+PY=/usr/bin/python3
+for p in "$B/src/sixi-server" "$BENCH"; do [ -x "$p" ] || { echo "SKIP: $p not built"; exit 77; }; done
+T=$(mktemp -d /tmp/sixi-agents-XXXXXX)
+PID=""
+cleanup() {
+	[ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+STAGGER=$("$PY" -c "print(8 / $SCALE)")
+
+one() { # label server args...
+	label=$1
+	srv=$2
+	shift 2
+	rm -f "$T/port"
+	"$srv" --simulate thor --time-scale "$SCALE" --host 127.0.0.1 --port 0 --port-file "$T/port" "$@" \
+		2>"$T/server.log" &
+	PID=$!
+	i=0
+	while [ ! -s "$T/port" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+	[ -s "$T/port" ] || { echo "server did not start"; cat "$T/server.log"; exit 1; }
+	timeout 900 "$BENCH" agents --url "http://127.0.0.1:$(cat "$T/port")" --model sim-thor --agents 16 \
+		--doc-tokens 17800 --followups 2 --warmup 0 --stagger "$STAGGER" --db "$T/bench.db" --no-plots \
+		--json --quiet >"$T/out.json" 2>"$T/bench.err" || { echo "sixi-bench failed:"; cat "$T/bench.err"; exit 1; }
+	kill -TERM "$PID"
+	wait "$PID" 2>/dev/null
+	PID=""
+	"$PY" - "$T/out.json" "$label" "$SCALE" <<'PY'
+import json, sys
+def find(x, k):
+    if isinstance(x, dict):
+        if k in x: return x[k]
+        for v in x.values():
+            r = find(v, k)
+            if r is not None: return r
+    if isinstance(x, list):
+        for v in x:
+            r = find(v, k)
+            if r is not None: return r
+d, s = json.load(open(sys.argv[1])), float(sys.argv[3])
+print("| %s | %.1f | %.2f | %.2f | %s |" % (sys.argv[2], find(d, "doc_ttft_median_s") * s,
+      find(d, "followup_wait_median_s") * s, find(d, "followup_wait_max_s") * s, find(d, "valid")))
+PY
+}
+
+echo "sixi-bench agents --agents 16 --doc-tokens 17800 --followups 2 --stagger $STAGGER against" \
+	"sixi-server --simulate thor --time-scale $SCALE; simulated seconds; $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg)"
+echo
+echo "| server | document TTFT median | follow-up wait median | follow-up wait max | valid |"
+echo "|---|---:|---:|---:|---|"
+r=0
+while [ $r -lt "$RUNS" ]; do
+	one "time-sized chunks (default)" "$B/src/sixi-server"
+	one "--no-interleave" "$B/src/sixi-server" --no-interleave
+	[ -n "${BASE:-}" ] && one "BASE (default)" "$BASE"
+	r=$((r + 1))
+done

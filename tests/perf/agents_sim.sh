@@ -8,7 +8,11 @@
 #   tests/perf/agents_sim.sh [RUNS] [TIME_SCALE]     (defaults 3, 20)
 #
 # Every simulated cost scales with TIME_SCALE, so the figures are in simulated seconds; a
-# larger scale runs faster and leaves more to the host's timer. Servers listen on
+# larger scale runs faster and leaves more to the host's timer. ENGINE replaces the
+# simulated device by other server arguments (then give TIME_SCALE 1), e.g. the GPU engine:
+#   ENGINE="--model M.gguf --device cuda --parallel 32 --context 20480" STAGGER=0.5 \
+#     tests/perf/agents_sim.sh 2 1
+# (STAGGER: real seconds between agents, default 8 simulated seconds). Servers listen on
 # 127.0.0.1, are stopped by PID, and every client run is bounded by timeout(1).
 # Prints a Markdown table, one row per server and run.
 set -u
@@ -25,20 +29,22 @@ cleanup() {
 	rm -rf "$T"
 }
 trap cleanup EXIT
-STAGGER=$("$PY" -c "print(8 / $SCALE)")
+STAGGER="${STAGGER:-$("$PY" -c "print(8 / $SCALE)")}"
+ENGINE="${ENGINE:---simulate thor --time-scale $SCALE}"
 
 one() { # label server args...
 	label=$1
 	srv=$2
 	shift 2
 	rm -f "$T/port"
-	"$srv" --simulate thor --time-scale "$SCALE" --host 127.0.0.1 --port 0 --port-file "$T/port" "$@" \
+	# shellcheck disable=SC2086 # ENGINE is a list of arguments
+	"$srv" $ENGINE --host 127.0.0.1 --port 0 --port-file "$T/port" "$@" \
 		2>"$T/server.log" &
 	PID=$!
 	i=0
-	while [ ! -s "$T/port" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+	while [ ! -s "$T/port" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done
 	[ -s "$T/port" ] || { echo "server did not start"; cat "$T/server.log"; exit 1; }
-	timeout 900 "$BENCH" agents --url "http://127.0.0.1:$(cat "$T/port")" --model sim-thor --agents 16 \
+	timeout 900 "$BENCH" agents --url "http://127.0.0.1:$(cat "$T/port")" --model m --agents 16 \
 		--doc-tokens 17800 --followups 2 --warmup 0 --stagger "$STAGGER" --db "$T/bench.db" --no-plots \
 		--json --quiet >"$T/out.json" 2>"$T/bench.err" || { echo "sixi-bench failed:"; cat "$T/bench.err"; exit 1; }
 	kill -TERM "$PID"
@@ -63,7 +69,7 @@ PY
 }
 
 echo "sixi-bench agents --agents 16 --doc-tokens 17800 --followups 2 --stagger $STAGGER against" \
-	"sixi-server --simulate thor --time-scale $SCALE; simulated seconds; $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg)"
+	"sixi-server $ENGINE; seconds x $SCALE; $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg)"
 echo
 echo "| server | document TTFT median | follow-up wait median | follow-up wait max | valid |"
 echo "|---|---:|---:|---:|---|"

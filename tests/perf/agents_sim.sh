@@ -12,7 +12,9 @@
 # simulated device by other server arguments (then give TIME_SCALE 1), e.g. the GPU engine:
 #   ENGINE="--model M.gguf --device cuda --parallel 32 --context 20480" STAGGER=0.5 \
 #     tests/perf/agents_sim.sh 2 1
-# (STAGGER: real seconds between agents, default 8 simulated seconds). Servers listen on
+# (STAGGER: real seconds between agents, default 8 simulated seconds). MODE=sweep runs
+# `sixi-bench sweep --concurrency 32 --max-tokens 64 --rounds 3` instead (aggregate tok/s
+# at 32 decode streams, times TIME_SCALE), to show throughput unchanged by the prefill rule. Servers listen on
 # 127.0.0.1, are stopped by PID, and every client run is bounded by timeout(1).
 # Prints a Markdown table, one row per server and run.
 set -u
@@ -44,6 +46,17 @@ one() { # label server args...
 	i=0
 	while [ ! -s "$T/port" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done
 	[ -s "$T/port" ] || { echo "server did not start"; cat "$T/server.log"; exit 1; }
+	if [ "${MODE:-agents}" = sweep ]; then
+		timeout 900 "$BENCH" sweep --url "http://127.0.0.1:$(cat "$T/port")" --model m --concurrency 32 \
+			--max-tokens 64 --rounds 3 --warmup 1 --db "$T/bench.db" --no-plots --json --quiet >"$T/out.json" \
+			2>"$T/bench.err" || { echo "sixi-bench failed:"; cat "$T/bench.err"; exit 1; }
+		kill -TERM "$PID"
+		wait "$PID" 2>/dev/null
+		PID=""
+		"$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); L=d['levels'][0]; print('| %s | %.1f | %s |' % (sys.argv[2], L['aggregate_tok_s'] / float(sys.argv[3]), L['valid']))" \
+			"$T/out.json" "$label" "$SCALE"
+		return
+	fi
 	timeout 900 "$BENCH" agents --url "http://127.0.0.1:$(cat "$T/port")" --model m --agents 16 \
 		--doc-tokens 17800 --followups 2 --warmup 0 --stagger "$STAGGER" --db "$T/bench.db" --no-plots \
 		--json --quiet >"$T/out.json" 2>"$T/bench.err" || { echo "sixi-bench failed:"; cat "$T/bench.err"; exit 1; }
@@ -68,15 +81,23 @@ print("| %s | %.1f | %.2f | %.2f | %s |" % (sys.argv[2], find(d, "doc_ttft_media
 PY
 }
 
-echo "sixi-bench agents --agents 16 --doc-tokens 17800 --followups 2 --stagger $STAGGER against" \
-	"sixi-server $ENGINE; seconds x $SCALE; $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg)"
-echo
-echo "| server | document TTFT median | follow-up wait median | follow-up wait max | valid |"
-echo "|---|---:|---:|---:|---|"
+if [ "${MODE:-agents}" = sweep ]; then
+	echo "sixi-bench sweep --concurrency 32 --max-tokens 64 --rounds 3 --warmup 1 against sixi-server $ENGINE;" \
+		"tok/s / $SCALE; $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg)"
+	echo
+	echo "| server | aggregate tok/s at 32 streams | valid |"
+	echo "|---|---:|---|"
+else
+	echo "sixi-bench agents --agents 16 --doc-tokens 17800 --followups 2 --stagger $STAGGER against" \
+		"sixi-server $ENGINE; seconds x $SCALE; $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg)"
+	echo
+	echo "| server | document TTFT median | follow-up wait median | follow-up wait max | valid |"
+	echo "|---|---:|---:|---:|---|"
+fi
 r=0
 while [ $r -lt "$RUNS" ]; do
 	one "time-sized chunks (default)" "$B/src/sixi-server"
-	one "--no-interleave" "$B/src/sixi-server" --no-interleave
+	[ "${MODE:-agents}" = sweep ] || one "--no-interleave" "$B/src/sixi-server" --no-interleave
 	[ -n "${BASE:-}" ] && one "BASE (default)" "$BASE"
 	r=$((r + 1))
 done

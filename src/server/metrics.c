@@ -158,7 +158,7 @@ int metrics_render(struct metrics *m, const struct metrics_gauges *g, struct buf
 		    "What a snapshot ring of the same depth takes (the rollback's baseline; 0 without speculation).",
 		    g->mem_snapshot_ring);
 	rc |= seconds(out, "sixi_prefill_budget_seconds",
-		      "Device time a pass may take while a short prompt or a decoding stream waits.",
+		      "Device time a pass may take while a short prompt or a new turn waits (8x with decoding streams only).",
 		      LOAD(prefill_budget_ns));
 	rc |= seconds(out, "sixi_pass_cost_base_seconds", "Fitted pass cost: per pass.", LOAD(cost_base_ns));
 	rc |= seconds(out, "sixi_pass_cost_decode_row_seconds", "Fitted pass cost: per row with logits.",

@@ -117,14 +117,15 @@ size_t prefill_rows_within(const struct prefill_model *m, size_t decode_rows, do
 	return n < cap ? n : cap;
 }
 
-int prefill_pressure(const struct prefill_want *w, size_t n, size_t decode_rows, int64_t passes_since_finish)
+enum prefill_pressure prefill_pressure(const struct prefill_want *w, size_t n, size_t decode_rows,
+				       int64_t passes_since_finish)
 {
-	if (decode_rows > 0 || passes_since_finish < PREFILL_AFTER_TURN)
-		return 1;
+	if (passes_since_finish < PREFILL_AFTER_TURN)
+		return PREFILL_WAITING;
 	for (size_t i = 0; i < n; i++)
 		if (w[i].left <= PREFILL_SHORT_ROWS)
-			return 1;
-	return 0;
+			return PREFILL_WAITING;
+	return decode_rows > 0 ? PREFILL_DECODING : PREFILL_IDLE;
 }
 
 static int cmp_left(const void *a, const void *b)

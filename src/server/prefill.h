@@ -8,10 +8,12 @@
  * time: whenever something else waits on the device, a pass stays within the budget.
  *
  * The rule (prefill_plan):
- *   - Pressure: rows that decode in the pass, a prompt of at most PREFILL_SHORT_ROWS rows
- *     left, or a sequence that finished in the last PREFILL_AFTER_TURN passes (its next
- *     turn is usually on its way). Under pressure the prompt rows of a pass are those that
- *     fit the budget (at least PREFILL_MIN_ROWS); without it, up to the row cap.
+ *   - Pressure, in three steps: a prompt of at most PREFILL_SHORT_ROWS rows left, or a
+ *     sequence that finished in the last PREFILL_AFTER_TURN passes (its next turn is
+ *     usually on its way), waits: the prompt rows of a pass are those that fit the budget
+ *     (at least PREFILL_MIN_ROWS). Only decoding streams wait: PREFILL_DECODING_FACTOR x
+ *     the budget (each of their tokens is slowed, not a first token held back, so prefill
+ *     throughput counts more). Nothing waits: up to the row cap.
  *   - Order: fewest rows left first (a follow-up is a short prompt, so it goes before more
  *     chunks of long documents, whole, even past the budget); ties by arrival.
  *   - No starvation: a prompt left out of PREFILL_STARVE_PASSES passes in a row gets
@@ -30,6 +32,7 @@
 #define PREFILL_STARVE_PASSES 8  /* passes left out in a row before the starvation grant */
 #define PREFILL_AFTER_TURN 4     /* passes after a sequence finishes that count as pressure */
 #define PREFILL_BUDGET_STEPS 6.0 /* default budget: this many predicted one-row decode steps */
+#define PREFILL_DECODING_FACTOR 8.0 /* budget multiple when only decoding streams wait */
 
 struct prefill_cost {
 	double base_ns;       /* per pass (weights read once) */
@@ -65,8 +68,14 @@ struct prefill_want {
 	size_t grant;         /* rows in this pass */
 	void *seq;            /* the caller's */
 };
-/* Whether a pass is under pressure (see the top). */
-int prefill_pressure(const struct prefill_want *w, size_t n, size_t decode_rows, int64_t passes_since_finish);
+enum prefill_pressure {
+	PREFILL_IDLE,     /* only prompts of more than PREFILL_SHORT_ROWS rows: up to the row cap */
+	PREFILL_DECODING, /* decoding streams too: PREFILL_DECODING_FACTOR x the budget */
+	PREFILL_WAITING,  /* a short prompt, or a turn just ended: the budget */
+};
+/* How much a pass is pressed (see the top). */
+enum prefill_pressure prefill_pressure(const struct prefill_want *w, size_t n, size_t decode_rows,
+				       int64_t passes_since_finish);
 /* Grants rows to w[0..n) by the rule above (w is sorted: fewest rows left first); rows is
  * the pass's prompt-row allowance. Returns the rows granted: at most rows, except that the
  * first prompt, when short, is taken whole and starvation grants come on top of it. */

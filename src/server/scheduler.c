@@ -613,8 +613,11 @@ static size_t build_pass(struct sched *s, size_t *n_rows_out)
 	size_t cap = (size_t)s->cfg.prefill_chunk, rows = cap;
 	double budget = prefill_budget_ns(&s->cost, (double)s->cfg.prefill_budget_ns);
 	metrics_set(s->m, prefill_budget_ns, (int64_t)budget);
-	if (prefill_pressure(s->wants, n_wants, n_decode + (size_t)s->n_sampling,
-			     s->passes_started - s->last_finish_pass))
+	int pressure = prefill_pressure(s->wants, n_wants, n_decode + (size_t)s->n_sampling,
+					s->passes_started - s->last_finish_pass);
+	if (pressure == PREFILL_DECODING)
+		budget *= PREFILL_DECODING_FACTOR;
+	if (pressure != PREFILL_IDLE)
 		rows = prefill_rows_within(&s->cost, n_decode, budget, PREFILL_MIN_ROWS, cap);
 	prefill_plan(s->wants, n_wants, rows);
 	for (size_t i = 0; i < n_wants; i++) {

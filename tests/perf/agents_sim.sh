@@ -12,7 +12,8 @@
 # simulated device by other server arguments (then give TIME_SCALE 1), e.g. the GPU engine:
 #   ENGINE="--model M.gguf --device cuda --parallel 32 --context 20480" STAGGER=0.5 \
 #     tests/perf/agents_sim.sh 2 1
-# (STAGGER: real seconds between agents, default 8 simulated seconds). MODE=sweep runs
+# (STAGGER: real seconds between agents, default 8 simulated seconds; AGENTS and DOC
+# override 16 and 17800). MODE=sweep runs
 # `sixi-bench sweep --concurrency 32 --max-tokens 64 --rounds 3` instead (aggregate tok/s
 # at 32 decode streams, times TIME_SCALE), to show throughput unchanged by the prefill rule. Servers listen on
 # 127.0.0.1, are stopped by PID, and every client run is bounded by timeout(1).
@@ -33,6 +34,8 @@ cleanup() {
 trap cleanup EXIT
 STAGGER="${STAGGER:-$("$PY" -c "print(8 / $SCALE)")}"
 ENGINE="${ENGINE:---simulate thor --time-scale $SCALE}"
+AGENTS="${AGENTS:-16}"
+DOC="${DOC:-17800}"
 
 one() { # label server args...
 	label=$1
@@ -57,8 +60,8 @@ one() { # label server args...
 			"$T/out.json" "$label" "$SCALE"
 		return
 	fi
-	timeout 900 "$BENCH" agents --url "http://127.0.0.1:$(cat "$T/port")" --model m --agents 16 \
-		--doc-tokens 17800 --followups 2 --warmup 0 --stagger "$STAGGER" --db "$T/bench.db" --no-plots \
+	timeout 900 "$BENCH" agents --url "http://127.0.0.1:$(cat "$T/port")" --model m --agents "$AGENTS" \
+		--doc-tokens "$DOC" --followups 2 --warmup 0 --stagger "$STAGGER" --db "$T/bench.db" --no-plots \
 		--json --quiet >"$T/out.json" 2>"$T/bench.err" || { echo "sixi-bench failed:"; cat "$T/bench.err"; exit 1; }
 	kill -TERM "$PID"
 	wait "$PID" 2>/dev/null
@@ -88,7 +91,7 @@ if [ "${MODE:-agents}" = sweep ]; then
 	echo "| server | aggregate tok/s at 32 streams | valid |"
 	echo "|---|---:|---|"
 else
-	echo "sixi-bench agents --agents 16 --doc-tokens 17800 --followups 2 --stagger $STAGGER against" \
+	echo "sixi-bench agents --agents $AGENTS --doc-tokens $DOC --followups 2 --stagger $STAGGER against" \
 		"sixi-server $ENGINE; seconds x $SCALE; $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg)"
 	echo
 	echo "| server | document TTFT median | follow-up wait median | follow-up wait max | valid |"

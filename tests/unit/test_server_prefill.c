@@ -79,13 +79,15 @@ static void test_budget(void)
 static void test_pressure(void)
 {
 	struct prefill_want w[2] = { { .left = 5000 }, { .left = 300 } };
-	CHECK_EQ_INT(prefill_pressure(w, 2, 0, 100), 0);
-	CHECK_EQ_INT(prefill_pressure(w, 2, 1, 100), 1);                      /* a decoding stream */
-	CHECK_EQ_INT(prefill_pressure(w, 2, 0, PREFILL_AFTER_TURN - 1), 1);   /* a turn just ended */
-	CHECK_EQ_INT(prefill_pressure(w, 2, 0, PREFILL_AFTER_TURN), 0);
-	w[1].left = PREFILL_SHORT_ROWS;                                       /* a short prompt */
-	CHECK_EQ_INT(prefill_pressure(w, 2, 0, 100), 1);
-	CHECK_EQ_INT(prefill_pressure(NULL, 0, 0, 100), 0);
+	CHECK_EQ_INT(prefill_pressure(w, 2, 0, 100), PREFILL_IDLE);
+	CHECK_EQ_INT(prefill_pressure(w, 2, 1, 100), PREFILL_DECODING);                   /* a decoding stream */
+	CHECK_EQ_INT(prefill_pressure(w, 2, 1, PREFILL_AFTER_TURN - 1), PREFILL_WAITING); /* a turn just ended */
+	CHECK_EQ_INT(prefill_pressure(w, 2, 0, PREFILL_AFTER_TURN - 1), PREFILL_WAITING);
+	CHECK_EQ_INT(prefill_pressure(w, 2, 0, PREFILL_AFTER_TURN), PREFILL_IDLE);
+	w[1].left = PREFILL_SHORT_ROWS;                                                   /* a short prompt */
+	CHECK_EQ_INT(prefill_pressure(w, 2, 0, 100), PREFILL_WAITING);
+	CHECK_EQ_INT(prefill_pressure(w, 2, 3, 100), PREFILL_WAITING);
+	CHECK_EQ_INT(prefill_pressure(NULL, 0, 0, 100), PREFILL_IDLE);
 }
 
 static size_t grant_of(const struct prefill_want *w, size_t n, uint64_t order)

@@ -447,7 +447,7 @@ static void test_groups(void)
 
 /* Chunks sized by time (prefill.h). Alone, a long prompt takes the row cap each pass (the
  * fewest passes there can be); beside a decoding stream, on a device whose prompt rows cost
- * 5 ms, each pass stays within a 517 ms budget: (517 - 85 - 1.2) / 5 = 86 rows, fewer when
+ * 5 ms, each pass stays within 8 x a 65 ms budget: (520 - 85 - 1.2) / 5 = 86 rows, fewer when
  * the measured passes run long (a loaded machine), never fewer than 16; the last chunk,
  * once short, goes whole. The decoding
  * stream outlasts the prompt by far (2000 tokens against ~24 passes), so every chunk is
@@ -472,7 +472,7 @@ static void test_time_chunks(void)
 	CHECK_EQ_INT(r.m.prefill_wait_short.count, 0);
 	stop(&r);
 
-	sc.prefill_budget_ns = 517000000;
+	sc.prefill_budget_ns = 65000000; /* x 8 beside decoding streams only: 520 ms */
 	if (!CHECK(start_cost(&r, &sc, 4, 5.0) == 0))
 		return;
 	struct sched_seq *dec = submit(&r, "decoding", 2000, 0, 1, NULL);
@@ -500,14 +500,14 @@ static void test_time_chunks(void)
 			small += r.m.prefill_chunk_rows.counts[i];
 	}
 	pthread_mutex_unlock(&r.m.lock);
-	printf("2000-row prompt beside a decoding stream: %llu chunks (budget 517 ms, ~86 rows each)\n",
+	printf("2000-row prompt beside a decoding stream: %llu chunks (budget 8 x 65 ms, ~86 rows each)\n",
 	       (unsigned long long)chunks);
 	CHECK(chunks >= 2000 / 87);
 	CHECK(chunks <= 2000 / 16 + 1);
 	/* none above 128 rows but the last, taken whole once short (at most 256 rows left) */
 	CHECK(small + 1 >= chunks + before);
 	CHECK_EQ_INT(below_short, chunks + before);
-	CHECK_EQ_INT(atomic_load(&r.m.prefill_budget_ns), 517000000);
+	CHECK_EQ_INT(atomic_load(&r.m.prefill_budget_ns), 65000000);
 	/* the fit keeps prompt rows near the 5 ms set, far from the preset's 0.75 ms */
 	CHECK(atomic_load(&r.m.cost_prompt_row_ns) > 2000000);
 	stop(&r);

@@ -604,8 +604,14 @@ static size_t build_pass(struct sched *s, size_t *n_rows_out)
 		return n_members; /* the old way: decode passes carry no prompt rows */
 	}
 	size_t n_decode = n_rows, n_wants = 0;
+	int64_t since_finish = s->passes_started - s->last_finish_pass;
 	for (size_t i = 0; i < s->n_seqs; i++) {
 		struct sched_seq *q = s->seqs[i];
+		/* a stream whose token of this pass (or of the one being sampled) is its last by
+		 * length: its turn ends now, and its next one should not find a long pass */
+		if ((q->state == S_RUNNING || q->state == S_SAMPLING) && q->n_chunk == 0 &&
+		    q->n_gen + 2 + q->n_draft >= q->max_tokens)
+			since_finish = 0;
 		if (q->state == S_PREFILL)
 			s->wants[n_wants++] = (struct prefill_want){ .left = prompt_end(q) - q->n_fed, .skipped = q->skipped,
 								     .order = q->order, .seq = q };
@@ -613,8 +619,7 @@ static size_t build_pass(struct sched *s, size_t *n_rows_out)
 	size_t cap = (size_t)s->cfg.prefill_chunk, rows = cap;
 	double budget = prefill_budget_ns(&s->cost, (double)s->cfg.prefill_budget_ns);
 	metrics_set(s->m, prefill_budget_ns, (int64_t)budget);
-	int pressure = prefill_pressure(s->wants, n_wants, n_decode + (size_t)s->n_sampling,
-					s->passes_started - s->last_finish_pass);
+	int pressure = prefill_pressure(s->wants, n_wants, n_decode + (size_t)s->n_sampling, since_finish);
 	if (pressure == PREFILL_DECODING)
 		budget *= PREFILL_DECODING_FACTOR;
 	if (pressure != PREFILL_IDLE)

@@ -9,8 +9,9 @@
  *
  * The rule (prefill_plan):
  *   - Pressure, in three steps: a prompt of at most PREFILL_SHORT_ROWS rows left, or a
- *     sequence that finished in the last PREFILL_AFTER_TURN passes (its next turn is
- *     usually on its way), waits: the prompt rows of a pass are those that fit the budget
+ *     sequence that finished in the last PREFILL_AFTER_TURN passes or is sampling its last
+ *     tokens by length (its next turn is usually on its way; the scheduler says so by
+ *     passes_since_finish 0), waits: the prompt rows of a pass are those that fit the budget
  *     (at least PREFILL_MIN_ROWS). Only decoding streams wait: PREFILL_DECODING_FACTOR x
  *     the budget (each of their tokens is slowed, not a first token held back, so prefill
  *     throughput counts more). Nothing waits: up to the row cap.

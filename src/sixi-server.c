@@ -74,7 +74,12 @@ static const struct args_opt options[] = {
 			"wait this fraction of the last pass time (default 0.2)"),
 	ARGS_TIME_OPT("--straggler-min-ms", "MS", O, cfg.sched.straggler_min_ns, 0, 10000, 1e6, 0, "clamp (default 4)"),
 	ARGS_TIME_OPT("--straggler-max-ms", "MS", O, cfg.sched.straggler_max_ns, 0, 10000, 1e6, 0, "clamp (default 40)"),
-	ARGS_INT_OPT("--prefill-chunk", "N", O, cfg.sched.prefill_chunk, 1, 1 << 20, 0, "prompt rows per pass (default 512)"),
+	ARGS_INT_OPT("--prefill-chunk", "N", O, cfg.sched.prefill_chunk, 1, 1 << 20, 0,
+		     "most prompt rows of a pass, taken while nothing else waits\n(default 512)"),
+	ARGS_TIME_OPT("--prefill-budget-ms", "MS", O, cfg.sched.prefill_budget_ns, 0, 600000, 1e6, 0,
+		      "device time of a pass while a short prompt or a new turn waits,\n"
+		      "8x while only decoding streams do (default 0: six predicted\n"
+		      "decode steps, from the measured pass costs)"),
 	ARGS_FLAG_OPT("--no-interleave", O, cfg.sched.interleave, false, 0,
 		      "the old way, for comparison: prompts prefilled one at a time in\n"
 		      "arrival order (a new request waits for every prompt ahead of it),\n"

@@ -84,6 +84,8 @@ struct engine {
 	const char *chat_template; /* Jinja source the model ships, or NULL (ChatML is used) */
 	const char *bos_text;      /* text of the BOS token for templates, or NULL */
 	const char *eos_text;      /* text of the EOS token for templates, or NULL */
+	/* a prior for the scheduler's pass-cost model (prefill.h), device ns; 0: none given */
+	double cost_base_ns, cost_decode_row_ns, cost_prompt_row_ns;
 	_Atomic int64_t state_copies; /* recurrent-state copies made by forward passes: must stay 0 */
 	/* bytes of the state pool by part (0 where the backend has none): attention KV cache, GDN
 	 * states, conv windows, the rollback log (or ring), and a snapshot ring of the same depth */

@@ -9,6 +9,7 @@
 static const double rows_bounds[] = { 1, 2, 4, 8, 16, 24, 32, 48, 64, 128, 256, 512, 1024, 2048 };
 static const double pass_bounds[] = { 0.001, 0.005, 0.01, 0.02, 0.05, 0.085, 0.1, 0.15, 0.2, 0.5, 1, 2, 5 };
 static const double queue_bounds[] = { 0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300 };
+static const double first_bounds[] = { 0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 30, 60, 120, 300 };
 static const double wait_bounds[] = { 0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.024, 0.032, 0.04 };
 
 static void hist_init(struct metrics_hist *h, const double *b, int n)
@@ -27,6 +28,10 @@ void metrics_init(struct metrics *m)
 	hist_init(&m->pass_seconds, pass_bounds, N(pass_bounds));
 	hist_init(&m->queue_seconds, queue_bounds, N(queue_bounds));
 	hist_init(&m->straggler_wait_seconds, wait_bounds, N(wait_bounds));
+	hist_init(&m->prefill_wait_short, first_bounds, N(first_bounds));
+	hist_init(&m->prefill_wait_long, first_bounds, N(first_bounds));
+	hist_init(&m->prefill_chunk_rows, rows_bounds, N(rows_bounds));
+	hist_init(&m->pass_prompt_rows, rows_bounds, N(rows_bounds));
 #undef N
 }
 
@@ -59,20 +64,37 @@ static int gauge(struct buf *out, const char *name, const char *help, int64_t v)
 	return buf_printf(out, "# HELP %s %s\n# TYPE %s gauge\n%s %lld\n", name, help, name, name, (long long)v);
 }
 
-static int hist(struct buf *out, const char *name, const char *help, const struct metrics_hist *h)
+/* The series of one histogram; label is "" or `key="value",`. */
+static int hist_series(struct buf *out, const char *name, const char *label, const struct metrics_hist *h)
 {
-	int rc = buf_printf(out, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+	int rc = 0;
 	uint64_t cum = 0;
 	for (int i = 0; i <= h->n_bounds && rc == 0; i++) {
 		cum += h->counts[i];
 		if (i < h->n_bounds)
-			rc = buf_printf(out, "%s_bucket{le=\"%g\"} %llu\n", name, h->bounds[i], (unsigned long long)cum);
+			rc = buf_printf(out, "%s_bucket{%sle=\"%g\"} %llu\n", name, label, h->bounds[i],
+					(unsigned long long)cum);
 		else
-			rc = buf_printf(out, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)cum);
+			rc = buf_printf(out, "%s_bucket{%sle=\"+Inf\"} %llu\n", name, label, (unsigned long long)cum);
 	}
-	if (rc == 0)
+	size_t n = strlen(label);
+	if (rc == 0 && n == 0)
 		rc = buf_printf(out, "%s_sum %.9g\n%s_count %llu\n", name, h->sum, name, (unsigned long long)h->count);
+	else if (rc == 0) /* the label without its trailing comma */
+		rc = buf_printf(out, "%s_sum{%.*s} %.9g\n%s_count{%.*s} %llu\n", name, (int)n - 1, label, h->sum, name,
+				(int)n - 1, label, (unsigned long long)h->count);
 	return rc;
+}
+
+static int hist(struct buf *out, const char *name, const char *help, const struct metrics_hist *h)
+{
+	int rc = buf_printf(out, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+	return rc ? rc : hist_series(out, name, "", h);
+}
+
+static int seconds(struct buf *out, const char *name, const char *help, int64_t ns)
+{
+	return buf_printf(out, "# HELP %s %s\n# TYPE %s gauge\n%s %.9g\n", name, help, name, name, (double)ns / 1e9);
 }
 
 #define LOAD(f) atomic_load_explicit(&m->f, memory_order_relaxed)
@@ -135,11 +157,26 @@ int metrics_render(struct metrics *m, const struct metrics_gauges *g, struct buf
 	rc |= gauge(out, "sixi_snapshot_ring_bytes",
 		    "What a snapshot ring of the same depth takes (the rollback's baseline; 0 without speculation).",
 		    g->mem_snapshot_ring);
+	rc |= seconds(out, "sixi_prefill_budget_seconds",
+		      "Device time a pass may take while a short prompt or a new turn waits (8x with decoding streams only).",
+		      LOAD(prefill_budget_ns));
+	rc |= seconds(out, "sixi_pass_cost_base_seconds", "Fitted pass cost: per pass.", LOAD(cost_base_ns));
+	rc |= seconds(out, "sixi_pass_cost_decode_row_seconds", "Fitted pass cost: per row with logits.",
+		      LOAD(cost_decode_row_ns));
+	rc |= seconds(out, "sixi_pass_cost_prompt_row_seconds", "Fitted pass cost: per prompt row.",
+		      LOAD(cost_prompt_row_ns));
 	pthread_mutex_lock(&m->lock);
 	rc |= hist(out, "sixi_rows_per_pass", "Rows per forward pass.", &m->rows_per_pass);
 	rc |= hist(out, "sixi_pass_seconds", "Forward pass time.", &m->pass_seconds);
 	rc |= hist(out, "sixi_queue_seconds", "Time from arrival to a state slot.", &m->queue_seconds);
 	rc |= hist(out, "sixi_straggler_wait_seconds", "Length of each straggler wait.", &m->straggler_wait_seconds);
+	rc |= buf_printf(out, "# HELP sixi_prefill_wait_seconds Time from arrival to the first token, by kind: short "
+			 "(at most 256 prompt rows to prefill) or long.\n# TYPE sixi_prefill_wait_seconds histogram\n");
+	rc |= hist_series(out, "sixi_prefill_wait_seconds", "kind=\"short\",", &m->prefill_wait_short);
+	rc |= hist_series(out, "sixi_prefill_wait_seconds", "kind=\"long\",", &m->prefill_wait_long);
+	rc |= hist(out, "sixi_prefill_chunk_rows", "Prompt rows of one sequence in one pass.", &m->prefill_chunk_rows);
+	rc |= hist(out, "sixi_pass_prompt_rows", "Prompt rows of each pass (passes with none included).",
+		   &m->pass_prompt_rows);
 	pthread_mutex_unlock(&m->lock);
 	return rc ? -ENOMEM : 0;
 }

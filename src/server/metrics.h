@@ -47,16 +47,25 @@ struct metrics {
 	_Atomic uint64_t vote_samples_cancelled; /* samples stopped once their vote was decided */
 	_Atomic uint64_t vote_tokens_saved;   /* max_tokens budget those samples left unspent */
 	_Atomic uint64_t vote_ties;           /* votes that ended without a majority */
+	_Atomic int64_t prefill_budget_ns;    /* the pass budget in force (prefill.h), device ns */
+	_Atomic int64_t cost_base_ns;         /* the pass-cost model's current fit, device ns */
+	_Atomic int64_t cost_decode_row_ns;
+	_Atomic int64_t cost_prompt_row_ns;
 	_Atomic int last_pass_failed;         /* 1 while the latest pass failed: /health says so */
 	struct metrics_hist rows_per_pass;
 	struct metrics_hist pass_seconds;
 	struct metrics_hist queue_seconds;
 	struct metrics_hist straggler_wait_seconds;
+	struct metrics_hist prefill_wait_short;  /* arrival to first token, <= 256 prompt rows to prefill */
+	struct metrics_hist prefill_wait_long;   /* the same, longer prompts */
+	struct metrics_hist prefill_chunk_rows;  /* one sequence's prompt rows in one pass */
+	struct metrics_hist pass_prompt_rows;    /* prompt rows of each pass */
 };
 
 void metrics_init(struct metrics *m);
 void metrics_finish(struct metrics *m);
 void metrics_observe(struct metrics *m, struct metrics_hist *h, double v);
+#define metrics_set(m, field, v) atomic_store_explicit(&(m)->field, (v), memory_order_relaxed)
 #define metrics_add(m, field, n) atomic_fetch_add_explicit(&(m)->field, (uint64_t)(n), memory_order_relaxed)
 
 /* Gauges the server knows at render time. */

@@ -3,9 +3,11 @@
  *   operations, the forward pass and sampling a row, run without it. A
  *   sequence in S_RUNNING belongs to the executor, in S_SAMPLING to the
  *   sampler, so their token arrays and text need no lock while there.
- * - Prompt chunks (interleave on): the chunk budget goes to the sequences with
- *   the fewest prompt rows left first, so a short follow-up is not stuck
- *   behind a long document; every ready decoding sequence rides along.
+ * - Prompt chunks (interleave on): prefill.h sizes them by time and orders them
+ *   (fewest prompt rows left first, so a short follow-up is not stuck behind a
+ *   long document; a prompt left out too long gets a few rows); every ready
+ *   decoding sequence rides along. The pass-cost model is refitted after every
+ *   pass from its measured time.
  *   Interleave off reproduces the old behaviour for comparison: prompts are
  *   prefilled one at a time in arrival order, so a new request waits for every
  *   prompt ahead of it; each chunk is a pass of its own, alternating with
@@ -20,6 +22,7 @@
 #include "server/scheduler.h"
 #include "server/engine.h"
 #include "server/metrics.h"
+#include "server/prefill.h"
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -61,6 +64,7 @@ struct sched_seq {
 	int slot;
 	size_t n_fed;             /* positions consumed by the engine */
 	size_t n_chunk;           /* rows in the current pass */
+	int64_t skipped;          /* passes in a row that took none of its prompt rows */
 	int64_t n_gen;            /* ids sampled */
 	bool cancelled;
 	int refs;                 /* caller + scheduler */
@@ -145,6 +149,10 @@ struct sched {
 	struct sched_seq **members; /* (cap_members) */
 	size_t cap_members;
 	struct sampler_scratch exec_sc; /* draft sampling on the executor */
+	struct prefill_want *wants; /* (cap_wants) prompts in prefill, for prefill_plan */
+	size_t cap_wants;
+	struct prefill_model cost; /* pass time by rows, device ns (executor) */
+	int64_t last_finish_pass;  /* passes_started when a sequence last finished */
 };
 
 void sched_config_default(struct sched_config *c)
@@ -200,6 +208,7 @@ static void seq_finish(struct sched *s, struct sched_seq *q, enum sched_finish w
 	if (q->finish == SCHED_RUNNING)
 		q->finish = why;
 	q->state = S_FINISHED;
+	s->last_finish_pass = s->passes_started;
 	if (why == SCHED_CANCELLED)
 		metrics_add(s->m, requests_cancelled, 1);
 	if (q->n_kids > 0)
@@ -525,15 +534,6 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
-static int cmp_remaining(const void *a, const void *b)
-{
-	const struct sched_seq *x = *(struct sched_seq *const *)a, *y = *(struct sched_seq *const *)b;
-	size_t rx = x->n_prompt - x->n_fed, ry = y->n_prompt - y->n_fed;
-	if (rx != ry)
-		return rx < ry ? -1 : 1;
-	return x->order < y->order ? -1 : x->order > y->order;
-}
-
 /* Adds the rows of q's next prompt chunk (at most budget rows). */
 static size_t add_chunk(struct sched *s, struct sched_seq *q, size_t budget, size_t *n_rows)
 {
@@ -557,8 +557,9 @@ static size_t build_pass(struct sched *s, size_t *n_rows_out)
 {
 	size_t n_members = 0, n_rows = 0;
 	size_t need = s->n_seqs * (1 + (size_t)(s->cfg.spec_draft_max > 0 ? s->cfg.spec_draft_max : 0)) +
-		      (size_t)s->cfg.prefill_chunk + 1;
+		      (size_t)s->cfg.prefill_chunk + PREFILL_SHORT_ROWS + 1;
 	if (grow((void **)&s->rows, &s->cap_rows, need, sizeof *s->rows) != 0 ||
+	    grow((void **)&s->wants, &s->cap_wants, s->n_seqs + 1, sizeof *s->wants) != 0 ||
 	    grow((void **)&s->keep, &s->cap_keep, need, 1) != 0 ||
 	    grow((void **)&s->members, &s->cap_members, s->n_seqs + 1, sizeof *s->members) != 0)
 		return 0;
@@ -602,21 +603,42 @@ static size_t build_pass(struct sched *s, size_t *n_rows_out)
 		*n_rows_out = n_rows;
 		return n_members; /* the old way: decode passes carry no prompt rows */
 	}
-	size_t first_prefill_member = n_members;
-	for (size_t i = 0; i < s->n_seqs; i++)
-		if (s->seqs[i]->state == S_PREFILL)
-			s->members[n_members++] = s->seqs[i];
-	qsort(s->members + first_prefill_member, n_members - first_prefill_member, sizeof *s->members,
-	      cmp_remaining);
-	size_t budget = (size_t)s->cfg.prefill_chunk;
-	size_t kept = first_prefill_member;
-	for (size_t i = first_prefill_member; i < n_members && budget > 0; i++) {
-		budget -= add_chunk(s, s->members[i], budget, &n_rows);
-		s->members[kept++] = s->members[i];
+	size_t n_decode = n_rows, n_wants = 0;
+	int64_t since_finish = s->passes_started - s->last_finish_pass;
+	for (size_t i = 0; i < s->n_seqs; i++) {
+		struct sched_seq *q = s->seqs[i];
+		/* a stream whose token of this pass (or of the one being sampled) is its last by
+		 * length: its turn ends now, and its next one should not find a long pass */
+		if ((q->state == S_RUNNING || q->state == S_SAMPLING) && q->n_chunk == 0 &&
+		    q->n_gen + 2 + q->n_draft >= q->max_tokens)
+			since_finish = 0;
+		if (q->state == S_PREFILL)
+			s->wants[n_wants++] = (struct prefill_want){ .left = prompt_end(q) - q->n_fed, .skipped = q->skipped,
+								     .order = q->order, .seq = q };
+	}
+	size_t cap = (size_t)s->cfg.prefill_chunk, rows = cap;
+	double budget = prefill_budget_ns(&s->cost, (double)s->cfg.prefill_budget_ns);
+	metrics_set(s->m, prefill_budget_ns, (int64_t)budget);
+	int pressure = prefill_pressure(s->wants, n_wants, n_decode + (size_t)s->n_sampling, since_finish);
+	if (pressure == PREFILL_DECODING)
+		budget *= PREFILL_DECODING_FACTOR;
+	if (pressure != PREFILL_IDLE)
+		rows = prefill_rows_within(&s->cost, n_decode, budget, PREFILL_MIN_ROWS, cap);
+	prefill_plan(s->wants, n_wants, rows);
+	for (size_t i = 0; i < n_wants; i++) {
+		struct sched_seq *q = s->wants[i].seq;
+		if (s->wants[i].grant == 0) {
+			q->skipped++;
+			continue;
+		}
+		q->skipped = 0;
+		add_chunk(s, q, s->wants[i].grant, &n_rows);
+		s->members[n_members++] = q;
 		metrics_add(s->m, prefill_chunks, 1);
+		metrics_observe(s->m, &s->m->prefill_chunk_rows, (double)s->wants[i].grant);
 	}
 	*n_rows_out = n_rows;
-	return kept;
+	return n_members;
 }
 
 static bool has_work(struct sched *s)
@@ -696,6 +718,14 @@ static void *exec_main(void *arg)
 		int64_t dt = clock_now_ns() - t0;
 		pthread_mutex_lock(&s->lock);
 		s->last_pass_ns = dt;
+		if (rc == 0) {
+			double scale = s->e->time_scale > 0 ? s->e->time_scale : 1;
+			prefill_model_observe(&s->cost, n_want, n_rows - n_want, (double)dt * scale);
+			metrics_set(s->m, cost_base_ns, (int64_t)s->cost.cost.base_ns);
+			metrics_set(s->m, cost_decode_row_ns, (int64_t)s->cost.cost.decode_row_ns);
+			metrics_set(s->m, cost_prompt_row_ns, (int64_t)s->cost.cost.prompt_row_ns);
+		}
+		metrics_observe(s->m, &s->m->pass_prompt_rows, (double)(n_rows - n_want));
 		metrics_add(s->m, passes, 1);
 		if (rc != 0)
 			metrics_add(s->m, pass_errors, 1);
@@ -733,8 +763,12 @@ static void *exec_main(void *arg)
 				q->state = q->cancelled ? (seq_finish(s, q, SCHED_CANCELLED), S_FINISHED) : S_PREFILL;
 				continue;
 			}
-			if (q->first_pass < 0)
+			if (q->first_pass < 0) {
 				q->first_pass = pass_no;
+				bool shrt = q->n_prompt - (size_t)q->cached_tokens <= PREFILL_SHORT_ROWS;
+				metrics_observe(s->m, shrt ? &s->m->prefill_wait_short : &s->m->prefill_wait_long,
+						(double)(clock_now_ns() - q->t_arrive_ns) / 1e9);
+			}
 			items[k] = (struct batch_item){ q, logits + lrow * n_logits };
 			k++;
 			lrow += 1 + (size_t)(q->n_chunk > 0 ? 0 : q->n_draft);
@@ -1009,6 +1043,9 @@ struct sched *sched_create(struct engine *e, const struct sched_config *c, struc
 	if (s->cfg.prefill_chunk < 1)
 		s->cfg.prefill_chunk = 1;
 	s->m = m;
+	struct prefill_cost prior = { e->cost_base_ns, e->cost_decode_row_ns, e->cost_prompt_row_ns };
+	prefill_model_init(&s->cost, &prior);
+	s->last_finish_pass = -(int64_t)PREFILL_AFTER_TURN;
 	s->notify = notify;
 	s->notify_arg = notify_arg;
 	s->ret = calloc((size_t)e->n_slots, sizeof *s->ret);
@@ -1079,6 +1116,7 @@ void sched_destroy(struct sched *s)
 	free(s->rows);
 	free(s->keep);
 	free(s->members);
+	free(s->wants);
 	sampler_scratch_finish(&s->exec_sc);
 	pthread_cond_destroy(&s->exec_cv);
 	pthread_cond_destroy(&s->samp_cv);

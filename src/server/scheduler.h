@@ -1,7 +1,8 @@
 /* scheduler (sched_*) — continuous batching over an engine (engine.h).
  *
  * Two threads. The executor builds each pass from one row per ready decoding
- * sequence plus prompt rows up to a chunk budget, and runs it without holding
+ * sequence plus prompt rows sized by time (prefill.h: within a budget of device time
+ * whenever something else waits, fewest rows left first), and runs it without holding
  * the scheduler lock. The sampler turns each pass's logits into tokens, one row
  * after another (sampling, detokenising, stop strings), and marks each sequence
  * ready again. Before a pass the executor waits for sequences still being
@@ -32,7 +33,9 @@ struct sched_config {
 	double straggler_frac;    /* of the last pass time (0.2) */
 	int64_t straggler_min_ns; /* clamp, in real (unscaled) time: 4 ms */
 	int64_t straggler_max_ns; /* 40 ms */
-	int32_t prefill_chunk;    /* prompt rows per pass */
+	int32_t prefill_chunk;    /* most prompt rows of a pass (prefill.h: taken when nothing else waits) */
+	int64_t prefill_budget_ns; /* device time of a pass while something waits (prefill.h); 0: six
+				    * predicted decode steps */
 	bool interleave;          /* decode rows of other sequences run between prompt chunks */
 	bool prefix_cache;        /* keep finished sequences' slots to reuse their prefix */
 	int32_t spec_draft_max;   /* speculative decoding (spec.h): drafts of up to this many tokens

@@ -388,6 +388,9 @@ struct engine *sim_engine_create(const struct sim_config *c)
 	s->base.n_ctx = c->n_ctx;
 	s->base.n_slots = c->n_slots;
 	s->base.time_scale = c->time_scale;
+	s->base.cost_base_ns = sim_pass_ns(c, 0, 0); /* the cost model is linear: the fit can be exact */
+	s->base.cost_decode_row_ns = c->decode_row_ns;
+	s->base.cost_prompt_row_ns = c->prefill_row_ns;
 	atomic_init(&s->base.state_copies, 0);
 	return &s->base;
 }

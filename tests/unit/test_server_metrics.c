@@ -23,6 +23,12 @@ int main(void)
 	metrics_observe(&m, &m.rows_per_pass, 20);
 	metrics_observe(&m, &m.rows_per_pass, 5000);
 	metrics_observe(&m, &m.straggler_wait_seconds, 0.003);
+	metrics_observe(&m, &m.prefill_wait_short, 0.2);
+	metrics_observe(&m, &m.prefill_wait_long, 40);
+	metrics_observe(&m, &m.prefill_wait_long, 50);
+	metrics_observe(&m, &m.prefill_chunk_rows, 86);
+	metrics_set(&m, prefill_budget_ns, 517000000);
+	metrics_set(&m, cost_prompt_row_ns, 750000);
 	struct metrics_gauges g = { .active_sequences = 7, .waiting_requests = 2, .connections = 9, .ready = 1 };
 	struct buf b;
 	buf_init(&b);
@@ -43,6 +49,17 @@ int main(void)
 	CHECK_EQ_INT((int)value(b.data, "sixi_rows_per_pass_count"), 3);
 	CHECK_EQ_INT((int)value(b.data, "sixi_straggler_wait_seconds_bucket{le=\"0.002\"}"), 0);
 	CHECK_EQ_INT((int)value(b.data, "sixi_straggler_wait_seconds_bucket{le=\"0.004\"}"), 1);
+	/* One histogram in two labelled series, its HELP and TYPE once. */
+	CHECK_EQ_INT((int)value(b.data, "sixi_prefill_wait_seconds_bucket{kind=\"short\",le=\"0.25\"}"), 1);
+	CHECK_EQ_INT((int)value(b.data, "sixi_prefill_wait_seconds_bucket{kind=\"long\",le=\"30\"}"), 0);
+	CHECK_EQ_INT((int)value(b.data, "sixi_prefill_wait_seconds_bucket{kind=\"long\",le=\"60\"}"), 2);
+	CHECK_NEAR(value(b.data, "sixi_prefill_wait_seconds_sum{kind=\"long\"}"), 90, 1e-12);
+	CHECK_EQ_INT((int)value(b.data, "sixi_prefill_wait_seconds_count{kind=\"short\"}"), 1);
+	const char *t = strstr(b.data, "# TYPE sixi_prefill_wait_seconds histogram\n");
+	CHECK(t && !strstr(t + 1, "# TYPE sixi_prefill_wait_seconds "));
+	CHECK_EQ_INT((int)value(b.data, "sixi_prefill_chunk_rows_bucket{le=\"128\"}"), 1);
+	CHECK_NEAR(value(b.data, "sixi_prefill_budget_seconds"), 0.517, 1e-12);
+	CHECK_NEAR(value(b.data, "sixi_pass_cost_prompt_row_seconds"), 0.00075, 1e-12);
 	/* Every metric has HELP and TYPE lines. */
 	CHECK(strstr(b.data, "# TYPE sixi_pass_seconds histogram\n") != NULL);
 	CHECK(strstr(b.data, "# TYPE sixi_requests_total counter\n") != NULL);

@@ -19,11 +19,14 @@ struct run {
 	struct metrics m;
 };
 
-static int start(struct run *r, const struct sched_config *sc, int slots)
+/* prefill_row_ms > 0 replaces the preset's prompt-row cost. */
+static int start_cost(struct run *r, const struct sched_config *sc, int slots, double prefill_row_ms)
 {
 	struct sim_config c;
 	if (sim_config_preset("thor", &c) != 0)
 		return -1;
+	if (prefill_row_ms > 0)
+		c.prefill_row_ns = prefill_row_ms * 1e6;
 	c.time_scale = 50;
 	c.n_slots = slots;
 	c.n_ctx = 4096;
@@ -31,6 +34,11 @@ static int start(struct run *r, const struct sched_config *sc, int slots)
 	r->e = sim_engine_create(&c);
 	r->s = r->e ? sched_create(r->e, sc, &r->m, NULL, NULL) : NULL;
 	return r->s ? 0 : -1;
+}
+
+static int start(struct run *r, const struct sched_config *sc, int slots)
+{
+	return start_cost(r, sc, slots, 0);
 }
 
 static void stop(struct run *r)
@@ -437,8 +445,77 @@ static void test_groups(void)
 	stop(&r);
 }
 
+/* Chunks sized by time (prefill.h). Alone, a long prompt takes the row cap each pass (the
+ * fewest passes there can be); beside a decoding stream, on a device whose prompt rows cost
+ * 5 ms, each pass stays within 8 x a 65 ms budget: (520 - 85 - 1.2) / 5 = 86 rows, fewer when
+ * the measured passes run long (a loaded machine), never fewer than 16; the last chunk,
+ * once short, goes whole. The decoding
+ * stream outlasts the prompt by far (2000 tokens against ~24 passes), so every chunk is
+ * taken under pressure; the bounds hold however slowly the machine runs. */
+static void test_time_chunks(void)
+{
+	struct sched_config sc;
+	sched_config_default(&sc);
+	char longp[4000];
+	memset(longp, 'y', 3999);
+	longp[3999] = 0;
+	struct run r;
+	if (!CHECK(start(&r, &sc, 4) == 0))
+		return;
+	struct sched_seq *q = submit(&r, longp, 1, 0, 1, NULL);
+	CHECK_EQ_INT(wait_done(&r, q, NULL).finish, SCHED_LENGTH);
+	sched_seq_release(r.s, q);
+	CHECK_EQ_INT(atomic_load(&r.m.prefill_chunks), 8); /* 3999 rows: 7 x 512 + 415 */
+	CHECK_EQ_INT(r.m.prefill_chunk_rows.count, 8);
+	CHECK_NEAR(r.m.prefill_chunk_rows.sum, 3999, 1e-12);
+	CHECK_EQ_INT(r.m.prefill_wait_long.count, 1);
+	CHECK_EQ_INT(r.m.prefill_wait_short.count, 0);
+	stop(&r);
+
+	sc.prefill_budget_ns = 65000000; /* x 8 beside decoding streams only: 520 ms */
+	if (!CHECK(start_cost(&r, &sc, 4, 5.0) == 0))
+		return;
+	struct sched_seq *dec = submit(&r, "decoding", 2000, 0, 1, NULL);
+	struct sched_status st = { 0 };
+	int64_t t0 = clock_now_ns();
+	while (st.completion_tokens == 0 && clock_now_ns() - t0 < 10000000000LL) {
+		CHECK_EQ_INT(sched_seq_take(r.s, dec, NULL, &st), 0);
+		clock_sleep_ns(200000);
+	}
+	uint64_t before = r.m.prefill_chunk_rows.count; /* the decoder's own prompt */
+	longp[2000] = 0; /* 2000 rows: few enough passes at the floor for a slow (valgrind) run */
+	q = submit(&r, longp, 1, 0, 1, NULL);
+	CHECK_EQ_INT(wait_done(&r, q, NULL).finish, SCHED_LENGTH);
+	CHECK_EQ_INT(sched_seq_take(r.s, dec, NULL, &st), 0);
+	CHECK_EQ_INT(st.finish, SCHED_RUNNING); /* still decoding: every chunk under pressure */
+	sched_seq_cancel(r.s, dec);
+	wait_done(&r, dec, NULL);
+	sched_seq_release(r.s, dec);
+	sched_seq_release(r.s, q);
+	pthread_mutex_lock(&r.m.lock);
+	uint64_t chunks = r.m.prefill_chunk_rows.count - before, small = 0, below_short = 0;
+	for (int i = 0; i < r.m.prefill_chunk_rows.n_bounds && r.m.prefill_chunk_rows.bounds[i] <= 256; i++) {
+		below_short += r.m.prefill_chunk_rows.counts[i];
+		if (r.m.prefill_chunk_rows.bounds[i] <= 128)
+			small += r.m.prefill_chunk_rows.counts[i];
+	}
+	pthread_mutex_unlock(&r.m.lock);
+	printf("2000-row prompt beside a decoding stream: %llu chunks (budget 8 x 65 ms, ~86 rows each)\n",
+	       (unsigned long long)chunks);
+	CHECK(chunks >= 2000 / 87);
+	CHECK(chunks <= 2000 / 16 + 1);
+	/* none above 128 rows but the last, taken whole once short (at most 256 rows left) */
+	CHECK(small + 1 >= chunks + before);
+	CHECK_EQ_INT(below_short, chunks + before);
+	CHECK_EQ_INT(atomic_load(&r.m.prefill_budget_ns), 65000000);
+	/* the fit keeps prompt rows near the 5 ms set, far from the preset's 0.75 ms */
+	CHECK(atomic_load(&r.m.cost_prompt_row_ns) > 2000000);
+	stop(&r);
+}
+
 int main(void)
 {
+	test_time_chunks();
 	test_groups();
 	test_batching();
 	test_stop_strings();

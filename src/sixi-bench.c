@@ -2,6 +2,7 @@
  * The option table below names the field of struct bench_args (bench/config.h)
  * that each option sets; main wires src/bench together, the work is in the modules. */
 #include "bench/arrival.h"
+#include "core/err.h"
 #include "bench/bench.h"
 #include "bench/config.h"
 #include "bench/dist.h"
@@ -68,7 +69,7 @@ static int extra_json(const char *opt, const char *v, void *field, char *err, si
 	bool ok = cJSON_IsObject(j);
 	cJSON_Delete(j);
 	if (!ok) {
-		snprintf(err, errlen, "%s: '%s' is not a JSON object (e.g. '{\"top_k\": 20}')", opt, v);
+		err_set(err, errlen, "%s: '%s' is not a JSON object (e.g. '{\"top_k\": 20}')", opt, v);
 		return -EINVAL;
 	}
 	*(const char **)field = v;
@@ -378,7 +379,7 @@ int main(int argc, char **argv)
 	char *frozen = bench_cfg_json(&o);
 	struct bench *b = frozen ? bench_create(&o.cfg, cmd, frozen, err, sizeof err) : NULL;
 	if (!frozen)
-		snprintf(err, sizeof err, "out of memory");
+		err_set(err, sizeof err, "out of memory");
 	free(frozen);
 	if (!b) {
 		fprintf(stderr, "sixi-bench: %s\n", err);
@@ -391,7 +392,7 @@ int main(int argc, char **argv)
 	int64_t run = bench_run_id(b);
 	if (rc == 0 && bench_store_errors(b)) {
 		rc = -EIO;
-		snprintf(err, sizeof err, "%d measured row(s) could not be stored: the run is incomplete",
+		err_set(err, sizeof err, "%d measured row(s) could not be stored: the run is incomplete",
 			 bench_store_errors(b));
 	}
 	bench_destroy(b, rc ? "failed" : "done");

@@ -2,6 +2,7 @@
  * Each row of the table names the field of struct eval_opts it sets (a quick run
  * fills struct eval_quick, eval/quick.h); the work is in src/eval/, datasets/, grade/. */
 #include "core/log.h"
+#include "core/err.h"
 #include "grade/grade.h"
 #include "datasets/import.h"
 #include "eval/kl.h"
@@ -82,7 +83,7 @@ static int percent_points(const char *opt, const char *v, void *field, char *err
 	char *end;
 	double d = strtod(v, &end);
 	if (!v[0] || *end || !(d > 0 && d < 100)) {
-		snprintf(err, errlen, "%s needs percentage points in (0, 100), e.g. 10, got '%s'", opt, v);
+		err_set(err, errlen, "%s needs percentage points in (0, 100), e.g. 10, got '%s'", opt, v);
 		return -EINVAL;
 	}
 	*(double *)field = d / 100;
@@ -94,7 +95,7 @@ static int frozen(const char *opt, const char *v, void *field, char *err, size_t
 {
 	(void)v;
 	(void)field;
-	snprintf(err, errlen,
+	err_set(err, errlen,
 		 "%s cannot change on a resume: a run's configuration (workers, repeats, sampling, time-outs) is frozen "
 		 "when it starts and a resume uses it; resume without %s, or start a new run",
 		 opt, opt);
@@ -190,7 +191,7 @@ static int cmd_run(struct eval_opts *c, const char *proto_path)
 		cJSON *q = eval_quick_protocol(&c->quick);
 		p = q ? eval_protocol_parse(q, NULL, err, sizeof err) : NULL;
 		if (!q)
-			snprintf(err, sizeof err, "out of memory");
+			err_set(err, sizeof err, "out of memory");
 		cJSON_Delete(q);
 	}
 	if (!p) {

@@ -1,6 +1,7 @@
 /* sixi-report — statistics and reports computed from stored rows only.
  * Parses arguments and wires src/report and src/stats together; see README.md. */
 #include "core/args.h"
+#include "core/err.h"
 #include "core/log.h"
 #include "core/json.h"
 #include "report/build.h"
@@ -46,7 +47,7 @@ static int parse_formats(const char *opt, const char *v, void *field, char *err,
 			out = 1u << 31;
 	}
 	if (!out || out == 1u << 31) {
-		snprintf(err, errlen, "%s: '%s' is not a list of md, html, csv", opt, v);
+		err_set(err, errlen, "%s: '%s' is not a list of md, html, csv", opt, v);
 		return -EINVAL;
 	}
 	*(unsigned *)field = out;
@@ -130,7 +131,7 @@ static int cmd_report(const char *command, int argc, char **argv)
 			snprintf(base, sizeof base, "reports/%s", command);
 		rc = make_parent(base);
 		if (rc)
-			snprintf(err, sizeof err, "%s: cannot create its folder: %s", base, strerror(-rc));
+			err_set(err, sizeof err, "%s: cannot create its folder: %s", base, strerror(-rc));
 		else
 			rc = report_doc_render(d, base, formats, plots, note, sizeof note, err, sizeof err);
 		if (rc == 0) {

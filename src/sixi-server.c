@@ -3,6 +3,7 @@
  * the simulator's own memory model for --simulate), builds an engine (the real
  * model or the simulated device) and runs the server until SIGINT or SIGTERM. */
 #include "core/args.h"
+#include "core/err.h"
 #include "core/log.h"
 #include <cjson/cJSON.h>
 #include "server/engine.h"
@@ -138,7 +139,7 @@ static int weight_type(const char *opt, const char *v, void *field, char *err, s
 			*(uint32_t *)field = t;
 			return 0;
 		}
-	snprintf(err, errlen, "%s: unknown weight type '%s' (use F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, "
+	err_set(err, errlen, "%s: unknown weight type '%s' (use F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, "
 		 "Q5_K, Q6_K, IQ4_NL or IQ4_XS)", opt, v);
 	return -EINVAL;
 }

@@ -1,6 +1,7 @@
 /* arrival — see arrival.h. Trace files are read line by line, so a message can
  * name the line; a record is a complete line (no JSON spanning lines). */
 #include "bench/arrival.h"
+#include "core/err.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <gsl/gsl_randist.h>
@@ -26,7 +27,7 @@ int arrival_parse(const char *s, struct arrival *out, char *err, size_t errlen)
 		   a.burstiness > 0 && isfinite(a.burstiness)) {
 		a.kind = ARRIVAL_GAMMA;
 	} else {
-		snprintf(err, errlen,
+		err_set(err, errlen,
 			 "--arrival: '%s' is not an arrival process; use poisson, constant or gamma:B (B > 0 the "
 			 "burstiness: below 1 burstier than Poisson)", s);
 		return -EINVAL;
@@ -55,7 +56,7 @@ int arrival_parse_ramp(const char *s, struct arrival *out, char *err, size_t err
 		ok = end != p && *end == 0 && a.ramp_s > 0 && isfinite(a.ramp_s);
 	}
 	if (!ok) {
-		snprintf(err, errlen,
+		err_set(err, errlen,
 			 "--ramp: '%s' is not a ramp; use linear:FROM,SECONDS or exp:FROM,SECONDS (FROM > 0 requests/s "
 			 "at the start, SECONDS > 0 to reach --rps)", s);
 		return -EINVAL;
@@ -200,7 +201,7 @@ int arrival_trace_load(const char *path, double speed, size_t max_n, struct arri
 	memset(out, 0, sizeof *out);
 	FILE *f = fopen(path, "r");
 	if (!f) {
-		snprintf(err, errlen, "%s: cannot open the trace: %s", path, strerror(errno));
+		err_set(err, errlen, "%s: cannot open the trace: %s", path, strerror(errno));
 		return -ENOENT;
 	}
 	int c = fgetc(f);
@@ -225,7 +226,7 @@ int arrival_trace_load(const char *path, double speed, size_t max_n, struct arri
 			const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "timestamp");
 			if (!cJSON_IsObject(o) || !cJSON_IsNumber(v) || !isfinite(v->valuedouble)) {
 				cJSON_Delete(o);
-				snprintf(err, errlen,
+				err_set(err, errlen,
 					 "%s:%ld: not a Mooncake trace record; expected one JSON object per line with a "
 					 "numeric \"timestamp\" (ms) and optional \"input_length\", \"output_length\"",
 					 path, lineno);
@@ -242,7 +243,7 @@ int arrival_trace_load(const char *path, double speed, size_t max_n, struct arri
 				col_in = csv_column(line, "Request tokens");
 				col_out = csv_column(line, "Response tokens");
 				if (col_t < 0) {
-					snprintf(err, errlen,
+					err_set(err, errlen,
 						 "%s:%ld: not a BurstGPT CSV header; expected a first line naming the columns "
 						 "Timestamp (s), Request tokens, Response tokens (or a Mooncake JSONL trace)",
 						 path, lineno);
@@ -253,7 +254,7 @@ int arrival_trace_load(const char *path, double speed, size_t max_n, struct arri
 			}
 			char fld[64], *end;
 			if (!csv_field(line, col_t, fld, sizeof fld) || (ts = strtod(fld, &end), end == fld) || !isfinite(ts)) {
-				snprintf(err, errlen, "%s:%ld: the Timestamp column is not a number (seconds expected)", path,
+				err_set(err, errlen, "%s:%ld: the Timestamp column is not a number (seconds expected)", path,
 					 lineno);
 				rc = -EINVAL;
 				break;
@@ -264,7 +265,7 @@ int arrival_trace_load(const char *path, double speed, size_t max_n, struct arri
 				ol = atoll(fld) >= 1 ? atoll(fld) : -1;
 		}
 		if (ts < prev) {
-			snprintf(err, errlen,
+			err_set(err, errlen,
 				 "%s:%ld: timestamp %.3f s is before the previous record's %.3f s; a trace must be sorted "
 				 "by time (non-decreasing timestamps)", path, lineno, ts, prev);
 			rc = -EINVAL;
@@ -274,12 +275,12 @@ int arrival_trace_load(const char *path, double speed, size_t max_n, struct arri
 			first = ts;
 		prev = ts;
 		if ((rc = trace_push(out, &cap, (ts - first) / speed, in, ol)) != 0) {
-			snprintf(err, errlen, "out of memory reading %s", path);
+			err_set(err, errlen, "out of memory reading %s", path);
 			break;
 		}
 	}
 	if (!rc && out->n == 0) {
-		snprintf(err, errlen, "%s: the trace has no records", path);
+		err_set(err, errlen, "%s: the trace has no records", path);
 		rc = -EINVAL;
 	}
 	free(line);

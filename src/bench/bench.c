@@ -1,5 +1,6 @@
 /* bench — see bench.h. */
 #include "bench/bench.h"
+#include "core/err.h"
 #include "bench/prompt.h"
 #include "core/buf.h"
 #include "core/clock.h"
@@ -59,7 +60,7 @@ struct bench *bench_create(const struct bench_cfg *cfg, const char *workload, co
 {
 	struct bench *b = calloc(1, sizeof *b);
 	if (!b) {
-		snprintf(err, errlen, "out of memory");
+		err_set(err, errlen, "out of memory");
 		return NULL;
 	}
 	b->cfg = *cfg;
@@ -82,7 +83,7 @@ struct bench *bench_create(const struct bench_cfg *cfg, const char *workload, co
 				   .body = greet_body, .ud = b };
 	b->session = session_create(&so);
 	if (!b->session) {
-		snprintf(err, errlen, "out of memory");
+		err_set(err, errlen, "out of memory");
 		store_close(b->store);
 		free(b);
 		return NULL;
@@ -98,7 +99,7 @@ struct bench *bench_create(const struct bench_cfg *cfg, const char *workload, co
 	if (rc == 0)
 		rc = session_attach(b->session, b->store, b->run_id, err, errlen);
 	else
-		snprintf(err, errlen, "%s: cannot record the run: %s", cfg->db_path, store_errmsg(b->store));
+		err_set(err, errlen, "%s: cannot record the run: %s", cfg->db_path, store_errmsg(b->store));
 	if (rc) {
 		session_destroy(b->session);
 		store_close(b->store);
@@ -208,7 +209,7 @@ int bench_fingerprint(struct bench *b, bool *changed, char *err, size_t errlen)
 		rc = 0;
 	}
 	if (rc)
-		snprintf(err, errlen, "%s", rc == -ENOMEM ? "out of memory while taking the server's fingerprint" : ferr);
+		err_set(err, errlen, "%s", rc == -ENOMEM ? "out of memory while taking the server's fingerprint" : ferr);
 	return rc;
 }
 
@@ -228,7 +229,7 @@ int bench_calibrate(struct bench *b, char *err, size_t errlen)
 	if (rc)
 		return rc;
 	if (o.error) {
-		snprintf(err, errlen, "cannot calibrate prompt length: %s", o.error_detail);
+		err_set(err, errlen, "cannot calibrate prompt length: %s", o.error_detail);
 		oai_stream_finish(&o);
 		return -EPROTO;
 	}
@@ -248,7 +249,7 @@ int bench_warmup(struct bench *b, char *err, size_t errlen)
 	int rc = session_warmup(b->session, b->cfg.warmup, b->cfg.max_tokens < 32 ? b->cfg.max_tokens : 32,
 				b->cfg.first_byte_timeout_ms);
 	if (rc)
-		snprintf(err, errlen, "cannot send a warm-up request: %s", strerror(-rc));
+		err_set(err, errlen, "cannot send a warm-up request: %s", strerror(-rc));
 	return rc;
 }
 

@@ -1,5 +1,6 @@
 /* config — see config.h. */
 #include "bench/config.h"
+#include "core/err.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
@@ -40,11 +41,11 @@ static int check_url(struct bench_args *a, char *err, size_t errlen)
 {
 	struct bench_cfg *c = &a->cfg;
 	if (!c->url) {
-		snprintf(err, errlen, "--url is required (e.g. --url http://127.0.0.1:8080)");
+		err_set(err, errlen, "--url is required (e.g. --url http://127.0.0.1:8080)");
 		return -EINVAL;
 	}
 	if (strncmp(c->url, "http://", 7) != 0 && strncmp(c->url, "https://", 8) != 0) {
-		snprintf(err, errlen, "--url '%s' must start with http:// or https://", c->url);
+		err_set(err, errlen, "--url '%s' must start with http:// or https://", c->url);
 		return -EINVAL;
 	}
 	snprintf(a->url_buf, sizeof a->url_buf, "%s", c->url);
@@ -69,7 +70,7 @@ int bench_args_check(struct bench_args *a, char *err, size_t errlen)
 	if ((rc = check_url(a, err, errlen)) != 0)
 		return rc;
 	if (is(a, "replay") && !a->prompts) {
-		snprintf(err, errlen, "replay needs --prompts FILE (ShareGPT JSON or JSONL of conversations)");
+		err_set(err, errlen, "replay needs --prompts FILE (ShareGPT JSON or JSONL of conversations)");
 		return -EINVAL;
 	}
 	if (is(a, "search")) {
@@ -80,12 +81,12 @@ int bench_args_check(struct bench_args *a, char *err, size_t errlen)
 					  ? "--mode concurrency: --lo and --hi are whole numbers of streams"
 					  : NULL;
 		if (why) {
-			snprintf(err, errlen, "%s", why);
+			err_set(err, errlen, "%s", why);
 			return -EINVAL;
 		}
 	}
 	if (is(a, "rate") && !a->trace && (a->rps <= 0 || a->duration_s <= 0)) {
-		snprintf(err, errlen, "rate needs --rps R and --duration S (or --trace FILE)");
+		err_set(err, errlen, "rate needs --rps R and --duration S (or --trace FILE)");
 		return -EINVAL;
 	}
 	/* a prompt set may share prefixes, and reuse of the history or prefix is what replay

@@ -1,5 +1,6 @@
 /* dist — see dist.h. */
 #include "bench/dist.h"
+#include "core/err.h"
 #include <errno.h>
 #include <stdbool.h>
 #include <gsl/gsl_randist.h>
@@ -28,7 +29,7 @@ int dist_parse(const char *flag, const char *s, struct dist *out, char *err, siz
 	else if (klen == 9 && strncmp(s, "lognormal", 9) == 0)
 		d.kind = DIST_LOGNORMAL, want = 2;
 	else {
-		snprintf(err, errlen, "%s: '%s' is not a length distribution; use %s", flag, s, forms);
+		err_set(err, errlen, "%s: '%s' is not a length distribution; use %s", flag, s, forms);
 		return -EINVAL;
 	}
 	char *end;
@@ -53,7 +54,7 @@ int dist_parse(const char *flag, const char *s, struct dist *out, char *err, siz
 		}
 	}
 	if (!ok) {
-		snprintf(err, errlen,
+		err_set(err, errlen,
 			 "%s: '%s' is not valid; use %s (lengths are whole tokens >= 1, LO <= HI, SD and SIGMA >= 0)",
 			 flag, s, forms);
 		return -EINVAL;

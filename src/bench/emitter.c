@@ -2,6 +2,7 @@
  * Content-Length; the reply is the prebuilt block. Output that the socket does not
  * take at once waits for EPOLLOUT. */
 #include "bench/emitter.h"
+#include "core/err.h"
 #include "core/buf.h"
 #include <arpa/inet.h>
 #include <errno.h>
@@ -195,12 +196,12 @@ struct emitter *emitter_start(int port, int64_t events, int64_t tokens_per_event
 {
 	struct emitter *e = calloc(1, sizeof *e);
 	if (!e) {
-		snprintf(err, errlen, "out of memory");
+		err_set(err, errlen, "out of memory");
 		return NULL;
 	}
 	e->listen_fd = e->ep = e->stop_fd = -1;
 	if (build_reply(e, events, tokens_per_event)) {
-		snprintf(err, errlen, "out of memory building the reply");
+		err_set(err, errlen, "out of memory building the reply");
 		goto fail;
 	}
 	e->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -209,7 +210,7 @@ struct emitter *emitter_start(int port, int64_t events, int64_t tokens_per_event
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	if (bind(e->listen_fd, (struct sockaddr *)&a, sizeof a) || listen(e->listen_fd, 4096)) {
-		snprintf(err, errlen, "emitter: cannot listen on 127.0.0.1:%d: %s", port, strerror(errno));
+		err_set(err, errlen, "emitter: cannot listen on 127.0.0.1:%d: %s", port, strerror(errno));
 		goto fail;
 	}
 	socklen_t al = sizeof a;
@@ -222,7 +223,7 @@ struct emitter *emitter_start(int port, int64_t events, int64_t tokens_per_event
 	struct epoll_event sv = { .events = EPOLLIN, .data.ptr = &e->stop_fd };
 	epoll_ctl(e->ep, EPOLL_CTL_ADD, e->stop_fd, &sv);
 	if (pthread_create(&e->thread, NULL, loop, e) != 0) {
-		snprintf(err, errlen, "emitter: cannot start its thread");
+		err_set(err, errlen, "emitter: cannot start its thread");
 		goto fail;
 	}
 	return e;

@@ -1,6 +1,7 @@
 /* selftest — see selftest.h. The emitter runs in this process on its own
  * thread; the client threads are the configured --threads. */
 #include "bench/selftest.h"
+#include "core/err.h"
 #include "bench/emitter.h"
 #include "core/log.h"
 #include "store/store.h"
@@ -158,7 +159,7 @@ int selftest_run(const struct bench_cfg *cfg_in, const struct selftest_params *p
 	if (rc == 0 && bench_store_errors(b))
 		rc = -EIO;
 	if (rc)
-		snprintf(err, errlen, "run %lld failed: %s", (long long)bench_run_id(b), strerror(-rc));
+		err_set(err, errlen, "run %lld failed: %s", (long long)bench_run_id(b), strerror(-rc));
 	bench_destroy(b, rc ? "failed" : "done");
 	emitter_stop(em);
 	return rc;

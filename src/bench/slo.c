@@ -1,5 +1,6 @@
 /* slo — see slo.h. */
 #include "bench/slo.h"
+#include "core/err.h"
 #include "stats/stats.h"
 #include <errno.h>
 #include <math.h>
@@ -11,7 +12,7 @@ static const char *const names[] = { "ttft", "tpot", "itl", "e2e" };
 
 static int bad(char *err, size_t errlen, const char *term, int pos, const char *why)
 {
-	snprintf(err, errlen,
+	err_set(err, errlen,
 		 "--slo: term %d '%s' %s; expected NAME=VALUE with NAME one of ttft, tpot, itl, e2e (or NAME_pP, "
 		 "e.g. ttft_p99, for a percentile over the level) and VALUE a number with a unit: us, ms or s "
 		 "(e.g. --slo ttft=500ms,itl=50ms,e2e=10s)", pos, term, why);

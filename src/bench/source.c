@@ -3,6 +3,7 @@
  * record starts, so a bad record is named by line; each record is then parsed on
  * its own with cJSON. */
 #include "bench/source.h"
+#include "core/err.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdbool.h>
@@ -109,7 +110,7 @@ static int record_parse(const cJSON *o, struct source_conv *c, char *err, size_t
 	size_t cap = 0;
 	memset(c, 0, sizeof *c);
 	if (!cJSON_IsObject(o)) {
-		snprintf(err, errlen, "not a JSON object; expected a ShareGPT record, {\"messages\": [...]} or "
+		err_set(err, errlen, "not a JSON object; expected a ShareGPT record, {\"messages\": [...]} or "
 				      "{\"prompt\": TEXT}");
 		return -EINVAL;
 	}
@@ -122,7 +123,7 @@ static int record_parse(const cJSON *o, struct source_conv *c, char *err, size_t
 		const char *kr = sg ? "from" : "role", *kt = sg ? "value" : "content";
 		const char *expect = sg ? expect_sharegpt : expect_messages;
 		if (!cJSON_IsArray(arr)) {
-			snprintf(err, errlen, "\"%s\" is not an array; %s", sg ? "conversations" : "messages", expect);
+			err_set(err, errlen, "\"%s\" is not an array; %s", sg ? "conversations" : "messages", expect);
 			return -EINVAL;
 		}
 		int i = 0;
@@ -142,7 +143,7 @@ static int record_parse(const cJSON *o, struct source_conv *c, char *err, size_t
 			else if (!role_of(r->valuestring, sg, &role))
 				why = "has an unknown role";
 			if (why) {
-				snprintf(err, errlen, "%s[%d] %s%s%s%s; %s", sg ? "conversations" : "messages", i, why,
+				err_set(err, errlen, "%s[%d] %s%s%s%s; %s", sg ? "conversations" : "messages", i, why,
 					 cJSON_IsString(r) && !strcmp(why, "has an unknown role") ? " \"" : "",
 					 cJSON_IsString(r) && !strcmp(why, "has an unknown role") ? r->valuestring : "",
 					 cJSON_IsString(r) && !strcmp(why, "has an unknown role") ? "\"" : "", expect);
@@ -159,12 +160,12 @@ static int record_parse(const cJSON *o, struct source_conv *c, char *err, size_t
 	}
 	if (prompt) {
 		if (!cJSON_IsString(prompt)) {
-			snprintf(err, errlen, "\"prompt\" is not a string; expected {\"prompt\": TEXT}");
+			err_set(err, errlen, "\"prompt\" is not a string; expected {\"prompt\": TEXT}");
 			return -EINVAL;
 		}
 		return conv_push(c, &cap, SOURCE_USER, prompt->valuestring);
 	}
-	snprintf(err, errlen, "the record has none of \"conversations\", \"messages\", \"prompt\"; %s", expect_sharegpt);
+	err_set(err, errlen, "the record has none of \"conversations\", \"messages\", \"prompt\"; %s", expect_sharegpt);
 	return -EINVAL;
 }
 
@@ -184,11 +185,11 @@ static int add_record(struct source *s, size_t *cap, const char *text, size_t le
 	}
 	cJSON_Delete(o);
 	if (rc == -EINVAL) {
-		snprintf(err, errlen, "%s:%ld: %s", s->path, line, why);
+		err_set(err, errlen, "%s:%ld: %s", s->path, line, why);
 		return rc;
 	}
 	if (rc) {
-		snprintf(err, errlen, "out of memory reading %s", s->path);
+		err_set(err, errlen, "out of memory reading %s", s->path);
 		return rc;
 	}
 	c.line = line;
@@ -202,7 +203,7 @@ static int add_record(struct source *s, size_t *cap, const char *text, size_t le
 		struct source_conv *p = realloc(s->c, nc * sizeof *p);
 		if (!p) {
 			conv_free(&c);
-			snprintf(err, errlen, "out of memory reading %s", s->path);
+			err_set(err, errlen, "out of memory reading %s", s->path);
 			return -ENOMEM;
 		}
 		s->c = p;
@@ -253,19 +254,19 @@ static int load_array(struct source *s, const char *t, size_t len, char *err, si
 			if (depth == 0) {
 				size_t rest = i + 1 + strspn(t + i + 1, " \t\r\n");
 				if (rest != len) {
-					snprintf(err, errlen, "%s:%ld: text after the closing ']'; expected one JSON array",
+					err_set(err, errlen, "%s:%ld: text after the closing ']'; expected one JSON array",
 						 s->path, line);
 					return -EINVAL;
 				}
 				return 0;
 			}
 		} else if (depth == 1 && ch != ',' && ch != ' ' && ch != '\t' && ch != '\r' && ch != '\n') {
-			snprintf(err, errlen, "%s:%ld: an array element that is not an object; expected [{record}, ...]",
+			err_set(err, errlen, "%s:%ld: an array element that is not an object; expected [{record}, ...]",
 				 s->path, line);
 			return -EINVAL;
 		}
 	}
-	snprintf(err, errlen, "%s:%ld: the JSON array is not closed (truncated file?); expected [{record}, ...]", s->path,
+	err_set(err, errlen, "%s:%ld: the JSON array is not closed (truncated file?); expected [{record}, ...]", s->path,
 		 line);
 	return -EINVAL;
 }
@@ -294,7 +295,7 @@ struct source *source_load(const char *path, char *err, size_t errlen)
 {
 	struct source *s = calloc(1, sizeof *s);
 	if (!s) {
-		snprintf(err, errlen, "out of memory");
+		err_set(err, errlen, "out of memory");
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -308,14 +309,14 @@ struct source *source_load(const char *path, char *err, size_t errlen)
 	char *t = buf_load_file(s->path, &len);
 	int rc;
 	if (!t) {
-		snprintf(err, errlen, "%s: cannot read the prompt file: %s%s", s->path, strerror(errno),
+		err_set(err, errlen, "%s: cannot read the prompt file: %s%s", s->path, strerror(errno),
 			 dir ? " (a dataset folder holds tasks.jsonl)" : "");
 		rc = -ENOENT;
 	} else {
 		size_t lead = strspn(t, " \t\r\n");
 		rc = t[lead] == '[' ? load_array(s, t, len, err, errlen) : load_lines(s, t, len, err, errlen);
 		if (!rc && s->n == 0) {
-			snprintf(err, errlen, "%s: no record with a user turn (%zu skipped); nothing to send", s->path,
+			err_set(err, errlen, "%s: no record with a user turn (%zu skipped); nothing to send", s->path,
 				 s->skipped);
 			rc = -EINVAL;
 		}

@@ -1,5 +1,6 @@
 /* workloads — see workloads.h. */
 #include "bench/workloads.h"
+#include "core/err.h"
 #include "bench/dist.h"
 #include "bench/plot.h"
 #include "bench/prompt.h"
@@ -933,7 +934,7 @@ int workload_replay(struct bench *b, const struct replay_params *p, FILE *out, c
 	const struct bench_cfg *c = bench_config(b);
 	const struct source *src = p->in ? p->in->src : NULL;
 	if (!src) {
-		snprintf(err, errlen, "replay needs --prompts FILE (conversations)");
+		err_set(err, errlen, "replay needs --prompts FILE (conversations)");
 		return -EINVAL;
 	}
 	int rc = prepare(b, err, errlen);
@@ -1429,7 +1430,7 @@ int workload_search(struct bench *b, const struct search_params *p, FILE *out, c
 {
 	const struct bench_cfg *c = bench_config(b);
 	if (!p->in || !p->in->slo) {
-		snprintf(err, errlen, "search needs --slo (what a request must meet), e.g. --slo ttft=500ms,e2e=10s");
+		err_set(err, errlen, "search needs --slo (what a request must meet), e.g. --slo ttft=500ms,e2e=10s");
 		return -EINVAL;
 	}
 	int rc = prepare(b, err, errlen);

@@ -1,5 +1,6 @@
 /* args — see args.h. Value parsers first, then the table-driven parser. */
 #include "core/args.h"
+#include "core/err.h"
 #include <assert.h>
 #include <errno.h>
 #include <math.h>
@@ -15,11 +16,11 @@ int args_i64(const char *flag, const char *s, int64_t min, int64_t max, int64_t 
 	errno = 0;
 	long long v = s ? strtoll(s, &end, 10) : 0;
 	if (!s || !*s || *end || errno) {
-		snprintf(err, errlen, "%s: '%s' is not an integer", flag, s ? s : "");
+		err_set(err, errlen, "%s: '%s' is not an integer", flag, s ? s : "");
 		return -EINVAL;
 	}
 	if (v < min || v > max) {
-		snprintf(err, errlen, "%s: %lld is out of range (%lld to %lld)", flag, v, (long long)min,
+		err_set(err, errlen, "%s: %lld is out of range (%lld to %lld)", flag, v, (long long)min,
 			 (long long)max);
 		return -EINVAL;
 	}
@@ -33,11 +34,11 @@ int args_double(const char *flag, const char *s, double min, double max, double 
 	errno = 0;
 	double v = s ? strtod(s, &end) : 0;
 	if (!s || !*s || *end || errno || !isfinite(v)) {
-		snprintf(err, errlen, "%s: '%s' is not a number", flag, s ? s : "");
+		err_set(err, errlen, "%s: '%s' is not a number", flag, s ? s : "");
 		return -EINVAL;
 	}
 	if (v < min || v > max) {
-		snprintf(err, errlen, "%s: %g is out of range (%g to %g)", flag, v, min, max);
+		err_set(err, errlen, "%s: %g is out of range (%g to %g)", flag, v, min, max);
 		return -EINVAL;
 	}
 	*out = v;
@@ -49,7 +50,7 @@ int args_i64_list(const char *flag, const char *s, int64_t min, int64_t max, int
 {
 	*n = 0;
 	if (!s || !*s) {
-		snprintf(err, errlen, "%s: empty list", flag);
+		err_set(err, errlen, "%s: empty list", flag);
 		return -EINVAL;
 	}
 	char tmp[64];
@@ -58,11 +59,11 @@ int args_i64_list(const char *flag, const char *s, int64_t min, int64_t max, int
 		const char *comma = strchr(p, ',');
 		size_t len = comma ? (size_t)(comma - p) : strlen(p);
 		if (len == 0 || len >= sizeof tmp) {
-			snprintf(err, errlen, "%s: malformed list '%s' (expected e.g. 1,4,16)", flag, s);
+			err_set(err, errlen, "%s: malformed list '%s' (expected e.g. 1,4,16)", flag, s);
 			return -EINVAL;
 		}
 		if (*n >= cap) {
-			snprintf(err, errlen, "%s: more than %zu values", flag, cap);
+			err_set(err, errlen, "%s: more than %zu values", flag, cap);
 			return -EINVAL;
 		}
 		memcpy(tmp, p, len);
@@ -75,7 +76,7 @@ int args_i64_list(const char *flag, const char *s, int64_t min, int64_t max, int
 		if (*p == ',')
 			p++;
 		if (comma && !*p) {
-			snprintf(err, errlen, "%s: malformed list '%s' (trailing comma)", flag, s);
+			err_set(err, errlen, "%s: malformed list '%s' (trailing comma)", flag, s);
 			return -EINVAL;
 		}
 	}
@@ -93,20 +94,20 @@ int args_bytes(const char *flag, const char *s, uint64_t *out, char *err, size_t
 	errno = 0;
 	double v = s ? strtod(s, &end) : 0;
 	if (!s || end == s || errno || !isfinite(v) || v < 0) {
-		snprintf(err, errlen, "%s: '%s' is not a size (e.g. 24GiB, 1.5GB, 4096)", flag, s ? s : "");
+		err_set(err, errlen, "%s: '%s' is not a size (e.g. 24GiB, 1.5GB, 4096)", flag, s ? s : "");
 		return -EINVAL;
 	}
 	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
 		if (strcasecmp(end, units[i].suffix) == 0 && strcmp(end, units[i].suffix) == 0) {
 			double b = v * units[i].mul;
 			if (b >= 1.8e19) {
-				snprintf(err, errlen, "%s: '%s' is too large", flag, s);
+				err_set(err, errlen, "%s: '%s' is too large", flag, s);
 				return -EINVAL;
 			}
 			*out = (uint64_t)llround(b);
 			return 0;
 		}
-	snprintf(err, errlen, "%s: unknown unit in '%s' (use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)", flag, s);
+	err_set(err, errlen, "%s: unknown unit in '%s' (use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)", flag, s);
 	return -EINVAL;
 }
 
@@ -191,7 +192,7 @@ static int set_enum(const struct args_opt *o, const char *v, void *field, char *
 	}
 	char list[256];
 	choices_text(o->choices, list, sizeof list);
-	snprintf(err, errlen, "%s: unknown %s '%s' (use %s)", o->name, o->what ? o->what : "value", v, list);
+	err_set(err, errlen, "%s: unknown %s '%s' (use %s)", o->name, o->what ? o->what : "value", v, list);
 	return -EINVAL;
 }
 
@@ -205,7 +206,7 @@ static int set_list(const struct args_opt *o, const char *v, struct args_list *l
 		return rc;
 	size_t tl = strlen(l->text);
 	if (tl + strlen(v) + 2 > sizeof l->text) {
-		snprintf(err, errlen, "%s: the list is too long (at most %zu characters)", o->name, sizeof l->text - 1);
+		err_set(err, errlen, "%s: the list is too long (at most %zu characters)", o->name, sizeof l->text - 1);
 		return -EINVAL;
 	}
 	snprintf(l->text + tl, sizeof l->text - tl, "%s%s", l->n ? "," : "", v);
@@ -247,7 +248,7 @@ static int set_value(const struct args_opt *o, const char *v, void *obj, char *e
 		if ((rc = args_bytes(o->name, v, &b, err, errlen)) != 0)
 			break;
 		if ((o->min || o->max) && ((double)b < o->min || (double)b > o->max)) {
-			snprintf(err, errlen, "%s: '%s' is out of range (%.0f to %.0f bytes)", o->name, v, o->min, o->max);
+			err_set(err, errlen, "%s: '%s' is out of range (%.0f to %.0f bytes)", o->name, v, o->min, o->max);
 			rc = -EINVAL;
 		} else if (o->size == sizeof(uint64_t)) {
 			memcpy(field, &b, sizeof b);
@@ -292,7 +293,7 @@ int args_parse(const struct args_spec *s, unsigned cmd, int argc, char **argv, v
 		const char *a = argv[i];
 		if (only_pos || a[0] != '-' || a[1] == 0) {
 			if (np >= s->max_pos) {
-				snprintf(err, errlen, "unexpected argument '%s'%s%s%s (see %s --help)", a,
+				err_set(err, errlen, "unexpected argument '%s'%s%s%s (see %s --help)", a,
 					 s->cmd ? " for '" : "", s->cmd ? s->cmd : "", s->cmd ? "'" : "", s->prog);
 				return -EINVAL;
 			}
@@ -312,7 +313,7 @@ int args_parse(const struct args_spec *s, unsigned cmd, int argc, char **argv, v
 		const struct args_opt *o = find(s, cmd, a, len);
 		if (!o && s->forward) {
 			if (np >= s->max_pos) {
-				snprintf(err, errlen, "too many arguments (at most %d)", s->max_pos);
+				err_set(err, errlen, "too many arguments (at most %d)", s->max_pos);
 				return -EINVAL;
 			}
 			pos[np++] = a;
@@ -321,7 +322,7 @@ int args_parse(const struct args_spec *s, unsigned cmd, int argc, char **argv, v
 			continue;
 		}
 		if (!o) {
-			snprintf(err, errlen, "unknown option '%.*s'%s%s%s (see %s --help)", (int)len, a,
+			err_set(err, errlen, "unknown option '%.*s'%s%s%s (see %s --help)", (int)len, a,
 				 s->cmd ? " for '" : "", s->cmd ? s->cmd : "", s->cmd ? "'" : "", s->prog);
 			return -EINVAL;
 		}
@@ -332,11 +333,11 @@ int args_parse(const struct args_spec *s, unsigned cmd, int argc, char **argv, v
 			else if (i + 1 < argc)
 				v = argv[++i];
 			else {
-				snprintf(err, errlen, "%s needs a value (%s)", o->name, o->meta ? o->meta : o->choices);
+				err_set(err, errlen, "%s needs a value (%s)", o->name, o->meta ? o->meta : o->choices);
 				return -EINVAL;
 			}
 		} else if (eq) {
-			snprintf(err, errlen, "%s takes no value (give '%s' alone)", o->name, o->name);
+			err_set(err, errlen, "%s takes no value (give '%s' alone)", o->name, o->name);
 			return -EINVAL;
 		}
 		int rc = set_value(o, v, obj, err, errlen);

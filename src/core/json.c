@@ -34,7 +34,7 @@ cJSON *json_parse_n(const char *s, size_t n, char *err, size_t errlen)
 		if (!at || at < s || at > s + n)
 			at = s;
 		locate(s, at, &line, &col);
-		snprintf(err, errlen, "line %d, column %d: invalid JSON", line, col);
+		err_set(err, errlen, "line %d, column %d: invalid JSON", line, col);
 	}
 	return root;
 }
@@ -44,13 +44,13 @@ cJSON *json_parse_file(const char *path, char *err, size_t errlen)
 	size_t len;
 	char *data = buf_load_file(path, &len);
 	if (!data) {
-		snprintf(err, errlen, "%s: %s", path, errno == ENOMEM ? "out of memory" : strerror(errno));
+		err_set(err, errlen, "%s: %s", path, errno == ENOMEM ? "out of memory" : strerror(errno));
 		return NULL;
 	}
 	char inner[256];
 	cJSON *root = json_parse_n(data, len, inner, sizeof inner);
 	if (!root)
-		snprintf(err, errlen, "%s: %s", path, inner);
+		err_set(err, errlen, "%s: %s", path, inner);
 	free(data);
 	return root;
 }

@@ -4,6 +4,7 @@
  * number and the rest of the file is still checked. The whole file is read into
  * memory: bundled and imported sets are a few MB at most. */
 #include "datasets/task.h"
+#include "core/err.h"
 #include "core/buf.h"
 #include "core/hash.h"
 #include "core/json.h"
@@ -298,9 +299,9 @@ static char *read_all(const char *path, size_t *n, char *err, size_t errlen)
 {
 	char *data = buf_load_file(path, n);
 	if (!data && errno == ENOMEM)
-		snprintf(err, errlen, "%s: out of memory", path);
+		err_set(err, errlen, "%s: out of memory", path);
 	else if (!data)
-		snprintf(err, errlen, "%s: %s; give a .jsonl file or a folder with tasks.jsonl", path, strerror(errno));
+		err_set(err, errlen, "%s: %s; give a .jsonl file or a folder with tasks.jsonl", path, strerror(errno));
 	return data;
 }
 
@@ -310,7 +311,7 @@ struct eval_dataset *eval_dataset_load(const char *path, char *err, size_t errle
 {
 	struct eval_dataset *d = calloc(1, sizeof *d);
 	if (!d) {
-		snprintf(err, errlen, "out of memory");
+		err_set(err, errlen, "out of memory");
 		return NULL;
 	}
 	struct stat st;
@@ -333,7 +334,7 @@ struct eval_dataset *eval_dataset_parse(const char *bytes, size_t n, const char 
 	char *data = d ? malloc(n + 1) : NULL;
 	if (!data) {
 		free(d);
-		snprintf(err, errlen, "out of memory");
+		err_set(err, errlen, "out of memory");
 		return NULL;
 	}
 	if (n)
@@ -405,7 +406,7 @@ static struct eval_dataset *dataset_parse(struct eval_dataset *d, char *data, si
 	if (pr.count) {
 		if (pr.count > MAX_REPORTED)
 			bprintf(&pr.msg, "\n(%d more problems not shown)", pr.count - MAX_REPORTED);
-		snprintf(err, errlen, "%s", pr.msg.data ? pr.msg.data : "invalid dataset");
+		err_set(err, errlen, "%s", pr.msg.data ? pr.msg.data : "invalid dataset");
 		buf_finish(&pr.msg);
 		eval_dataset_destroy(d);
 		return NULL;

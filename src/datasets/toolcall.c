@@ -1,6 +1,7 @@
 /* toolcall — see toolcall.h. The set keeps the parsed lines; cases point
  * into them. */
 #include "datasets/toolcall.h"
+#include "core/err.h"
 #include "core/buf.h"
 #include "text/reply.h"
 #include "core/json.h"
@@ -119,7 +120,7 @@ struct toolcall_set *toolcall_set_load(const char *path, char *err, size_t errle
 {
 	FILE *f = fopen(path, "r");
 	if (!f) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		err_set(err, errlen, "%s: %s", path, strerror(errno));
 		return NULL;
 	}
 	struct toolcall_set *s = calloc(1, sizeof *s);
@@ -173,11 +174,11 @@ struct toolcall_set *toolcall_set_load(const char *path, char *err, size_t errle
 	free(line);
 	fclose(f);
 	if (!s) {
-		snprintf(err, errlen, "out of memory");
+		err_set(err, errlen, "out of memory");
 	} else if (errs.len || s->n == 0) {
-		snprintf(err, errlen, "%s", errs.len ? errs.data : "");
+		err_set(err, errlen, "%s", errs.len ? errs.data : "");
 		if (!errs.len)
-			snprintf(err, errlen, "%s: no cases (one JSON object per line expected)", path);
+			err_set(err, errlen, "%s: no cases (one JSON object per line expected)", path);
 		else if (err[strlen(err) - 1] == '\n')
 			err[strlen(err) - 1] = 0;
 		toolcall_set_destroy(s);

@@ -284,7 +284,7 @@ struct eval_protocol *eval_protocol_load(const char *path, char *err, size_t err
 	char jerr[512];
 	cJSON *root = json_parse_file(path, jerr, sizeof jerr);
 	if (!root) {
-		snprintf(err, errlen, "%s", jerr);
+		err_set(err, errlen, "%s", jerr);
 		return NULL;
 	}
 	char base[1024];
@@ -298,7 +298,7 @@ struct eval_protocol *eval_protocol_load(const char *path, char *err, size_t err
 	struct eval_protocol *p = eval_protocol_parse(root, base, perr, sizeof perr);
 	cJSON_Delete(root);
 	if (!p)
-		snprintf(err, errlen, "%s: %s", path, perr);
+		err_set(err, errlen, "%s: %s", path, perr);
 	return p;
 }
 

@@ -1,6 +1,7 @@
 /* offline — see offline.h. The file is read and checked whole before grading so
  * that a bad line late in the file does not leave half the grades printed. */
 #include "grade/offline.h"
+#include "core/err.h"
 #include "core/buf.h"
 #include "core/json.h"
 #include "grade/score.h"
@@ -20,7 +21,7 @@ int offline_grade(struct grader *g, const struct eval_dataset *d, const char *pa
 {
 	FILE *f = fopen(path, "r");
 	if (!f) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		err_set(err, errlen, "%s: %s", path, strerror(errno));
 		return -EINVAL;
 	}
 	struct line_item *items = NULL;
@@ -42,7 +43,7 @@ int offline_grade(struct grader *g, const struct eval_dataset *d, const char *pa
 		const char *c = o ? json_get_str(o, "completion") : NULL;
 		const struct eval_task *t = id ? eval_dataset_find(d, id) : NULL;
 		if (!o || !id || !c || !t) {
-			snprintf(err, errlen, "%s:%d: %s", path, lineno,
+			err_set(err, errlen, "%s:%d: %s", path, lineno,
 				 !o ? "not valid JSON; each line must be {\"task_id\": ..., \"completion\": ...}"
 				 : !id ? "missing \"task_id\" (a string)"
 				 : !c ? "missing \"completion\" (a string)"
@@ -57,7 +58,7 @@ int offline_grade(struct grader *g, const struct eval_dataset *d, const char *pa
 			if (!ni) {
 				cJSON_Delete(o);
 				rc = -ENOMEM;
-				snprintf(err, errlen, "out of memory");
+				err_set(err, errlen, "out of memory");
 				break;
 			}
 			items = ni;
@@ -68,7 +69,7 @@ int offline_grade(struct grader *g, const struct eval_dataset *d, const char *pa
 	free(line);
 	fclose(f);
 	if (rc == 0 && n == 0) {
-		snprintf(err, errlen, "%s: no completions", path);
+		err_set(err, errlen, "%s: no completions", path);
 		rc = -EINVAL;
 	}
 	int counts[SCORE_WRONG + 1] = {0};

@@ -1,6 +1,7 @@
 /* spec — see spec.h. One sequence, slot 0 of a pool per model created per generation; the
  * target's pool keeps rows with the chosen rollback mode, the draft's with the log. */
 #include "model/spec.h"
+#include "core/err.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -16,17 +17,6 @@ struct spec {
 	struct model *target, *draft;
 	struct spec_opts o;
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (!err || !errlen)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 double spec_accept_len(const struct spec_stats *st)
 {
@@ -65,7 +55,7 @@ int spec_check_draft(const struct model *target, const struct model *draft, char
 {
 	int nt = model_get_config(target)->n_vocab, nd = model_get_config(draft)->n_vocab;
 	if (nt != nd) {
-		set_err(err, errlen,
+		err_set(err, errlen,
 			"the draft model has a vocabulary of %d tokens, the target %d: a draft must use the target's "
 			"tokenizer (pick a draft of the same model family)",
 			nd, nt);
@@ -79,7 +69,7 @@ int spec_check_draft(const struct model *target, const struct model *draft, char
 		return 0;
 	size_t n = gguf_kv_array_len(gt, (size_t)kt);
 	if (n != gguf_kv_array_len(gd, (size_t)kd)) {
-		set_err(err, errlen, "the draft model's tokenizer lists %zu tokens, the target's %zu: a draft must use "
+		err_set(err, errlen, "the draft model's tokenizer lists %zu tokens, the target's %zu: a draft must use "
 			"the target's tokenizer", gguf_kv_array_len(gd, (size_t)kd), n);
 		return -EINVAL;
 	}
@@ -87,7 +77,7 @@ int spec_check_draft(const struct model *target, const struct model *draft, char
 		size_t lt = gguf_get_arr_str_len(gt, (size_t)kt, j), ld = gguf_get_arr_str_len(gd, (size_t)kd, j);
 		const char *a = gguf_get_arr_str(gt, (size_t)kt, j), *b = gguf_get_arr_str(gd, (size_t)kd, j);
 		if (lt != ld || !a || !b || memcmp(a, b, lt) != 0) {
-			set_err(err, errlen, "the draft model's token %zu differs from the target's: a draft must use the "
+			err_set(err, errlen, "the draft model's token %zu differs from the target's: a draft must use the "
 				"target's tokenizer", j);
 			return -EINVAL;
 		}
@@ -100,13 +90,13 @@ struct spec *spec_create(struct model *target, struct model *draft, const struct
 {
 	struct spec_opts v = *o;
 	if (v.draft_max < 1 || v.draft_max > SPEC_DRAFT_LIMIT) {
-		set_err(err, errlen, "draft width %d is out of range: use 1 to %d", v.draft_max, SPEC_DRAFT_LIMIT);
+		err_set(err, errlen, "draft width %d is out of range: use 1 to %d", v.draft_max, SPEC_DRAFT_LIMIT);
 		return NULL;
 	}
 	if (v.log_rows == 0)
 		v.log_rows = v.draft_max + 1;
 	if (v.log_rows < 0 || v.draft_max + 1 > v.log_rows) {
-		set_err(err, errlen,
+		err_set(err, errlen,
 			"draft width %d needs %d rows of rollback log (the drafts plus the last token), the log holds "
 			"%d: lower the draft width or raise the log size",
 			v.draft_max, v.draft_max + 1, v.log_rows);
@@ -115,7 +105,7 @@ struct spec *spec_create(struct model *target, struct model *draft, const struct
 	if (v.rollback == MODEL_ROLLBACK_NONE)
 		v.rollback = MODEL_ROLLBACK_LOG;
 	if (v.rollback != MODEL_ROLLBACK_LOG && v.rollback != MODEL_ROLLBACK_SNAPSHOT) {
-		set_err(err, errlen, "unknown rollback mode %d (log or snapshot)", (int)v.rollback);
+		err_set(err, errlen, "unknown rollback mode %d (log or snapshot)", (int)v.rollback);
 		return NULL;
 	}
 	if (v.ngram_min <= 0)
@@ -123,7 +113,7 @@ struct spec *spec_create(struct model *target, struct model *draft, const struct
 	if (v.ngram_max <= 0)
 		v.ngram_max = 3;
 	if (v.ngram_max < v.ngram_min) {
-		set_err(err, errlen, "n-gram lengths %d..%d are empty: ngram_max must be >= ngram_min", v.ngram_min,
+		err_set(err, errlen, "n-gram lengths %d..%d are empty: ngram_max must be >= ngram_min", v.ngram_min,
 			v.ngram_max);
 		return NULL;
 	}
@@ -131,7 +121,7 @@ struct spec *spec_create(struct model *target, struct model *draft, const struct
 		return NULL;
 	struct spec *sp = calloc(1, sizeof(*sp));
 	if (!sp) {
-		set_err(err, errlen, "out of memory");
+		err_set(err, errlen, "out of memory");
 		return NULL;
 	}
 	sp->target = target;

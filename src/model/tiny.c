@@ -4,6 +4,7 @@
  * norm weights 1 ± 0.2 (already in the GGUF's 1+w form), decays e^g mostly in (0.5, 1).
  * The file is written to PATH.tmp and renamed, so a failure leaves nothing half-written. */
 #include "model/tiny.h"
+#include "core/err.h"
 
 #include <errno.h>
 #include <math.h>
@@ -176,7 +177,7 @@ static int tiny_vocab_size(const char *path, int *n_vocab, char *err, size_t err
 	*n_vocab = k >= 0 ? (int)gguf_kv_array_len(g, (size_t)k) : 0;
 	gguf_close(g);
 	if (*n_vocab <= 0) {
-		snprintf(err, errlen, "%s: the tiny vocabulary has no tokens", path);
+		err_set(err, errlen, "%s: the tiny vocabulary has no tokens", path);
 		return -EINVAL;
 	}
 	return 0;
@@ -200,7 +201,7 @@ int model_write_random_vocab(const char *path, const struct model_config *cfg_in
 		c.n_vocab = n_vocab;
 	char why[256];
 	if (model_config_check(&c, why, sizeof(why))) {
-		snprintf(err, errlen, "%s: %s", path, why);
+		err_set(err, errlen, "%s: %s", path, why);
 		return -EINVAL;
 	}
 	struct tw t = { gguf_writer_create(), { seed ? seed : 0x9e3779b97f4a7c15ull }, matrix_type, 0 };
@@ -218,7 +219,7 @@ int model_write_random_vocab(const char *path, const struct model_config *cfg_in
 		rc = t.rc;
 	}
 	if (rc && !err[0])
-		snprintf(err, errlen, "%s: cannot build the model (%s)", path, strerror(-rc));
+		err_set(err, errlen, "%s: cannot build the model (%s)", path, strerror(-rc));
 	char tmp[4200];
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	if (!rc)
@@ -226,7 +227,7 @@ int model_write_random_vocab(const char *path, const struct model_config *cfg_in
 	gguf_writer_destroy(t.w);
 	if (!rc && rename(tmp, path) != 0) {
 		rc = -errno;
-		snprintf(err, errlen, "%s: cannot rename from %s: %s", path, tmp, strerror(errno));
+		err_set(err, errlen, "%s: cannot rename from %s: %s", path, tmp, strerror(errno));
 	}
 	if (rc)
 		unlink(tmp);
@@ -288,7 +289,7 @@ int model_write_trained(const char *dir, const char *path, uint32_t matrix_type,
 	if (!h)
 		return -EINVAL;
 	if (hf_model_config(h)->n_vocab != n_vocab) {
-		snprintf(err, errlen,
+		err_set(err, errlen,
 			 "%s: vocab_size is %d but the tiny vocabulary has %d tokens; --from takes a model trained on "
 			 "the tiny vocabulary (src/model/trained/)", dir, hf_model_config(h)->n_vocab, n_vocab);
 		hf_model_free(h);
@@ -309,12 +310,12 @@ int model_write_trained(const char *dir, const char *path, uint32_t matrix_type,
 	if (!rc)
 		rc = hf_model_write_gguf(h, w, matrix_type, tmp, err, errlen);
 	else if (!err[0])
-		snprintf(err, errlen, "%s: cannot build the model (%s)", path, strerror(-rc));
+		err_set(err, errlen, "%s: cannot build the model (%s)", path, strerror(-rc));
 	gguf_writer_destroy(w);
 	hf_model_free(h);
 	if (!rc && rename(tmp, path) != 0) {
 		rc = -errno;
-		snprintf(err, errlen, "%s: cannot rename from %s: %s", path, tmp, strerror(errno));
+		err_set(err, errlen, "%s: cannot rename from %s: %s", path, tmp, strerror(errno));
 	}
 	if (rc)
 		unlink(tmp);

@@ -12,6 +12,7 @@
  * deadline scan is O(active) per wake, which stays far below the cost of the
  * bytes themselves at the stream counts a local server can take. */
 #include "net/http.h"
+#include "core/err.h"
 #include "net/http_native.h"
 #include "core/fault.h"
 #include "core/clock.h"
@@ -338,7 +339,7 @@ int http_fetch(const char *url, const char *post_body, int64_t timeout_ms, struc
 {
 	CURL *e = curl_easy_init();
 	if (!e) {
-		snprintf(err, errlen, "out of memory");
+		err_set(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
@@ -356,7 +357,7 @@ int http_fetch(const char *url, const char *post_body, int64_t timeout_ms, struc
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
 	*status = (int)code;
 	if (rc != CURLE_OK)
-		snprintf(err, errlen, "%s: %s", url, curl_easy_strerror(rc));
+		err_set(err, errlen, "%s: %s", url, curl_easy_strerror(rc));
 	curl_slist_free_all(h);
 	curl_easy_cleanup(e);
 	return rc == CURLE_OK ? 0 : -EIO;

@@ -5,6 +5,7 @@
  * as -EOVERFLOW rather than wrapped. The only floating-point step is the headroom
  * factor, applied once to an exact integer and rounded up. */
 #include "plan/plan.h"
+#include "core/err.h"
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -70,28 +71,28 @@ int plan_model_check(const struct plan_model *m, char *err, size_t errlen)
 {
 	const char *name = m->name[0] ? m->name : "model";
 	if (m->n_attn + m->n_swa + m->n_gdn + m->n_mamba == 0) {
-		snprintf(err, errlen, "%s: no attention, Gated DeltaNet or Mamba layers; nothing to size", name);
+		err_set(err, errlen, "%s: no attention, Gated DeltaNet or Mamba layers; nothing to size", name);
 		return -EINVAL;
 	}
 	if ((m->n_attn || m->n_swa) && !m->mla_kv_elems &&
 	    (!m->n_kv_heads || !m->head_dim_k || !m->head_dim_v)) {
-		snprintf(err, errlen, "%s: attention layers need KV heads and head dimensions (got %u heads, "
+		err_set(err, errlen, "%s: attention layers need KV heads and head dimensions (got %u heads, "
 			 "%u/%u dims)", name, m->n_kv_heads, m->head_dim_k, m->head_dim_v);
 		return -EINVAL;
 	}
 	if (m->n_swa && !m->swa_window_tokens) {
-		snprintf(err, errlen, "%s: sliding-window layers need a window size", name);
+		err_set(err, errlen, "%s: sliding-window layers need a window size", name);
 		return -EINVAL;
 	}
 	if (m->n_gdn && (!m->gdn_k_heads || !m->gdn_v_heads || !m->gdn_k_dim || !m->gdn_v_dim ||
 			 !m->gdn_conv_kernel)) {
-		snprintf(err, errlen, "%s: Gated DeltaNet layers need key/value heads, head dims and the conv "
+		err_set(err, errlen, "%s: Gated DeltaNet layers need key/value heads, head dims and the conv "
 			 "kernel (got %u/%u heads, %u/%u dims, kernel %u)", name, m->gdn_k_heads, m->gdn_v_heads,
 			 m->gdn_k_dim, m->gdn_v_dim, m->gdn_conv_kernel);
 		return -EINVAL;
 	}
 	if (m->n_mamba && (!m->mamba_d_inner || !m->mamba_d_state || !m->mamba_conv_kernel)) {
-		snprintf(err, errlen, "%s: Mamba layers need d_inner, d_state and the conv kernel (got %u, %u, %u)",
+		err_set(err, errlen, "%s: Mamba layers need d_inner, d_state and the conv kernel (got %u, %u, %u)",
 			 name, m->mamba_d_inner, m->mamba_d_state, m->mamba_conv_kernel);
 		return -EINVAL;
 	}
@@ -212,17 +213,17 @@ int plan_compute(const struct plan_model *m, const struct plan_workload *w, stru
 	if (rc)
 		return rc;
 	if (w->context_tokens <= 0 || w->sequences <= 0) {
-		snprintf(err, errlen, "context (%" PRId64 " tokens) and sequences (%" PRId64 ") must be positive",
+		err_set(err, errlen, "context (%" PRId64 " tokens) and sequences (%" PRId64 ") must be positive",
 			 w->context_tokens, w->sequences);
 		return -EINVAL;
 	}
 	if (!(w->headroom >= 1.0) || !isfinite(w->headroom)) {
-		snprintf(err, errlen, "headroom %g must be a finite factor of at least 1 (1.25 = 25%% extra)",
+		err_set(err, errlen, "headroom %g must be a finite factor of at least 1 (1.25 = 25%% extra)",
 			 w->headroom);
 		return -EINVAL;
 	}
 	if (w->spec_slots == 0) {
-		snprintf(err, errlen, "speculative slots per request must be at least 1");
+		err_set(err, errlen, "speculative slots per request must be at least 1");
 		return -EINVAL;
 	}
 	uint64_t ctx = (uint64_t)w->context_tokens, seqs = (uint64_t)w->sequences;
@@ -274,7 +275,7 @@ int plan_compute(const struct plan_model *m, const struct plan_workload *w, stru
 	rc = rc ? rc : add(total, out->log_bytes, &total);
 	rc = rc ? rc : add(total, out->activation_bytes, &total);
 	if (rc) {
-		snprintf(err, errlen, "%s: %" PRId64 " tokens x %" PRId64 " sequences needs more than 2^64 bytes; "
+		err_set(err, errlen, "%s: %" PRId64 " tokens x %" PRId64 " sequences needs more than 2^64 bytes; "
 			 "use a smaller context or fewer sequences", m->name[0] ? m->name : "model",
 			 w->context_tokens, w->sequences);
 		return rc;

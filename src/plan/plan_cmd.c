@@ -15,6 +15,7 @@
  * The report is assembled in memory and written at the end, so an error never leaves
  * half a report on stdout. */
 #include "plan/plan_cmd.h"
+#include "core/err.h"
 #include "plan/plan.h"
 #include "core/args.h"
 #include "core/buf.h"
@@ -54,7 +55,7 @@ static int dtype(const char *flag, const char *v, bool allow_fp8, void *field, c
 {
 	enum plan_dtype t;
 	if (plan_dtype_parse(v, &t) || (!allow_fp8 && t == PLAN_DTYPE_FP8)) {
-		snprintf(err, errlen, "%s: '%s' is not a supported type (use %s)", flag, v,
+		err_set(err, errlen, "%s: '%s' is not a supported type (use %s)", flag, v,
 			 allow_fp8 ? "bf16, fp16, fp8 or fp32" : "fp32, bf16 or fp16");
 		return -EINVAL;
 	}
@@ -78,7 +79,7 @@ static int size_above_zero(const char *flag, const char *v, void *field, char *e
 	uint64_t b;
 	int rc = args_bytes(flag, v, &b, err, errlen);
 	if (!rc && b == 0) {
-		snprintf(err, errlen, "%s: must be more than 0 bytes (e.g. 128GiB)", flag);
+		err_set(err, errlen, "%s: must be more than 0 bytes (e.g. 128GiB)", flag);
 		rc = -EINVAL;
 	}
 	if (!rc)
@@ -121,7 +122,7 @@ static int parse_args(int argc, char **argv, struct opts *o, char *err, size_t e
 	if (!o->have_fraction)
 		o->fraction = 0.9;
 	if (!o->model || !o->context || !o->sequences) {
-		snprintf(err, errlen, "missing %s%s%s (see --help)", o->model ? "" : "--model ",
+		err_set(err, errlen, "missing %s%s%s (see --help)", o->model ? "" : "--model ",
 			 o->context ? "" : "--context ", o->sequences ? "" : "--sequences");
 		return -EINVAL;
 	}

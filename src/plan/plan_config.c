@@ -14,6 +14,7 @@
  * estimate parameters of Mamba or MLA layers (weights then come from the files or from
  * --weights). Every field that is needed and absent is named in one message. */
 #include "plan/plan.h"
+#include "core/err.h"
 #include "core/buf.h"
 #include "core/json.h"
 #include <dirent.h>
@@ -136,12 +137,12 @@ static int layer_kinds(struct cfg *c, struct plan_model *m, char *err, size_t er
 	}
 	if (types) {
 		if (!cJSON_IsArray(types)) {
-			snprintf(err, errlen, "%s: %s must be an array of layer kinds", name, types_key);
+			err_set(err, errlen, "%s: %s must be an array of layer kinds", name, types_key);
 			return -EINVAL;
 		}
 		int n = cJSON_GetArraySize(types);
 		if (m->n_layers && (uint32_t)n < m->n_layers) {
-			snprintf(err, errlen, "%s: %s has %d entries but num_hidden_layers is %u", name, types_key,
+			err_set(err, errlen, "%s: %s has %d entries but num_hidden_layers is %u", name, types_key,
 				 n, m->n_layers);
 			return -EINVAL;
 		}
@@ -149,7 +150,7 @@ static int layer_kinds(struct cfg *c, struct plan_model *m, char *err, size_t er
 			const cJSON *t = cJSON_GetArrayItem(types, i);
 			enum kind k;
 			if (!cJSON_IsString(t) || kind_of(t->valuestring, &k)) {
-				snprintf(err, errlen, "%s: %s[%d] is %s; supported: full_attention, "
+				err_set(err, errlen, "%s: %s[%d] is %s; supported: full_attention, "
 					 "sliding_attention, chunked_attention, linear_attention, mamba", name,
 					 types_key, i, cJSON_IsString(t) ? t->valuestring : "not a string");
 				return -EINVAL;
@@ -162,7 +163,7 @@ static int layer_kinds(struct cfg *c, struct plan_model *m, char *err, size_t er
 	if (cJSON_IsString(pattern)) {
 		const char *p = pattern->valuestring;
 		if (m->n_layers && strlen(p) != m->n_layers) {
-			snprintf(err, errlen, "%s: hybrid_override_pattern has %zu layers but num_hidden_layers is %u",
+			err_set(err, errlen, "%s: hybrid_override_pattern has %zu layers but num_hidden_layers is %u",
 				 name, strlen(p), m->n_layers);
 			return -EINVAL;
 		}
@@ -172,7 +173,7 @@ static int layer_kinds(struct cfg *c, struct plan_model *m, char *err, size_t er
 			else if (*p == '*')
 				m->n_attn++;
 			else if (*p != '-' && *p != 'E') {
-				snprintf(err, errlen, "%s: hybrid_override_pattern has '%c'; expected M, *, - or E",
+				err_set(err, errlen, "%s: hybrid_override_pattern has '%c'; expected M, *, - or E",
 					 name, *p);
 				return -EINVAL;
 			}
@@ -316,7 +317,7 @@ int plan_model_from_json(const cJSON *config, const char *name, struct plan_mode
 	plan_model_init(m);
 	snprintf(m->name, sizeof m->name, "%s", name ? name : "config.json");
 	if (!cJSON_IsObject(config)) {
-		snprintf(err, errlen, "%s: not a JSON object; expected a Hugging Face config.json", m->name);
+		err_set(err, errlen, "%s: not a JSON object; expected a Hugging Face config.json", m->name);
 		return -EINVAL;
 	}
 	struct cfg c = { .root = config };
@@ -343,10 +344,10 @@ int plan_model_from_json(const cJSON *config, const char *name, struct plan_mode
 		mamba_fields(&c, m);
 check:
 	if (c.bad.len) {
-		snprintf(err, errlen, "%s: %s", m->name, c.bad.data);
+		err_set(err, errlen, "%s: %s", m->name, c.bad.data);
 		rc = -EINVAL;
 	} else if (c.missing.len) {
-		snprintf(err, errlen, "%s: missing %s (needed to size the %s); add %s to the config or use a "
+		err_set(err, errlen, "%s: missing %s (needed to size the %s); add %s to the config or use a "
 			 "GGUF with this metadata", m->name, c.missing.data,
 			 m->n_gdn || m->n_mamba ? "KV cache and recurrent state" : "KV cache",
 			 strchr(c.missing.data, ',') ? "them" : "it");
@@ -469,7 +470,7 @@ int plan_model_load(const char *path, struct plan_model *m, char *err, size_t er
 	struct stat st;
 	char file[4096], dir[4096];
 	if (!path || !*path || stat(path, &st) != 0) {
-		snprintf(err, errlen, "%s: %s; give a config.json, a model directory or a .gguf file",
+		err_set(err, errlen, "%s: %s; give a config.json, a model directory or a .gguf file",
 			 path ? path : "(none)", path && *path ? strerror(errno) : "no model given");
 		return -ENOENT;
 	}
@@ -489,7 +490,7 @@ int plan_model_load(const char *path, struct plan_model *m, char *err, size_t er
 #ifdef SIXI_PLAN_GGUF
 		return plan_model_from_gguf_file(file, m, err, errlen);
 #else
-		snprintf(err, errlen, "%s: GGUF input is not available in this build; give the model's config.json",
+		err_set(err, errlen, "%s: GGUF input is not available in this build; give the model's config.json",
 			 file);
 		return -ENOTSUP;
 #endif

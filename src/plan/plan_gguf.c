@@ -12,6 +12,7 @@
  * What it does not do: sliding-window layers of GGUF models are counted as full
  * attention (an overestimate), and it reads nothing but metadata and the tensor table. */
 #include "plan/plan.h"
+#include "core/err.h"
 #include "plan/plan_gguf.h"
 #include "gguf/gguf.h"
 #include <errno.h>
@@ -41,7 +42,7 @@ int plan_model_from_gguf(const struct gguf *g, const char *name, struct plan_mod
 	snprintf(m->name, sizeof m->name, "%s", name ? name : "model.gguf");
 	const char *arch = gguf_get_str(g, "general.architecture");
 	if (!arch) {
-		snprintf(err, errlen, "%s: missing general.architecture; not a model GGUF", m->name);
+		err_set(err, errlen, "%s: missing general.architecture; not a model GGUF", m->name);
 		return -EINVAL;
 	}
 	snprintf(m->arch, sizeof m->arch, "%s", arch);
@@ -85,11 +86,11 @@ int plan_model_from_gguf(const struct gguf *g, const char *name, struct plan_mod
 		for (size_t i = 0; i < n && i < n_layers; i++) {
 			int64_t v = 0;
 			if (!gguf_get_arr_i64(g, (size_t)kv_idx, i, &v) || v < 0 || v > UINT32_MAX) {
-				snprintf(err, errlen, "%s: %s[%zu] is not a head count", m->name, kv_key, i);
+				err_set(err, errlen, "%s: %s[%zu] is not a head count", m->name, kv_key, i);
 				return -EINVAL;
 			}
 			if (v && m->n_kv_heads && (uint32_t)v != m->n_kv_heads) {
-				snprintf(err, errlen, "%s: %s differs between attention layers (%u and %" PRId64 "); "
+				err_set(err, errlen, "%s: %s differs between attention layers (%u and %" PRId64 "); "
 					 "not supported", m->name, kv_key, m->n_kv_heads, v);
 				return -ENOTSUP;
 			}
@@ -158,7 +159,7 @@ int plan_model_from_gguf(const struct gguf *g, const char *name, struct plan_mod
 	}
 #undef NEED
 	if (missing[0]) {
-		snprintf(err, errlen, "%s: missing metadata %s (needed to size the KV cache or recurrent state)",
+		err_set(err, errlen, "%s: missing metadata %s (needed to size the KV cache or recurrent state)",
 			 m->name, missing);
 		return -EINVAL;
 	}

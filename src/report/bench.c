@@ -4,6 +4,7 @@
  * gathered, summarised when the level changes (stats/level.h, the definition
  * sixi-bench's live summary uses too), and dropped. */
 #include "report/bench.h"
+#include "core/err.h"
 #include "report/db.h"
 #include "report/doc.h"
 #include "core/args.h"
@@ -34,14 +35,14 @@ int report_bench_args(int argc, char **argv, struct report_bench_opts *o, char *
 	if (rc == -EINVAL && npos == REPORT_BENCH_MAX_RUNS && strstr(why, "unexpected argument"))
 		snprintf(why, sizeof why, "at most %d runs at once", REPORT_BENCH_MAX_RUNS);
 	if (rc) {
-		snprintf(err, errlen, "bench: %s", rc == ARGS_HELP ? "--help: see sixi-report --help" : why);
+		err_set(err, errlen, "bench: %s", rc == ARGS_HELP ? "--help: see sixi-report --help" : why);
 		return -EINVAL;
 	}
 	for (int i = 0; i < npos; i++)
 		if ((rc = args_i64("bench RUN", pos[i], 1, INT64_MAX, &o->runs[o->nruns++], err, errlen)) != 0)
 			return rc;
 	if (!o->db || o->nruns == 0) {
-		snprintf(err, errlen, "bench: expected sixi-report bench --db DB RUN [RUN...]");
+		err_set(err, errlen, "bench: expected sixi-report bench --db DB RUN [RUN...]");
 		return -EINVAL;
 	}
 	return 0;
@@ -245,11 +246,11 @@ static int bench_run(struct store *s, struct report_doc *d, const struct report_
 		rc = emit_level(d, &P.l, q, cv, r, unique);
 	free(P.l.rq);
 	if (rc == 0 && P.rows == 0) {
-		snprintf(err, errlen, "run %lld has no measured requests (only warm-up or none)", (long long)run->id);
+		err_set(err, errlen, "run %lld has no measured requests (only warm-up or none)", (long long)run->id);
 		rc = -EINVAL;
 	}
 	if (rc == -ENOMEM)
-		snprintf(err, errlen, "out of memory reading bench_requests");
+		err_set(err, errlen, "out of memory reading bench_requests");
 	report_doc_note(d, "The figures are sixi-bench's own (one function computes both; sixi(7), SERVING "
 			   "FIGURES). tok/s aggregate: sum of usage.completion_tokens of the successful requests over the "
 			   "level's wall time (first start to last done); per stream: (completion_tokens - 1) / (t_last - "
@@ -313,7 +314,7 @@ int report_bench_build(const struct report_bench_opts *o, struct report_doc *d, 
 		}
 		rc = report_doc_error(d);
 		if (rc)
-			snprintf(err, errlen, "building the report: out of memory");
+			err_set(err, errlen, "building the report: out of memory");
 	}
 	for (size_t i = 0; i < o->nruns; i++) {
 		report_run_finish(&runs[i]);

@@ -1,5 +1,6 @@
 /* build — see build.h. */
 #include "report/build.h"
+#include "core/err.h"
 #include "report/bench.h"
 #include "report/doc.h"
 #include "report/eval.h"
@@ -29,11 +30,11 @@ int report_build(const char *command, int argc, char **argv, struct report_doc *
 		if (rc == 0)
 			rc = report_bench_build(&bo, d, err, errlen);
 	} else {
-		snprintf(err, errlen, "unknown report '%s' (compare or bench)", command);
+		err_set(err, errlen, "unknown report '%s' (compare or bench)", command);
 		return -EINVAL;
 	}
 	if (rc == -ENOMEM && !err[0])
-		snprintf(err, errlen, "out of memory");
+		err_set(err, errlen, "out of memory");
 	if (rc == 0) {
 		report_doc_source(d, command, argc, argv);
 		rc = report_doc_error(d);
@@ -98,7 +99,7 @@ int report_check(const char *report, const char *db, FILE *out, size_t *changed,
 	char jerr[512];
 	cJSON *sc = json_parse_file(path, jerr, sizeof jerr);
 	if (!sc) {
-		snprintf(err, errlen, "%s: cannot read the report's sidecar (%s); check needs the .sixi.json written "
+		err_set(err, errlen, "%s: cannot read the report's sidecar (%s); check needs the .sixi.json written "
 			 "beside the report", path, jerr);
 		return -EINVAL;
 	}
@@ -109,7 +110,7 @@ int report_check(const char *report, const char *db, FILE *out, size_t *changed,
 	char **argv = calloc((size_t)argc + 1, sizeof *argv);
 	int rc = 0;
 	if (!command || !cJSON_IsArray(jargv) || !cJSON_IsArray(nums)) {
-		snprintf(err, errlen, "%s: not a sixi report sidecar (command, argv or numbers missing)", path);
+		err_set(err, errlen, "%s: not a sixi report sidecar (command, argv or numbers missing)", path);
 		rc = -EINVAL;
 	} else if (!argv) {
 		rc = -ENOMEM;
@@ -176,7 +177,7 @@ int report_check(const char *report, const char *db, FILE *out, size_t *changed,
 		free(seen);
 	}
 	if (rc == -ENOMEM)
-		snprintf(err, errlen, "out of memory");
+		err_set(err, errlen, "out of memory");
 	report_doc_destroy(d);
 	free(lines);
 	free(md);

@@ -4,6 +4,7 @@
  * src/stats and fills a cJSON object; text and JSON output are both rendered
  * from that object, so the two can never disagree. */
 #include "report/calc.h"
+#include "core/err.h"
 #include "core/args.h"
 #include "core/json.h"
 #include "stats/stats.h"
@@ -499,7 +500,7 @@ static void print_text(FILE *out, const char *title, const cJSON *res, int inden
 int report_calc(int argc, char **argv, bool json, FILE *out, char *err, size_t errlen)
 {
 	if (argc < 1) {
-		snprintf(err, errlen, "stats: which test? (fisher, mcnemar, binom, wilson, welch, sign, passk, power, holm, union)");
+		err_set(err, errlen, "stats: which test? (fisher, mcnemar, binom, wilson, welch, sign, passk, power, holm, union)");
 		return -EINVAL;
 	}
 	for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
@@ -507,7 +508,7 @@ int report_calc(int argc, char **argv, bool json, FILE *out, char *err, size_t e
 			continue;
 		struct calc c = { .argc = argc, .argv = argv, .res = cJSON_CreateObject(), .err = err, .errlen = errlen };
 		if (!c.res) {
-			snprintf(err, errlen, "stats: out of memory");
+			err_set(err, errlen, "stats: out of memory");
 			return -ENOMEM;
 		}
 		cJSON_AddStringToObject(c.res, "test", argv[0]);
@@ -524,7 +525,7 @@ int report_calc(int argc, char **argv, bool json, FILE *out, char *err, size_t e
 		cJSON_Delete(c.res);
 		return rc;
 	}
-	snprintf(err, errlen,
+	err_set(err, errlen,
 		 "stats: unknown test '%s' (known: fisher, mcnemar, binom, wilson, welch, sign, passk, power, holm, union)",
 		 argv[0]);
 	return -EINVAL;

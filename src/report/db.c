@@ -1,5 +1,6 @@
 /* db — see db.h. */
 #include "report/db.h"
+#include "core/err.h"
 #include "store/store.h"
 #include "core/json.h"
 #include <errno.h>
@@ -11,11 +12,11 @@
 struct store *report_db_open(const char *path, char *err, size_t errlen)
 {
 	if (!path || !*path) {
-		snprintf(err, errlen, "--db DB is required (the results database, e.g. %s)", STORE_DEFAULT_PATH);
+		err_set(err, errlen, "--db DB is required (the results database, e.g. %s)", STORE_DEFAULT_PATH);
 		return NULL;
 	}
 	if (access(path, R_OK) != 0) {
-		snprintf(err, errlen, "%s: cannot read the database (%s); pass --db with the file sixi-eval or "
+		err_set(err, errlen, "%s: cannot read the database (%s); pass --db with the file sixi-eval or "
 			 "sixi-bench wrote", path, strerror(errno));
 		return NULL;
 	}
@@ -28,7 +29,7 @@ struct store *report_db_open(const char *path, char *err, size_t errlen)
 		return NULL;
 	}
 	if (n == 0) {
-		snprintf(err, errlen, "%s: the database holds no runs; record one with sixi-eval or sixi-bench first",
+		err_set(err, errlen, "%s: the database holds no runs; record one with sixi-eval or sixi-bench first",
 			 path);
 		store_close(s);
 		return NULL;
@@ -56,10 +57,10 @@ int report_db_run(struct store *s, int64_t id, const char *kind, struct report_r
 		cJSON_Delete(facts);
 		store_run_info_finish(&info);
 		if (!out->protocol_json) {
-			snprintf(err, errlen, "out of memory reading run %lld", (long long)id);
+			err_set(err, errlen, "out of memory reading run %lld", (long long)id);
 			rc = -ENOMEM;
 		} else if (strcmp(out->kind, kind) != 0) {
-			snprintf(err, errlen, "run %lld is a %s run, not an %s run", (long long)id, out->kind, kind);
+			err_set(err, errlen, "run %lld is a %s run, not an %s run", (long long)id, out->kind, kind);
 			rc = -EINVAL;
 		}
 	} else if (rc == -ENOENT) {
@@ -73,7 +74,7 @@ int report_db_run(struct store *s, int64_t id, const char *kind, struct report_r
 				snprintf(list + len, sizeof list - len, "%s%lld", len ? ", " : "", (long long)ids[i]);
 			}
 		free(ids);
-		snprintf(err, errlen, "run %lld is not in the database (%s runs there: %s)", (long long)id, kind,
+		err_set(err, errlen, "run %lld is not in the database (%s runs there: %s)", (long long)id, kind,
 			 list[0] ? list : "none");
 	}
 	if (rc)

@@ -4,6 +4,7 @@
  * block, cell, number and point lists are realloc'd arrays. A report has at most
  * a few thousand numbers, so linear scans (duplicate ids) are fine. */
 #include "report/doc.h"
+#include "core/err.h"
 #include "core/buf.h"
 #include "core/clock.h"
 #include <cjson/cJSON.h>
@@ -805,7 +806,7 @@ int report_doc_render(struct report_doc *d, const char *base, unsigned formats, 
 		      size_t notelen, char *err, size_t errlen)
 {
 	if (d->error) {
-		snprintf(err, errlen, "building the report failed: %s", strerror(-d->error));
+		err_set(err, errlen, "building the report failed: %s", strerror(-d->error));
 		return d->error;
 	}
 	struct outputs o = { 0 };
@@ -871,10 +872,10 @@ int report_doc_render(struct report_doc *d, const char *base, unsigned formats, 
 		cJSON_Delete(sc);
 	}
 	if (rc)
-		snprintf(err, errlen, "%s: writing the %s failed (%s); nothing was written", base, what, strerror(-rc));
+		err_set(err, errlen, "%s: writing the %s failed (%s); nothing was written", base, what, strerror(-rc));
 	int frc = out_finish(&o, rc == 0);
 	if (rc == 0 && frc) {
-		snprintf(err, errlen, "%s: renaming the finished files failed: %s", base, strerror(-frc));
+		err_set(err, errlen, "%s: renaming the finished files failed: %s", base, strerror(-frc));
 		rc = frc;
 	}
 	buf_finish(&b);

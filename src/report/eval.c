@@ -5,6 +5,7 @@
  * into per-task and per-repeat counts; the two runs are then merged by task id.
  * Cost is O(rows) plus the bootstrap, O(resamples x tasks). */
 #include "report/eval.h"
+#include "core/err.h"
 #include "report/db.h"
 #include "report/doc.h"
 #include "core/args.h"
@@ -66,22 +67,22 @@ int report_compare_args(int argc, char **argv, struct report_compare_opts *o, ch
 	char why[512];
 	int rc = args_parse(&spec, 0, argc, argv, o, pos, &npos, why, sizeof why);
 	if (rc) {
-		snprintf(err, errlen, "compare: %s", rc == ARGS_HELP ? "--help: see sixi-report --help" : why);
+		err_set(err, errlen, "compare: %s", rc == ARGS_HELP ? "--help: see sixi-report --help" : why);
 		return -EINVAL;
 	}
 	if ((npos > 0 && (rc = args_i64("compare RUN_A", pos[0], 1, INT64_MAX, &o->run_a, err, errlen)) != 0) ||
 	    (npos > 1 && (rc = args_i64("compare RUN_B", pos[1], 1, INT64_MAX, &o->run_b, err, errlen)) != 0))
 		return rc;
 	if (npos != 2) {
-		snprintf(err, errlen, "compare: expected two run ids: sixi-report compare --db DB RUN_A RUN_B");
+		err_set(err, errlen, "compare: expected two run ids: sixi-report compare --db DB RUN_A RUN_B");
 		return -EINVAL;
 	}
 	if (!o->db) {
-		snprintf(err, errlen, "compare: --db DB is required");
+		err_set(err, errlen, "compare: --db DB is required");
 		return -EINVAL;
 	}
 	if (o->run_a == o->run_b) {
-		snprintf(err, errlen, "compare: RUN_A and RUN_B are both %lld; compare two different runs",
+		err_set(err, errlen, "compare: RUN_A and RUN_B are both %lld; compare two different runs",
 			 (long long)o->run_a);
 		return -EINVAL;
 	}
@@ -186,13 +187,13 @@ static int load_side(struct store *db, struct side *s, char *err, size_t errlen)
 	store_eval_each_sql(s->run.id, STORE_EVAL_BY_TASK, s->sql, sizeof s->sql);
 	int rc = store_eval_each(db, s->run.id, STORE_EVAL_BY_TASK, side_row, s, err, errlen);
 	if (rc == -EDOM) {
-		snprintf(err, errlen, "%s", s->bad);
+		err_set(err, errlen, "%s", s->bad);
 		rc = -EINVAL;
 	}
 	if (rc == -ENOMEM)
-		snprintf(err, errlen, "out of memory reading eval_rows");
+		err_set(err, errlen, "out of memory reading eval_rows");
 	if (rc == 0 && s->rows == 0) {
-		snprintf(err, errlen, "run %lld has no eval rows", (long long)s->run.id);
+		err_set(err, errlen, "run %lld has no eval rows", (long long)s->run.id);
 		rc = -EINVAL;
 	}
 	return rc;
@@ -710,12 +711,12 @@ static int merge(struct cmp *c, char *err, size_t errlen)
 		}
 	}
 	if (common == 0) {
-		snprintf(err, errlen, "runs %lld and %lld have no task in common; nothing can be compared",
+		err_set(err, errlen, "runs %lld and %lld have no task in common; nothing can be compared",
 			 (long long)A->run.id, (long long)B->run.id);
 		return -EINVAL;
 	}
 	if ((only_a || only_b) && !c->o->intersect) {
-		snprintf(err, errlen,
+		err_set(err, errlen,
 			 "runs %lld and %lld have different task sets: %zu tasks only in run %lld%s%s%s, %zu only in run "
 			 "%lld%s%s%s; pass --intersect to compare the %zu tasks in common",
 			 (long long)A->run.id, (long long)B->run.id, only_a, (long long)A->run.id, ex_a ? " (e.g. " : "",
@@ -724,7 +725,7 @@ static int merge(struct cmp *c, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	if (c->npairs == 0) {
-		snprintf(err, errlen, "runs %lld and %lld share tasks, but none has a scored attempt in both "
+		err_set(err, errlen, "runs %lld and %lld share tasks, but none has a scored attempt in both "
 			 "(all api_error or environment)", (long long)A->run.id, (long long)B->run.id);
 		return -EINVAL;
 	}
@@ -750,7 +751,7 @@ int report_compare_build(const struct report_compare_opts *o, struct report_doc 
 	char diff[1024], conds[2048];
 	int refused = rc ? 0 : config_diff(A.run.protocol_json, B.run.protocol_json, diff, sizeof diff, conds, sizeof conds);
 	if (refused && !o->allow_config_diff) {
-		snprintf(err, errlen,
+		err_set(err, errlen,
 			 "runs %lld and %lld were run with different frozen configurations (differ in: %s; other "
 			 "tasks, analysis, repeats or budgets make the comparison invalid); pass --allow-config-diff "
 			 "to compare them anyway",
@@ -859,7 +860,7 @@ int report_compare_build(const struct report_compare_opts *o, struct report_doc 
 	power_section(d, &c, A.run.protocol_json, B.run.protocol_json);
 	rc = report_doc_error(d);
 	if (rc)
-		snprintf(err, errlen, "building the report: out of memory");
+		err_set(err, errlen, "building the report: out of memory");
 out:
 	free(c.pairs);
 	side_finish(&A);

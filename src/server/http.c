@@ -17,6 +17,7 @@
  * streaming connections and up to a few thousand idle ones; timeouts are
  * checked by a scan every 50 ms, which is cheap at that size. */
 #include "server/http.h"
+#include "core/err.h"
 #include "server/http_parse.h"
 #include "core/buf.h"
 #include "core/clock.h"
@@ -460,7 +461,7 @@ struct http_server *http_server_create(const struct http_config *cfg, http_handl
 {
 	struct http_server *s = calloc(1, sizeof *s);
 	if (!s) {
-		snprintf(err, errlen, "out of memory");
+		err_set(err, errlen, "out of memory");
 		return NULL;
 	}
 	s->cfg = *cfg;
@@ -478,12 +479,12 @@ struct http_server *http_server_create(const struct http_config *cfg, http_handl
 		a6.sin6_family = AF_INET6;
 		a6.sin6_port = htons((uint16_t)cfg->port);
 	} else {
-		snprintf(err, errlen, "--host %s: not a numeric IPv4 or IPv6 address (e.g. 127.0.0.1)", cfg->host);
+		err_set(err, errlen, "--host %s: not a numeric IPv4 or IPv6 address (e.g. 127.0.0.1)", cfg->host);
 		goto fail;
 	}
 	s->listen_fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (s->listen_fd < 0) {
-		snprintf(err, errlen, "socket: %s", strerror(errno));
+		err_set(err, errlen, "socket: %s", strerror(errno));
 		goto fail;
 	}
 	int one = 1;
@@ -491,7 +492,7 @@ struct http_server *http_server_create(const struct http_config *cfg, http_handl
 	int rc = family == AF_INET ? bind(s->listen_fd, (struct sockaddr *)&a4, sizeof a4)
 				   : bind(s->listen_fd, (struct sockaddr *)&a6, sizeof a6);
 	if (rc != 0 || listen(s->listen_fd, 1024) != 0) {
-		snprintf(err, errlen, "cannot listen on %s port %d: %s (pick another --port, or 0 for a free one)",
+		err_set(err, errlen, "cannot listen on %s port %d: %s (pick another --port, or 0 for a free one)",
 			 cfg->host, cfg->port, strerror(errno));
 		goto fail;
 	}
@@ -503,7 +504,7 @@ struct http_server *http_server_create(const struct http_config *cfg, http_handl
 	s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
 	s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (s->epoll_fd < 0 || s->wake_fd < 0) {
-		snprintf(err, errlen, "epoll/eventfd: %s", strerror(errno));
+		err_set(err, errlen, "epoll/eventfd: %s", strerror(errno));
 		goto fail;
 	}
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = TAG_LISTEN };

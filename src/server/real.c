@@ -4,6 +4,7 @@
  * model_forward requires. Token pieces are decoded one id at a time; the
  * scheduler holds back incomplete UTF-8 before text reaches a client. */
 #include "server/real.h"
+#include "core/err.h"
 #include "server/engine.h"
 #include "core/buf.h"
 #include "gguf/gguf.h"
@@ -243,7 +244,7 @@ int real_engine_set_draft(struct engine *e, const char *path, int k_max, int n_t
 {
 	struct real_engine *r = (struct real_engine *)e;
 	if (!e->ops->rollback) {
-		snprintf(err, errlen, "a draft model needs speculative decoding set up first");
+		err_set(err, errlen, "a draft model needs speculative decoding set up first");
 		return -EINVAL;
 	}
 	r->draft = spec_draft_open(path, r->m, e->n_slots, e->n_ctx, k_max, n_threads, err, errlen);
@@ -283,7 +284,7 @@ int real_engine_set_rollback(struct engine *e, int mode, int rows, size_t *bytes
 	struct real_engine *r = (struct real_engine *)e;
 	int rc = model_state_set_rollback(r->st, (enum model_rollback)mode, rows);
 	if (rc != 0) {
-		snprintf(err, errlen, "cannot keep %d rows per slot for rollback: %s", rows, strerror(-rc));
+		err_set(err, errlen, "cannot keep %d rows per slot for rollback: %s", rows, strerror(-rc));
 		return rc;
 	}
 	e->ops = mode ? &real_spec_ops : &real_ops;
@@ -296,7 +297,7 @@ struct engine *real_engine_open(const char *path, int n_slots, int n_ctx, int n_
 {
 	struct real_engine *r = calloc(1, sizeof *r);
 	if (!r) {
-		snprintf(err, errlen, "out of memory");
+		err_set(err, errlen, "out of memory");
 		return NULL;
 	}
 	r->base.ops = &real_ops;
@@ -305,25 +306,25 @@ struct engine *real_engine_open(const char *path, int n_slots, int n_ctx, int n_
 		goto fail;
 	const struct gguf *g = model_gguf(r->m);
 	if (!g) {
-		snprintf(err, errlen, "%s: no GGUF metadata to build a tokenizer from", path);
+		err_set(err, errlen, "%s: no GGUF metadata to build a tokenizer from", path);
 		goto fail;
 	}
 	char terr[512];
 	r->tok = tok_load_gguf(g, terr, sizeof terr);
 	if (!r->tok) {
-		snprintf(err, errlen, "%s: tokenizer: %s", path, terr);
+		err_set(err, errlen, "%s: tokenizer: %s", path, terr);
 		goto fail;
 	}
 	const struct model_config *cfg = model_get_config(r->m);
 	if ((size_t)cfg->n_vocab < tok_vocab_size(r->tok)) {
-		snprintf(err, errlen, "%s: the tokenizer has %zu tokens but the model only %d rows of embeddings", path,
+		err_set(err, errlen, "%s: the tokenizer has %zu tokens but the model only %d rows of embeddings", path,
 			 tok_vocab_size(r->tok), cfg->n_vocab);
 		goto fail;
 	}
 	r->st = model_state_create(r->m, n_slots, n_ctx);
 	r->used = calloc((size_t)n_slots, 1);
 	if (!r->st || !r->used) {
-		snprintf(err, errlen, "cannot allocate %d state slots of %d positions", n_slots, n_ctx);
+		err_set(err, errlen, "cannot allocate %d state slots of %d positions", n_slots, n_ctx);
 		goto fail;
 	}
 	const char *slash = strrchr(path, '/');

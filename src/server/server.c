@@ -15,6 +15,7 @@
  * "loading" until the warm-up generation has produced a token, then 200 "ok",
  * and 503 "error" while the latest forward pass failed. */
 #include "server/server.h"
+#include "core/err.h"
 #include "server/engine.h"
 #include "server/metrics.h"
 #include "server/request.h"
@@ -676,7 +677,7 @@ struct server *server_create(struct engine *e, const struct server_config *c, ch
 {
 	struct server *s = calloc(1, sizeof *s);
 	if (!s) {
-		snprintf(err, errlen, "out of memory");
+		err_set(err, errlen, "out of memory");
 		return NULL;
 	}
 	s->e = e;
@@ -697,7 +698,7 @@ struct server *server_create(struct engine *e, const struct server_config *c, ch
 		char terr[256];
 		s->tmpl = jinja_parse(src, src_len, terr, sizeof terr);
 		if (!s->tmpl)
-			snprintf(err, errlen, "chat template of %s: %s", c->chat_template_path ? c->chat_template_path : e->name,
+			err_set(err, errlen, "chat template of %s: %s", c->chat_template_path ? c->chat_template_path : e->name,
 				 terr);
 	}
 	free(loaded);
@@ -709,7 +710,7 @@ struct server *server_create(struct engine *e, const struct server_config *c, ch
 	http_server_set_wake(s->http, on_wake, s);
 	s->sched = sched_create(e, &c->sched, &s->metrics, notify, s->http);
 	if (!s->sched) {
-		snprintf(err, errlen, "cannot start the scheduler: %s", strerror(errno));
+		err_set(err, errlen, "cannot start the scheduler: %s", strerror(errno));
 		goto fail;
 	}
 	/* The warm-up: a real generation through the whole path before /health says ok. */
@@ -725,7 +726,7 @@ struct server *server_create(struct engine *e, const struct server_config *c, ch
 	s->warm_start_ns = clock_now_ns();
 	s->warm = sched_submit(s->sched, &p);
 	if (!s->warm) {
-		snprintf(err, errlen, "cannot submit the warm-up generation: %s", strerror(errno));
+		err_set(err, errlen, "cannot submit the warm-up generation: %s", strerror(errno));
 		goto fail;
 	}
 	return s;

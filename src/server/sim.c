@@ -11,6 +11,7 @@
  * Scripted texts (sim.h) make a vote's samples produce known answers of known lengths; the
  * fork of a slot only copies its script position (there is no real state). */
 #include "server/sim.h"
+#include "core/err.h"
 #include "server/engine.h"
 #include "core/buf.h"
 #include "core/clock.h"
@@ -49,19 +50,19 @@ static int load_script(const char *path, const cJSON *v, struct sim_config *out,
 {
 	int n = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 0;
 	if (n < 1 || n > SIM_SCRIPT_MAX) {
-		snprintf(err, errlen, "%s: \"script\" must be an array of 1 to %d strings (the texts samples produce)",
+		err_set(err, errlen, "%s: \"script\" must be an array of 1 to %d strings (the texts samples produce)",
 			 path, SIM_SCRIPT_MAX);
 		return -EINVAL;
 	}
 	for (const cJSON *it = v->child; it; it = it->next) {
 		if (!cJSON_IsString(it) || !it->valuestring[0]) {
-			snprintf(err, errlen, "%s: \"script\"[%d] must be a non-empty string", path, out->n_script);
+			err_set(err, errlen, "%s: \"script\"[%d] must be a non-empty string", path, out->n_script);
 			sim_config_finish(out);
 			return -EINVAL;
 		}
 		out->script[out->n_script] = strdup(it->valuestring);
 		if (!out->script[out->n_script]) {
-			snprintf(err, errlen, "out of memory");
+			err_set(err, errlen, "out of memory");
 			sim_config_finish(out);
 			return -ENOMEM;
 		}
@@ -87,12 +88,12 @@ int sim_config_load(const char *path, struct sim_config *out, char *err, size_t 
 		return -EINVAL;
 	int rc = -EINVAL;
 	if (!cJSON_IsObject(root)) {
-		snprintf(err, errlen, "%s: expected a JSON object of simulator fields", path);
+		err_set(err, errlen, "%s: expected a JSON object of simulator fields", path);
 		goto out;
 	}
 	const char *base = json_get_str(root, "base");
 	if (sim_config_preset(base ? base : "thor", out) != 0) {
-		snprintf(err, errlen, "%s: base \"%s\" is not a preset (%s)", path, base, sim_preset_names());
+		err_set(err, errlen, "%s: base \"%s\" is not a preset (%s)", path, base, sim_preset_names());
 		goto out;
 	}
 	const char *slash = strrchr(path, '/');
@@ -125,7 +126,7 @@ int sim_config_load(const char *path, struct sim_config *out, char *err, size_t 
 				continue;
 			known = true;
 			if (!cJSON_IsNumber(it) || it->valuedouble < fields[i].min || it->valuedouble > fields[i].max) {
-				snprintf(err, errlen, "%s: \"%s\" must be a number in [%g, %g]", path, it->string,
+				err_set(err, errlen, "%s: \"%s\" must be a number in [%g, %g]", path, it->string,
 					 fields[i].min, fields[i].max);
 				goto out;
 			}
@@ -134,7 +135,7 @@ int sim_config_load(const char *path, struct sim_config *out, char *err, size_t 
 		if (!known && (strcmp(it->string, "context") == 0 || strcmp(it->string, "slots") == 0)) {
 			known = true;
 			if (!cJSON_IsNumber(it) || it->valuedouble < 1 || it->valuedouble > 1 << 22) {
-				snprintf(err, errlen, "%s: \"%s\" must be an integer in [1, 4194304]", path, it->string);
+				err_set(err, errlen, "%s: \"%s\" must be an integer in [1, 4194304]", path, it->string);
 				goto out;
 			}
 			if (it->string[0] == 'c')
@@ -143,7 +144,7 @@ int sim_config_load(const char *path, struct sim_config *out, char *err, size_t 
 				out->n_slots = (int32_t)it->valuedouble;
 		}
 		if (!known) {
-			snprintf(err, errlen,
+			err_set(err, errlen,
 				 "%s: unknown field \"%s\" (known: base, weight_gb, bandwidth_gbps, decode_row_ms, "
 				 "prefill_row_ms, host_row_ms, context, slots, memory_gb, kv_kib_per_token, "
 				 "state_mib_per_seq, activation_gb, script)",

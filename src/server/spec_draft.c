@@ -2,6 +2,7 @@
  * (fed[slot], n_fed[slot]); its pool keeps k_max rows for rollback (log mode), enough for the
  * drafts of one call, which are the only rows it ever takes back. */
 #include "server/spec_draft.h"
+#include "core/err.h"
 
 #include "model/model.h"
 #include "model/spec.h"
@@ -43,17 +44,17 @@ struct spec_draft *spec_draft_open(const char *path, const struct model *target,
 {
 	struct spec_draft *d = calloc(1, sizeof *d);
 	if (!d) {
-		snprintf(err, errlen, "out of memory");
+		err_set(err, errlen, "out of memory");
 		return NULL;
 	}
 	char why[512];
 	d->m = model_load(path, n_threads, why, sizeof why);
 	if (!d->m) {
-		snprintf(err, errlen, "draft model: %s", why);
+		err_set(err, errlen, "draft model: %s", why);
 		goto fail;
 	}
 	if (spec_check_draft(target, d->m, why, sizeof why) != 0) {
-		snprintf(err, errlen, "%s: %s", path, why);
+		err_set(err, errlen, "%s: %s", path, why);
 		goto fail;
 	}
 	d->n_slots = n_slots;
@@ -66,7 +67,7 @@ struct spec_draft *spec_draft_open(const char *path, const struct model *target,
 	d->logits = malloc(sizeof(float) * (size_t)n_slots * (size_t)d->n_vocab);
 	if (!d->st || !d->fed || !d->n_fed || !d->logits ||
 	    model_state_set_rollback(d->st, MODEL_ROLLBACK_LOG, k_max) != 0) {
-		snprintf(err, errlen, "draft model: cannot allocate %d state slots of %d positions", n_slots, n_ctx);
+		err_set(err, errlen, "draft model: cannot allocate %d state slots of %d positions", n_slots, n_ctx);
 		goto fail;
 	}
 	return d;

@@ -21,6 +21,7 @@
  * Limits keep hostile templates bounded: ranges of at most 100000 items (as the
  * jinja2 sandbox), 20M evaluation steps, 256 MiB per render, nesting depth 200. */
 #include "text/jinja.h"
+#include "core/err.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -45,7 +46,7 @@ struct jinja_template *jinja_parse(const char *src, size_t n, char *err, size_t 
 		err[0] = 0;
 	if (!src || !ju_valid(src, n)) {
 		if (err && errlen)
-			snprintf(err, errlen, "template is not valid UTF-8 text");
+			err_set(err, errlen, "template is not valid UTF-8 text");
 		errno = EINVAL;
 		return NULL;
 	}
@@ -57,7 +58,7 @@ struct jinja_template *jinja_parse(const char *src, size_t n, char *err, size_t 
 		free(p);
 		free(norm);
 		if (err && errlen)
-			snprintf(err, errlen, "out of memory");
+			err_set(err, errlen, "out of memory");
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -161,13 +162,13 @@ static int render(const struct jinja_template *t, const cJSON *context, bool fix
 		err[0] = 0;
 	if (!t || !out || (context && !cJSON_IsObject(context))) {
 		if (err && errlen)
-			snprintf(err, errlen, "template render needs a template and a JSON object of variables");
+			err_set(err, errlen, "template render needs a template and a JSON object of variables");
 		return -EINVAL;
 	}
 	struct rctx *r = calloc(1, sizeof *r);
 	if (!r) {
 		if (err && errlen)
-			snprintf(err, errlen, "out of memory");
+			err_set(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	arena_init(&r->a, 64 * 1024);
@@ -207,7 +208,7 @@ static int render(const struct jinja_template *t, const cJSON *context, bool fix
 	je_exec_body(r, &((struct jinja_template *)t)->body, r->root);
 	if (buf_append(out, top->p, top->n) != 0) {
 		if (err && errlen)
-			snprintf(err, errlen, "out of memory");
+			err_set(err, errlen, "out of memory");
 		rc = -ENOMEM;
 	}
 done:
@@ -242,16 +243,16 @@ char *jinja_source_from_hf_config(const cJSON *config, size_t *n, char *err, siz
 				src = tmpl;
 		}
 		if (!src) {
-			snprintf(err, errlen, "chat_template lists named templates but none is called \"default\"");
+			err_set(err, errlen, "chat_template lists named templates but none is called \"default\"");
 			return NULL;
 		}
 	} else {
-		snprintf(err, errlen, "no chat_template string or list in the tokenizer config");
+		err_set(err, errlen, "no chat_template string or list in the tokenizer config");
 		return NULL;
 	}
 	char *out = strdup(src);
 	if (!out) {
-		snprintf(err, errlen, "out of memory");
+		err_set(err, errlen, "out of memory");
 		return NULL;
 	}
 	if (n)
@@ -273,11 +274,11 @@ char *jinja_source_load(const char *path, size_t *n, cJSON **special, char *err,
 	char *text = buf_load_file(path, &len);
 	if (!text) {
 		if (errno == ENOMEM)
-			snprintf(err, errlen, "out of memory");
+			err_set(err, errlen, "out of memory");
 		else if (errno == EIO)
-			snprintf(err, errlen, "%s: read failed", path);
+			err_set(err, errlen, "%s: read failed", path);
 		else
-			snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+			err_set(err, errlen, "%s: cannot open: %s", path, strerror(errno));
 		return NULL;
 	}
 	size_t pl = strlen(path);
@@ -286,13 +287,13 @@ char *jinja_source_load(const char *path, size_t *n, cJSON **special, char *err,
 		cJSON *cfg = json_parse_n(text, len, jerr, sizeof jerr);
 		free(text);
 		if (!cfg) {
-			snprintf(err, errlen, "%s: %s", path, jerr);
+			err_set(err, errlen, "%s: %s", path, jerr);
 			return NULL;
 		}
 		char e2[256];
 		char *src = jinja_source_from_hf_config(cfg, n, e2, sizeof e2);
 		if (!src) {
-			snprintf(err, errlen, "%s: %s", path, e2);
+			err_set(err, errlen, "%s: %s", path, e2);
 		} else if (special) {
 			/* bos_token, eos_token, pad_token, ...: what apply_chat_template passes */
 			if (!*special)

@@ -1,6 +1,7 @@
 /* template_cmd — `sixi-eval template render`: argument parsing and file I/O
  * around src/text/jinja. Does no rendering of its own. */
 #include "text/template_cmd.h"
+#include "core/err.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -22,13 +23,13 @@ static int set_var(cJSON *ctx, const char *kv, char *err, size_t errlen)
 {
 	const char *eq = strchr(kv, '=');
 	if (!eq || eq == kv) {
-		snprintf(err, errlen, "--var %s: expected NAME=VALUE", kv);
+		err_set(err, errlen, "--var %s: expected NAME=VALUE", kv);
 		return -EINVAL;
 	}
 	char name[256];
 	size_t nl = (size_t)(eq - kv);
 	if (nl >= sizeof name) {
-		snprintf(err, errlen, "--var: name longer than %zu bytes", sizeof name - 1);
+		err_set(err, errlen, "--var: name longer than %zu bytes", sizeof name - 1);
 		return -EINVAL;
 	}
 	memcpy(name, kv, nl);
@@ -38,7 +39,7 @@ static int set_var(cJSON *ctx, const char *kv, char *err, size_t errlen)
 	if (!v)
 		v = cJSON_CreateString(eq + 1);
 	if (!v) {
-		snprintf(err, errlen, "out of memory");
+		err_set(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	cJSON_DeleteItemFromObjectCaseSensitive(ctx, name);

@@ -3,6 +3,7 @@
  * line (or "id<TAB>piece" lines with --pieces), or the decoded text. TEXT "-" reads the
  * text from standard input (for texts longer than a command line holds). */
 #include "text/tok_cmd.h"
+#include "core/err.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -38,7 +39,7 @@ static struct tokenizer *load(const char *path)
 			char e2[400];
 			t = tok_load_gguf(g, e2, sizeof e2);
 			if (!t)
-				snprintf(err, sizeof err, "%s: %s", path, e2);
+				err_set(err, sizeof err, "%s: %s", path, e2);
 			gguf_close(g);
 		}
 	}

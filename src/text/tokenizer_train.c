@@ -7,6 +7,7 @@
  * It does not: scale to large corpora (each round rescans every word: fine for a few
  * kB), learn a SentencePiece model, or normalize text. */
 #include "text/tokenizer.h"
+#include "core/err.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -120,12 +121,12 @@ static int train_bpe(const char *corpus, size_t n, size_t vocab_size, size_t n_t
 	struct pair_count *pc = NULL;
 	int rc;
 	if (vocab_size < 256 + N_SPECIAL || vocab_size > 65536) {
-		snprintf(err, errlen, "tiny BPE: vocabulary size %zu is outside 259..65536", vocab_size);
+		err_set(err, errlen, "tiny BPE: vocabulary size %zu is outside 259..65536", vocab_size);
 		return -EINVAL;
 	}
 	rc = tok_pre_split(TOK_PRE_QWEN2, corpus, n, &ends, &n_pieces);
 	if (rc) {
-		snprintf(err, errlen, "tiny BPE: the corpus is not valid UTF-8 (byte %zu)", unicode_utf8_valid_prefix(corpus, n));
+		err_set(err, errlen, "tiny BPE: the corpus is not valid UTF-8 (byte %zu)", unicode_utf8_valid_prefix(corpus, n));
 		return rc;
 	}
 	size_t merges_max = vocab_size - 256 - N_SPECIAL;
@@ -228,10 +229,10 @@ static int train_bpe(const char *corpus, size_t n, size_t vocab_size, size_t n_t
 	}
 	rc = write_keys(w, v, n_vocab, n_total > n_vocab ? n_total - n_vocab : 0, merges, n_merges);
 	if (rc)
-		snprintf(err, errlen, "tiny BPE: cannot store the vocabulary in the GGUF writer: %s", strerror(-rc));
+		err_set(err, errlen, "tiny BPE: cannot store the vocabulary in the GGUF writer: %s", strerror(-rc));
 out:
 	if (rc == -ENOMEM)
-		snprintf(err, errlen, "tiny BPE: out of memory");
+		err_set(err, errlen, "tiny BPE: out of memory");
 	for (size_t i = 0; words && i < n_words; i++)
 		free(words[i].sym);
 	for (size_t i = 0; v && i < vocab_size; i++)
@@ -260,7 +261,7 @@ int tok_write_tiny_vocab(struct gguf_writer *w, char *err, size_t errlen)
 int tok_write_tiny_vocab_padded(struct gguf_writer *w, size_t n_total, char *err, size_t errlen)
 {
 	if (n_total < 512 || n_total > (1u << 24)) {
-		snprintf(err, errlen, "tiny BPE: a padded vocabulary of %zu tokens is outside 512..16777216", n_total);
+		err_set(err, errlen, "tiny BPE: a padded vocabulary of %zu tokens is outside 512..16777216", n_total);
 		return -EINVAL;
 	}
 	return train_bpe(tok_tiny_corpus, strlen(tok_tiny_corpus), 512, n_total, w, err, errlen);

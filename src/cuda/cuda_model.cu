@@ -36,6 +36,7 @@
  * depend on the pass's other rows within a set (up to the small kernel's width). Programmatic
  * dependent launch is a launch attribute over either set (every kernel starts with pdl_enter).
  * Everything runs on the model's stream, in order; a pass ends with the logits' copy. */
+#include "core/err.h"
 #include "cuda/cuda_model.h"
 #include "cuda/gdn_cuda.h"
 
@@ -127,16 +128,6 @@ struct cuda_model {
 	char error[256];
 };
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	if (err && errlen)
-		vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 static int track(struct cuda_model *m, void *p)
 {
 	if (m->n_allocs == m->cap_allocs) {
@@ -159,7 +150,7 @@ static void *upload(struct cuda_model *m, const void *src, size_t bytes, char *e
 	if (e == cudaSuccess && src)
 		e = cudaMemcpy(p, src, bytes, cudaMemcpyHostToDevice);
 	if (e != cudaSuccess) {
-		set_err(err, errlen, "cannot place %.1f MiB of weights on the GPU: %s (a smaller model or quantised "
+		err_set(err, errlen, "cannot place %.1f MiB of weights on the GPU: %s (a smaller model or quantised "
 			"weights fit)", (double)bytes / 1048576.0, cudaGetErrorString(e));
 		if (p)
 			cudaFree(p);
@@ -167,7 +158,7 @@ static void *upload(struct cuda_model *m, const void *src, size_t bytes, char *e
 	}
 	if (track(m, p)) {
 		cudaFree(p);
-		set_err(err, errlen, "out of memory");
+		err_set(err, errlen, "out of memory");
 		return NULL;
 	}
 	m->weight_bytes += bytes;
@@ -197,12 +188,12 @@ static const struct model_tensor *get_tensor(struct loader *ld, const char *name
 {
 	const struct model_tensor *t = ld->find(ld->ctx, name);
 	if (!t) {
-		set_err(ld->err, ld->errlen, "%s: missing tensor '%s'", ld->source, name);
+		err_set(ld->err, ld->errlen, "%s: missing tensor '%s'", ld->source, name);
 		return NULL;
 	}
 	uint64_t rb = row_bytes(t->type, ne0);
 	if (rb == 0) {
-		set_err(ld->err, ld->errlen, "%s: tensor '%s' has type %s; the CUDA engine reads F32, F16, BF16, Q8_0",
+		err_set(ld->err, ld->errlen, "%s: tensor '%s' has type %s; the CUDA engine reads F32, F16, BF16, Q8_0",
 			ld->source, name, gguf_type_name(t->type));
 		return NULL;
 	}
@@ -211,7 +202,7 @@ static const struct model_tensor *get_tensor(struct loader *ld, const char *name
 		ne[i] = t->ne[i];
 	if (t->n_dims > 4 || ne[0] != ne0 || ne[1] != ne1 || ne[2] != 1 || ne[3] != 1 || t->n_bytes != rb * ne1 ||
 	    !t->data) {
-		set_err(ld->err, ld->errlen, "%s: tensor '%s' has shape [%llu, %llu] or size unlike the expected [%llu, %llu]",
+		err_set(ld->err, ld->errlen, "%s: tensor '%s' has shape [%llu, %llu] or size unlike the expected [%llu, %llu]",
 			ld->source, name, (unsigned long long)ne[0], (unsigned long long)ne[1],
 			(unsigned long long)ne0, (unsigned long long)ne1);
 		return NULL;
@@ -225,7 +216,7 @@ static int get_mat(struct cuda_model *m, struct loader *ld, struct dmat *d, cons
 	if (!t)
 		return -EINVAL;
 	if (n_in % 8) {
-		set_err(ld->err, ld->errlen, "%s: tensor '%s': rows of %d elements; the CUDA engine needs a multiple of 8",
+		err_set(ld->err, ld->errlen, "%s: tensor '%s': rows of %d elements; the CUDA engine needs a multiple of 8",
 			ld->source, name, n_in);
 		return -EINVAL;
 	}
@@ -252,7 +243,7 @@ static int get_mat(struct cuda_model *m, struct loader *ld, struct dmat *d, cons
 		d->d = d->w ? (const __half *)upload(m, sc, nb * 2, ld->err, ld->errlen) : NULL;
 		rc = d->w && d->d ? 0 : -ENOMEM;
 	} else {
-		set_err(ld->err, ld->errlen, "out of memory");
+		err_set(ld->err, ld->errlen, "out of memory");
 	}
 	free(qs);
 	free(sc);
@@ -268,7 +259,7 @@ static int get_f32(struct cuda_model *m, struct loader *ld, float **out, const c
 	size_t n = (size_t)ne0 * ne1;
 	float *v = (float *)malloc(sizeof(float) * n);
 	if (!v) {
-		set_err(ld->err, ld->errlen, "out of memory");
+		err_set(ld->err, ld->errlen, "out of memory");
 		return -ENOMEM;
 	}
 	const uint8_t *src = (const uint8_t *)t->data;
@@ -1916,22 +1907,22 @@ extern "C" int cuda_device_query(int dev, char *name, size_t name_len, size_t *f
 	int n = 0;
 	cudaError_t e = cudaGetDeviceCount(&n);
 	if (e != cudaSuccess || n == 0) {
-		set_err(err, errlen, "no CUDA device: %s", e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+		err_set(err, errlen, "no CUDA device: %s", e != cudaSuccess ? cudaGetErrorString(e) : "none found");
 		return -ENODEV;
 	}
 	if (dev < 0 || dev >= n) {
-		set_err(err, errlen, "no CUDA device %d: this machine has %d (cuda:0..cuda:%d)", dev, n, n - 1);
+		err_set(err, errlen, "no CUDA device %d: this machine has %d (cuda:0..cuda:%d)", dev, n, n - 1);
 		return -ENODEV;
 	}
 	struct cudaDeviceProp pr;
 	size_t fr = 0, to = 0;
 	if ((e = cudaSetDevice(dev)) != cudaSuccess || (e = cudaGetDeviceProperties(&pr, dev)) != cudaSuccess ||
 	    (e = cudaMemGetInfo(&fr, &to)) != cudaSuccess) {
-		set_err(err, errlen, "no CUDA device: device %d: %s", dev, cudaGetErrorString(e));
+		err_set(err, errlen, "no CUDA device: device %d: %s", dev, cudaGetErrorString(e));
 		return -ENODEV;
 	}
 	if (pr.major < 9) {
-		set_err(err, errlen, "CUDA device %d (%s) has compute capability %d.%d; this build is for 9.0 (sm_90)", dev,
+		err_set(err, errlen, "CUDA device %d (%s) has compute capability %d.%d; this build is for 9.0 (sm_90)", dev,
 			pr.name, pr.major, pr.minor);
 		return -ENODEV;
 	}
@@ -1983,7 +1974,7 @@ static int state_alloc(float **p, size_t floats, const char *what, char *err, si
 		e = cudaMemset(*p, 0, sizeof(float) * (floats ? floats : 1));
 	if (e != cudaSuccess) {
 		*p = NULL;
-		set_err(err, errlen, "cannot allocate the %s (%.1f MiB) on the GPU: %s; use fewer --parallel or a shorter "
+		err_set(err, errlen, "cannot allocate the %s (%.1f MiB) on the GPU: %s; use fewer --parallel or a shorter "
 			"--context", what, (double)floats * 4 / 1048576.0, cudaGetErrorString(e));
 		return -ENOMEM;
 	}
@@ -1995,7 +1986,7 @@ extern "C" struct cuda_model *cuda_model_create(int dev, const struct model_conf
 						char *err, size_t errlen)
 {
 	if (cfg->n_expert > 0) { /* before the device: the refusal reads the same on any machine */
-		set_err(err, errlen, "%s: a mixture-of-experts model (qwen35moe: %d experts, %d a row): the CUDA engine "
+		err_set(err, errlen, "%s: a mixture-of-experts model (qwen35moe: %d experts, %d a row): the CUDA engine "
 			"has no expert layers yet (it runs qwen35 only); serve it on the CPU with --device cpu", source,
 			cfg->n_expert, cfg->n_expert_used);
 		return NULL;
@@ -2004,7 +1995,7 @@ extern "C" struct cuda_model *cuda_model_create(int dev, const struct model_conf
 		return NULL;
 	struct cuda_model *m = (struct cuda_model *)calloc(1, sizeof *m);
 	if (!m) {
-		set_err(err, errlen, "out of memory");
+		err_set(err, errlen, "out of memory");
 		return NULL;
 	}
 	struct loader ld = { find, ctx, source, err, errlen };
@@ -2016,7 +2007,7 @@ extern "C" struct cuda_model *cuda_model_create(int dev, const struct model_conf
 	{
 		cudaError_t e = cudaStreamCreate(&m->st);
 		if (e != cudaSuccess) {
-			set_err(err, errlen, "cannot create a CUDA stream: %s", cudaGetErrorString(e));
+			err_set(err, errlen, "cannot create a CUDA stream: %s", cudaGetErrorString(e));
 			free(m);
 			return NULL;
 		}
@@ -2024,7 +2015,7 @@ extern "C" struct cuda_model *cuda_model_create(int dev, const struct model_conf
 	m->small_rows = small_rows_default(m);
 	if (cudaMalloc((void **)&m->an_count, sizeof(int)) != cudaSuccess ||
 	    cudaMemset(m->an_count, 0, sizeof(int)) != cudaSuccess) {
-		set_err(err, errlen, "cannot allocate 4 bytes on the GPU");
+		err_set(err, errlen, "cannot allocate 4 bytes on the GPU");
 		goto fail;
 	}
 	m->pdl_ok = pdl_probe(m);
@@ -2032,14 +2023,15 @@ extern "C" struct cuda_model *cuda_model_create(int dev, const struct model_conf
 	   * n_embd < 4096 the fused GDN kernels, SwiGLU in the product and one-column GDN groups
 	   * for one-segment passes (0.8B shape, one stream: 1.606 -> 1.546 ms BF16, 1.332 -> 1.280
 	   * Q8_0); wider models keep the first version's kernels (not measured there). The other
-	   * fused parts and PDL stay off. SIXI_CUDA_FUSED=0|1|mMASK, SIXI_CUDA_GDN_COLS=0|1 and
-	   * SIXI_CUDA_PDL=1 override. */
+	   * fused parts stay off. Programmatic dependent launch is on where the device runs it (fifth
+	   * step: the agreement test passes with it). SIXI_CUDA_FUSED=0|1|mMASK, SIXI_CUDA_GDN_COLS=0|1
+	   * and SIXI_CUDA_PDL=0|1 override. */
 		int narrow = c->n_embd < 4096;
 		const char *f = getenv("SIXI_CUDA_FUSED"), *p = getenv("SIXI_CUDA_PDL"), *gc = getenv("SIXI_CUDA_GDN_COLS");
 		m->fused = !f ? (narrow ? CUDA_FUSE_GDN | CUDA_FUSE_SWIGLU : 0)
 			   : strcmp(f, "1") == 0 ? CUDA_FUSE_ALL
 			   : f[0] == 'm' ? (int)strtol(f + 1, NULL, 0) & CUDA_FUSE_ALL : 0;
-		m->pdl = m->pdl_ok && p && strcmp(p, "1") == 0;
+		m->pdl = m->pdl_ok && !(p && strcmp(p, "0") == 0);
 		m->gdn_cols = !gc ? narrow : strcmp(gc, "1") == 0;
 	}
 	m->Hk = c->ssm_n_k_heads;
@@ -2054,7 +2046,7 @@ extern "C" struct cuda_model *cuda_model_create(int dev, const struct model_conf
 	m->rb_rows = rb_rows;
 	if ((m->d != 32 && m->d != 64 && m->d != 128) || c->head_dim % 32 || c->head_dim > 32 * ATT_PER ||
 	    m->kw > MAX_KW || m->kw < 2 || c->n_embd % 8 || c->n_head % c->n_head_kv) {
-		set_err(err, errlen, "%s: the CUDA engine needs ssm.state_size 32, 64 or 128 (has %d), key_length a multiple "
+		err_set(err, errlen, "%s: the CUDA engine needs ssm.state_size 32, 64 or 128 (has %d), key_length a multiple "
 			"of 32 up to %d (has %d), ssm.conv_kernel 2..%d (has %d) and embedding_length a multiple of 8; "
 			"use --device cpu", source, m->d, 32 * ATT_PER, c->head_dim, MAX_KW, m->kw);
 		goto fail;
@@ -2063,7 +2055,7 @@ extern "C" struct cuda_model *cuda_model_create(int dev, const struct model_conf
 	m->pos = (int *)calloc((size_t)n_slots, sizeof(int));
 	m->rb_n = (int *)calloc((size_t)n_slots, sizeof(int));
 	if (!m->layers || !m->pos || !m->rb_n) {
-		set_err(err, errlen, "out of memory");
+		err_set(err, errlen, "out of memory");
 		goto fail;
 	}
 	for (int il = 0; il < c->n_layer; il++) {
@@ -2104,7 +2096,7 @@ extern "C" struct cuda_model *cuda_model_create(int dev, const struct model_conf
 	m->w1 = (m->w1 + 7) & ~7, m->w2 = (m->w2 + 7) & ~7, m->w3 = (m->w3 + 7) & ~7, m->w4 = (m->w4 + 7) & ~7;
 	m->max_in = (imax(imax(c->n_embd, imax(m->w1, m->w2)), imax(m->w3, m->w4)) + 31) & ~31;
 	if (ensure_rows(m, 64)) {
-		set_err(err, errlen, "%s", m->error);
+		err_set(err, errlen, "%s", m->error);
 		goto fail;
 	}
 	return m;

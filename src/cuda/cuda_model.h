@@ -71,7 +71,7 @@ void cuda_model_set_gdn_cols(struct cuda_model *m, int cols);
  * --profile-from-start off records. 0 or a CUDA error number. */
 int cuda_model_profile(int on);
 /* Programmatic dependent launch (a kernel starts while the one before it drains), where the
- * device runs it: off by default (SIXI_CUDA_PDL=1: on). Returns whether it is on now. */
+ * device runs it: on by default (SIXI_CUDA_PDL=0: off). Returns whether it is on now. */
 int cuda_model_set_pdl(struct cuda_model *m, int on);
 int cuda_model_slot_reset(struct cuda_model *m, int slot);
 int cuda_model_slot_copy(struct cuda_model *m, int dst, int src);

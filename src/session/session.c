@@ -362,6 +362,84 @@ bool session_fingerprint_same(const char *stored, const char *now)
 	return same;
 }
 
+static bool fp_host_key(const char *k)
+{
+	static const char *const host[] = { "created", "model_path", "total_slots", "hostname",
+					    "pid",     "port",	     "uptime",	    "start_time" };
+	for (size_t i = 0; k && i < sizeof host / sizeof host[0]; i++)
+		if (strcmp(k, host[i]) == 0)
+			return true;
+	return false;
+}
+
+/* 1 with the path of the first differing field, 0 when equal. */
+static int fp_diff(const cJSON *a, const cJSON *b, const char *path, char *field, size_t fieldlen)
+{
+	char sub[512];
+	if (cJSON_IsObject(a) && cJSON_IsObject(b)) {
+		const cJSON *it;
+		cJSON_ArrayForEach(it, a)
+		{
+			if (fp_host_key(it->string))
+				continue;
+			snprintf(sub, sizeof sub, "%s%s%s", path, path[0] ? "." : "", it->string);
+			int rc = fp_diff(it, cJSON_GetObjectItemCaseSensitive(b, it->string), sub, field, fieldlen);
+			if (rc)
+				return rc;
+		}
+		cJSON_ArrayForEach(it, b)
+		{
+			if (fp_host_key(it->string) || cJSON_GetObjectItemCaseSensitive(a, it->string))
+				continue;
+			snprintf(field, fieldlen, "%s%s%s", path, path[0] ? "." : "", it->string);
+			return 1;
+		}
+		return 0;
+	}
+	if (cJSON_IsArray(a) && cJSON_IsArray(b)) {
+		int n = cJSON_GetArraySize(a);
+		if (n != cJSON_GetArraySize(b)) {
+			snprintf(field, fieldlen, "%s (length)", path);
+			return 1;
+		}
+		for (int i = 0; i < n; i++) {
+			snprintf(sub, sizeof sub, "%s[%d]", path, i);
+			int rc = fp_diff(cJSON_GetArrayItem(a, i), cJSON_GetArrayItem(b, i), sub, field, fieldlen);
+			if (rc)
+				return rc;
+		}
+		return 0;
+	}
+	if (!a || !b || !cJSON_Compare(a, b, true)) {
+		snprintf(field, fieldlen, "%s", path[0] ? path : "(whole)");
+		return 1;
+	}
+	return 0;
+}
+
+int session_fingerprint_model_diff(const char *a, const char *b, char *field, size_t fieldlen)
+{
+	if (field && fieldlen)
+		field[0] = 0;
+	char scratch[8];
+	if (!field || !fieldlen) {
+		field = scratch;
+		fieldlen = sizeof scratch;
+	}
+	cJSON *ja = a ? cJSON_Parse(a) : NULL, *jb = b ? cJSON_Parse(b) : NULL;
+	int rc;
+	if (!cJSON_IsObject(ja) || !cJSON_IsObject(jb)) {
+		snprintf(field, fieldlen, "%s", !cJSON_IsObject(ja) ? "first fingerprint: not a JSON object"
+								    : "second fingerprint: not a JSON object");
+		rc = -EINVAL;
+	} else {
+		rc = fp_diff(ja, jb, "", field, fieldlen);
+	}
+	cJSON_Delete(ja);
+	cJSON_Delete(jb);
+	return rc;
+}
+
 /* ---- host facts ---- */
 
 char *session_host_facts(const struct session *s, const cJSON *extra, char *memwarn, size_t memwarnlen)

@@ -97,6 +97,13 @@ const char *session_fingerprint_hash(const struct session *s);
  * this module). A stored JSON array is the form of runs recorded before this
  * module: a list of {id, max_model_len} from /v1/models, compared as such. */
 bool session_fingerprint_same(const char *stored, const char *now);
+/* Whether two fingerprints (of this module) name the same model, for replicas of one
+ * model behind one condition: every field is compared except those that describe the
+ * host rather than the model ("created", "model_path", "total_slots", "hostname",
+ * "pid", "port", "uptime", "start_time"). 0 when the same; 1 when a field differs,
+ * its path (e.g. "/v1/models.data[0].context_length") in field; -EINVAL when either
+ * is not a JSON object (field says which); -ENOMEM. */
+int session_fingerprint_model_diff(const char *a, const char *b, char *field, size_t fieldlen);
 
 /* ---- host facts ---- */
 

@@ -41,6 +41,32 @@ static void test_same(void)
 	CHECK(!session_fingerprint_same(NULL, now));
 }
 
+/* Replicas: host fields may differ, model fields may not; the differing field is named. */
+static void test_model_diff(void)
+{
+	const char *a = "{\"/v1/models\":{\"data\":[{\"id\":\"m\",\"context_length\":4096}]},"
+			"\"/props\":{\"total_slots\":4,\"model_path\":\"/a/m.gguf\",\"chat_template\":\"t\"}}";
+	const char *b = "{\"/v1/models\":{\"data\":[{\"id\":\"m\",\"context_length\":4096}]},"
+			"\"/props\":{\"total_slots\":8,\"model_path\":\"/b/m.gguf\",\"chat_template\":\"t\"}}";
+	const char *c = "{\"/v1/models\":{\"data\":[{\"id\":\"m\",\"context_length\":8192}]},"
+			"\"/props\":{\"chat_template\":\"t\"}}";
+	const char *d = "{\"/v1/models\":{\"data\":[{\"id\":\"m\",\"context_length\":4096}]},"
+			"\"/props\":{\"chat_template\":\"t\",\"n_vocab\":5}}";
+	char f[256];
+	CHECK_EQ_INT(session_fingerprint_model_diff(a, a, f, sizeof f), 0);
+	CHECK_EQ_INT(session_fingerprint_model_diff(a, b, f, sizeof f), 0);
+	CHECK_EQ_STR(f, "");
+	CHECK_EQ_INT(session_fingerprint_model_diff(a, c, f, sizeof f), 1);
+	CHECK_EQ_STR(f, "/v1/models.data[0].context_length");
+	CHECK_EQ_INT(session_fingerprint_model_diff(a, d, f, sizeof f), 1);
+	CHECK_EQ_STR(f, "/props.n_vocab");
+	CHECK_EQ_INT(session_fingerprint_model_diff(d, a, f, sizeof f), 1);
+	CHECK_EQ_STR(f, "/props.n_vocab");
+	CHECK_EQ_INT(session_fingerprint_model_diff("[1]", a, f, sizeof f), -EINVAL);
+	CHECK_EQ_INT(session_fingerprint_model_diff(a, NULL, f, sizeof f), -EINVAL);
+	CHECK(strstr(f, "second") != NULL);
+}
+
 /* A loopback port that refuses connections: bound, never listening. */
 static int closed_port(int *fd)
 {
@@ -69,6 +95,7 @@ static long long count(const char *db, const char *sql)
 int main(void)
 {
 	test_same();
+	test_model_diff();
 
 	errno = 0;
 	CHECK(session_create(&(struct session_opts){ .url = NULL, .body = dummy_body }) == NULL && errno == EINVAL);

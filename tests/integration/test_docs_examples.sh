@@ -64,11 +64,8 @@ trap 'exit 1' INT TERM
 # ---- options -----------------------------------------------------------------------
 # Options accepted by the programs but not yet in their --help: "page option command..."
 # (the command, with --help appended, must exit 0).
-HELP_GAPS='sixi-bench.1 --answer-tokens sixi-bench agents --answer-tokens 8
-sixi-bench.1 --followup-tokens sixi-bench agents --followup-tokens 8
-sixi-bench.1 --lifetime sixi-bench emitter --lifetime 5
-sixi-bench.1 --repeats sixi-bench prefill --repeats 2
-sixi-bench.1 --tokens-per-event sixi-bench selftest --tokens-per-event 2'
+# None now: every option a page names is in its program's --help.
+HELP_GAPS=''
 
 if [ "$MODE" = options ]; then
 	command -v groff >/dev/null 2>&1 || { echo "SKIP: groff is not installed (Debian: groff-base)"; exit 77; }
@@ -86,6 +83,7 @@ if [ "$MODE" = options ]; then
 	fail=0
 	# the gaps really are accepted options, and the probe can tell an unknown one
 	echo "$HELP_GAPS" | while read -r page opt cmd; do
+		[ -n "$page" ] || continue
 		# shellcheck disable=SC2086
 		if timeout 60 "$P/"$cmd --help >/dev/null 2>&1; then
 			echo "$page $opt"

@@ -37,8 +37,8 @@ static struct args_spec tok_spec(const char *prog, unsigned cmd)
 		.prog = prog,
 		.cmd = cmd == TOK_ENCODE ? "--tokenize" : "--detokenize",
 		.usage = cmd == TOK_ENCODE ? "usage: --tokenize FILE.gguf|tokenizer.json TEXT|- [options]\n"
-					     "TEXT \"-\" reads the text from standard input."
-					   : "usage: --detokenize FILE.gguf|tokenizer.json ID... [options]",
+					     "TEXT \"-\" reads the text from standard input.\n"
+					   : "usage: --detokenize FILE.gguf|tokenizer.json ID... [options]\n",
 		.opts = tok_table,
 		.max_pos = 0,
 	};

@@ -97,6 +97,15 @@ if [ "$MODE" = options ]; then
 		fail=1
 	fi
 	grep -q BROKEN "$T/gaps" && fail=1
+	# stats reads its options from an option table: an option of another test gets the
+	# common wording of core/args and exit 2, nothing on stdout
+	st=0
+	"$P/sixi-report" stats welch --a 1,2 --b 1,2 --c 3 >"$T/stats.out" 2>"$T/stats.err" || st=$?
+	if [ "$st" != 2 ] || [ -s "$T/stats.out" ] ||
+		! grep -qF "unknown option '--c' for 'welch' (see sixi-report stats --help)" "$T/stats.err"; then
+		echo "FAIL: 'sixi-report stats welch ... --c 3' gave exit $st and '$(cat "$T/stats.err")'"
+		fail=1
+	fi
 	for p in $PAGES; do
 		# bold runs in grotty's overstrike output are "c\bc" sequences
 		groff -man -Tascii -P-c -rLL=2000n -rHY=0 "$MAN/$p" 2>/dev/null >"$T/$p.txt"

@@ -238,19 +238,9 @@ int main(int argc, char **argv)
 	}
 	const char *cmd = argv[1];
 	if (strcmp(cmd, "stats") == 0) {
-		bool json = false;
-		int n = 0;
-		for (int i = 2; i < argc; i++) {
-			if (strcmp(argv[i], "--json") == 0)
-				json = true;
-			else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-				fputs(report_calc_usage(), stdout);
-				return 0;
-			} else
-				argv[2 + n++] = argv[i];
-		}
 		char err[512] = "";
-		if (report_calc(n, argv + 2, json, stdout, err, sizeof err) != 0) {
+		int rc = report_calc_cli(argc - 2, argv + 2, stdout, err, sizeof err);
+		if (rc != 0 && rc != ARGS_HELP) {
 			log_error("%s", err);
 			return 2;
 		}

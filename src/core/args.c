@@ -291,7 +291,8 @@ int args_parse(const struct args_spec *s, unsigned cmd, int argc, char **argv, v
 		*n_pos = 0;
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
-		if (only_pos || a[0] != '-' || a[1] == 0) {
+		bool number = s->numbers && ((a[1] >= '0' && a[1] <= '9') || (a[1] == '.' && a[2] >= '0' && a[2] <= '9'));
+		if (only_pos || a[0] != '-' || a[1] == 0 || number) {
 			if (np >= s->max_pos) {
 				err_set(err, errlen, "unexpected argument '%s'%s%s%s (see %s --help)", a,
 					 s->cmd ? " for '" : "", s->cmd ? s->cmd : "", s->cmd ? "'" : "", s->prog);

@@ -81,6 +81,8 @@ struct args_spec {
 	const char *epilog;   /* printed after them; may be NULL */
 	const struct args_opt *opts;
 	int max_pos;          /* positional words accepted */
+	bool numbers;         /* a word like "-1" or "-0.5" is a positional number, not an
+			         option (the program then says why a negative one is wrong) */
 	bool forward;         /* words the table does not name (options, their values and
 			         positionals) go to pos in order, for a module that parses them
 			         with its own table */

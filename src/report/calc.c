@@ -16,9 +16,48 @@
 
 #define MAX_LIST 4096
 
+/* The options of every test; which test takes which is the cmds mask of its row.
+ * Values are kept as text: each test checks its own (ranges, lists) and says why. */
+struct calc_opts {
+	const char *p, *confidence, *a, *b, *n, *c, *k, *p1, *p2, *alpha, *power, *tasks;
+	bool one_sided, json;
+};
+
+/* Command bits, in the order of tests[] below. */
+enum {
+	T_FISHER = 1u << 0, T_MCNEMAR = 1u << 1, T_BINOM = 1u << 2, T_WILSON = 1u << 3, T_WELCH = 1u << 4,
+	T_SIGN = 1u << 5, T_PASSK = 1u << 6, T_POWER = 1u << 7, T_HOLM = 1u << 8, T_UNION = 1u << 9,
+};
+
+#define CO struct calc_opts
+static const struct args_opt calc_table[] = {
+	ARGS_HEADING("binom, wilson:"),
+	ARGS_STRING_OPT("--confidence", "C", CO, confidence, T_WILSON, "wilson: the interval's confidence (default 0.95)"),
+	ARGS_STRING_OPT("--p", "P", CO, p, T_BINOM, "binom: the success rate under the null (default 0.5)"),
+	ARGS_HEADING("welch:"),
+	ARGS_STRING_OPT("--a", "X,...", CO, a, T_WELCH, "welch: the values of group A (e.g. per-run pass rates)"),
+	ARGS_STRING_OPT("--b", "Y,...", CO, b, T_WELCH, "welch: the values of group B"),
+	ARGS_HEADING("passk, union:"),
+	ARGS_STRING_OPT("--c", "C|C1,C2,...", CO, c, T_PASSK | T_UNION,
+			"passk: attempts that passed; union: runs that solved each item"),
+	ARGS_STRING_OPT("--k", "K[,K...]", CO, k, T_PASSK | T_UNION, "the k of pass@k, or of the union of k runs"),
+	ARGS_STRING_OPT("--n", "N", CO, n, T_PASSK | T_UNION, "attempts (passk) or runs (union) in all"),
+	ARGS_HEADING("power:"),
+	ARGS_STRING_OPT("--alpha", "A", CO, alpha, T_POWER, "the test's level (default 0.05)"),
+	ARGS_FLAG_OPT("--one-sided", CO, one_sided, 1, T_POWER, "a one-sided test (default two-sided)"),
+	ARGS_STRING_OPT("--p1", "P1", CO, p1, T_POWER, "the pass rate of one condition"),
+	ARGS_STRING_OPT("--p2", "P2", CO, p2, T_POWER, "the pass rate of the other"),
+	ARGS_STRING_OPT("--power", "P", CO, power, T_POWER, "the chance to detect the gap (default 0.8)"),
+	ARGS_STRING_OPT("--tasks", "M", CO, tasks, T_POWER, "tasks per run: also print the runs needed"),
+	ARGS_HEADING("every test:"),
+	ARGS_FLAG_OPT("--json", CO, json, 1, 0, "print the result as JSON (its keys are a stable contract)"),
+	ARGS_TABLE_END,
+};
+
 struct calc {
 	int argc;
-	char **argv;       /* argv[0] is the test name */
+	const char **argv; /* argv[0] is the test name, then the positional words */
+	const struct calc_opts *o;
 	cJSON *res;        /* result object, keys in output order */
 	const char *title; /* one line saying what was computed */
 	char *err;
@@ -71,41 +110,21 @@ static int counts(struct calc *c, int n, const char *const *names, const char *u
 	return rc;
 }
 
-/* "--name value" anywhere after the test name; NULL when absent. */
+/* The value of option name (a row of calc_table); NULL when absent. */
 static const char *option(struct calc *c, const char *name)
 {
-	for (int i = 1; i + 1 < c->argc; i++)
-		if (strcmp(c->argv[i], name) == 0)
-			return c->argv[i + 1];
+	for (const struct args_opt *r = calc_table; r->kind != ARGS_END; r++)
+		if (r->kind == ARGS_STRING && strcmp(r->name, name) == 0)
+			return *(const char *const *)((const char *)c->o + r->off);
 	return NULL;
 }
 
-static bool has_flag(struct calc *c, const char *name)
+/* Tests that take options only: no positional word. */
+static int options_only(struct calc *c)
 {
-	for (int i = 1; i < c->argc; i++)
-		if (strcmp(c->argv[i], name) == 0)
-			return true;
-	return false;
-}
-
-/* Every argument must be a known option (with a value unless it is a switch). */
-static int options_only(struct calc *c, const char *const *with_value, const char *const *switches)
-{
-	for (int i = 1; i < c->argc; i++) {
-		bool known = false;
-		for (const char *const *o = with_value; *o && !known; o++)
-			if (strcmp(c->argv[i], *o) == 0) {
-				if (i + 1 >= c->argc)
-					return fail(c, "stats %s: %s needs a value", c->argv[0], *o);
-				i++;
-				known = true;
-			}
-		for (const char *const *o = switches; o && *o && !known; o++)
-			known = strcmp(c->argv[i], *o) == 0;
-		if (!known)
-			return fail(c, "stats %s: unexpected argument '%s' (see sixi-report stats --help)", c->argv[0],
-				    c->argv[i]);
-	}
+	if (c->argc > 1)
+		return fail(c, "stats %s: unexpected argument '%s' (see sixi-report stats --help)", c->argv[0],
+			    c->argv[1]);
 	return 0;
 }
 
@@ -197,9 +216,9 @@ static int t_mcnemar(struct calc *c)
 	return 0;
 }
 
-static int k_of_n(struct calc *c, int64_t *k, int64_t *n, int extra_opts)
+static int k_of_n(struct calc *c, int64_t *k, int64_t *n)
 {
-	if (c->argc < 3 || c->argc - 3 != extra_opts * 2)
+	if (c->argc != 3)
 		return fail(c, "stats %s: expected K N (K successes of N)%s", c->argv[0], "");
 	int rc = count_arg(c, 1, "K", k);
 	if (rc == 0)
@@ -220,8 +239,7 @@ static int t_binom(struct calc *c)
 {
 	int64_t k, n;
 	double p;
-	int extra = option(c, "--p") ? 1 : 0;
-	int rc = k_of_n(c, &k, &n, extra);
+	int rc = k_of_n(c, &k, &n);
 	if (rc == 0)
 		rc = prob_opt(c, "--p", 0.5, &p);
 	if (rc)
@@ -243,8 +261,7 @@ static int t_wilson(struct calc *c)
 {
 	int64_t k, n;
 	double conf;
-	int extra = option(c, "--confidence") ? 1 : 0;
-	int rc = k_of_n(c, &k, &n, extra);
+	int rc = k_of_n(c, &k, &n);
 	if (rc == 0)
 		rc = prob_opt(c, "--confidence", 0.95, &conf);
 	if (rc)
@@ -284,8 +301,7 @@ static int t_welch(struct calc *c)
 {
 	static double a[MAX_LIST], b[MAX_LIST];
 	size_t na, nb;
-	static const char *const opts[] = { "--a", "--b", NULL };
-	int rc = options_only(c, opts, NULL);
+	int rc = options_only(c);
 	if (rc == 0)
 		rc = double_list(c, "--a", a, &na);
 	if (rc == 0)
@@ -313,10 +329,9 @@ static int t_welch(struct calc *c)
 
 static int t_passk(struct calc *c)
 {
-	static const char *const opts[] = { "--n", "--c", "--k", NULL };
 	int64_t n, k_list[64], cc;
 	size_t nk;
-	int rc = options_only(c, opts, NULL);
+	int rc = options_only(c);
 	if (rc == 0 && (!option(c, "--n") || !option(c, "--c") || !option(c, "--k")))
 		return fail(c, "stats passk: --n N --c C --k K[,K...] are required%s%s", "", "");
 	if (rc == 0)
@@ -349,11 +364,9 @@ static int t_passk(struct calc *c)
 
 static int t_power(struct calc *c)
 {
-	static const char *const opts[] = { "--p1", "--p2", "--alpha", "--power", "--tasks", NULL };
-	static const char *const sw[] = { "--one-sided", NULL };
 	double p1, p2, alpha, power;
 	int64_t tasks = 0;
-	int rc = options_only(c, opts, sw);
+	int rc = options_only(c);
 	if (rc == 0)
 		rc = prob_opt(c, "--p1", NAN, &p1);
 	if (rc == 0)
@@ -368,7 +381,7 @@ static int t_power(struct calc *c)
 		return rc;
 	if (p1 == p2)
 		return fail(c, "stats power: --p1 and --p2 are equal; there is no gap to detect%s%s", "", "");
-	bool two = !has_flag(c, "--one-sided");
+	bool two = !c->o->one_sided;
 	struct stats_power pw;
 	if (stats_power_two_prop(p1, p2, alpha, power, two, &pw) != 0)
 		return fail(c, "stats power: invalid input%s%s", "", "");
@@ -412,11 +425,10 @@ static int t_holm(struct calc *c)
 
 static int t_union(struct calc *c)
 {
-	static const char *const opts[] = { "--n", "--k", "--c", NULL };
 	static int64_t cs[MAX_LIST];
 	int64_t n, k_list[64];
 	size_t nc, nk;
-	int rc = options_only(c, opts, NULL);
+	int rc = options_only(c);
 	if (rc == 0 && (!option(c, "--n") || !option(c, "--k") || !option(c, "--c")))
 		return fail(c, "stats union: --n RUNS --k K[,K...] --c C1,C2,... (runs solving each item) are required%s%s",
 			    "", "");
@@ -452,20 +464,30 @@ static const struct {
 	{ "holm", t_holm },     { "union", t_union },
 };
 
-const char *report_calc_usage(void)
+static const char calc_usage[] =
+	"usage: sixi-report stats TEST ... [--json]\n"
+	"  fisher A B C D          Fisher's exact test on [[A, B], [C, D]] (passes, fails of A; of B)\n"
+	"  mcnemar B C             exact McNemar on discordant counts (B: only A passed, C: only B)\n"
+	"  binom K N [--p P]       exact binomial test (P defaults to 0.5)\n"
+	"  wilson K N [--confidence C]   Wilson score interval (C defaults to 0.95)\n"
+	"  welch --a X,... --b Y,...     Welch's t-test, e.g. per-run pass rates\n"
+	"  sign POS NEG            sign test on items where A did better / B did better\n"
+	"  passk --n N --c C --k K[,K]   unbiased pass@k\n"
+	"  power --p1 P1 --p2 P2 [--alpha 0.05] [--power 0.8] [--tasks M] [--one-sided]\n"
+	"                          attempts per condition (and runs of M tasks) to detect P1 vs P2\n"
+	"  holm P1 P2 ...          Holm-adjusted p-values\n"
+	"  union --n N --k K[,K] --c C1,C2,...  expected items solved by k of n runs\n";
+
+static const struct args_spec calc_spec = {
+	.prog = "sixi-report stats",
+	.usage = calc_usage,
+	.opts = calc_table,
+	.numbers = true,
+};
+
+void report_calc_help(FILE *f)
 {
-	return "sixi-report stats TEST ... [--json]\n"
-	       "  fisher A B C D          Fisher's exact test on [[A, B], [C, D]] (passes, fails of A; of B)\n"
-	       "  mcnemar B C             exact McNemar on discordant counts (B: only A passed, C: only B)\n"
-	       "  binom K N [--p P]       exact binomial test (P defaults to 0.5)\n"
-	       "  wilson K N [--confidence C]   Wilson score interval (C defaults to 0.95)\n"
-	       "  welch --a X,... --b Y,...     Welch's t-test, e.g. per-run pass rates\n"
-	       "  sign POS NEG            sign test on items where A did better / B did better\n"
-	       "  passk --n N --c C --k K[,K]   unbiased pass@k\n"
-	       "  power --p1 P1 --p2 P2 [--alpha 0.05] [--power 0.8] [--tasks M] [--one-sided]\n"
-	       "                          attempts per condition (and runs of M tasks) to detect P1 vs P2\n"
-	       "  holm P1 P2 ...          Holm-adjusted p-values\n"
-	       "  union --n N --k K[,K] --c C1,C2,...  expected items solved by k of n runs\n";
+	args_help(&calc_spec, 0, f);
 }
 
 /* Text rendering of the result object: one "key  value" line each. */
@@ -506,8 +528,35 @@ int report_calc(int argc, char **argv, bool json, FILE *out, char *err, size_t e
 	for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
 		if (strcmp(argv[0], tests[i].name) != 0)
 			continue;
-		struct calc c = { .argc = argc, .argv = argv, .res = cJSON_CreateObject(), .err = err, .errlen = errlen };
+		struct calc_opts o = { 0 };
+		struct args_spec spec = calc_spec;
+		spec.cmd = tests[i].name;
+		spec.max_pos = argc;
+		const char **pos = calloc((size_t)argc + 1, sizeof *pos);
+		int n_pos = 0;
+		if (!pos) {
+			err_set(err, errlen, "stats: out of memory");
+			return -ENOMEM;
+		}
+		pos[0] = argv[0];
+		int prc = args_parse(&spec, 1u << i, argc - 1, argv + 1, &o, pos + 1, &n_pos, err, errlen);
+		if (prc == ARGS_HELP) {
+			free(pos);
+			err_set(err, errlen, "stats %s: --help is printed by sixi-report stats --help", argv[0]);
+			return -EINVAL;
+		}
+		if (prc) {
+			char msg[512];
+			snprintf(msg, sizeof msg, "%s", err);
+			err_set(err, errlen, "stats: %s", msg);
+			free(pos);
+			return prc;
+		}
+		json = json || o.json;
+		struct calc c = { .argc = 1 + n_pos, .argv = pos, .o = &o, .res = cJSON_CreateObject(), .err = err,
+				  .errlen = errlen };
 		if (!c.res) {
+			free(pos);
 			err_set(err, errlen, "stats: out of memory");
 			return -ENOMEM;
 		}
@@ -523,10 +572,49 @@ int report_calc(int argc, char **argv, bool json, FILE *out, char *err, size_t e
 			print_text(out, c.title, c.res, 0);
 		}
 		cJSON_Delete(c.res);
+		free(pos);
 		return rc;
 	}
 	err_set(err, errlen,
 		 "stats: unknown test '%s' (known: fisher, mcnemar, binom, wilson, welch, sign, passk, power, holm, union)",
 		 argv[0]);
 	return -EINVAL;
+}
+
+int report_calc_cli(int argc, char **argv, FILE *out, char *err, size_t errlen)
+{
+	/* a first pass over every option of every test: --help, and the test's name
+	 * (the first positional word, wherever it stands) */
+	struct calc_opts o = { 0 };
+	struct args_spec spec = calc_spec;
+	spec.max_pos = argc;
+	const char **pos = calloc((size_t)argc + 1, sizeof *pos);
+	char **words = calloc((size_t)argc + 1, sizeof *words);
+	int n_pos = 0, rc = -ENOMEM;
+	if (!pos || !words) {
+		err_set(err, errlen, "stats: out of memory");
+		goto out;
+	}
+	rc = args_parse(&spec, ~0u, argc, argv, &o, pos, &n_pos, err, errlen);
+	if (rc == ARGS_HELP) {
+		report_calc_help(out);
+		goto out;
+	}
+	if (rc) {
+		char msg[512];
+		snprintf(msg, sizeof msg, "%s", err);
+		err_set(err, errlen, "stats: %s", msg);
+		goto out;
+	}
+	int n = 0;
+	if (n_pos > 0)
+		words[n++] = (char *)pos[0];
+	for (int i = 0; i < argc; i++)
+		if (n_pos == 0 || argv[i] != pos[0])
+			words[n++] = argv[i];
+	rc = report_calc(n_pos > 0 ? n : 0, words, false, out, err, errlen);
+out:
+	free(pos);
+	free(words);
+	return rc;
 }

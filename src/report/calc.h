@@ -18,6 +18,11 @@
  * returns -EINVAL. */
 __attribute__((warn_unused_result)) int report_calc(int argc, char **argv, bool json, FILE *out, char *err,
 						    size_t errlen);
-/* The usage text of the calculator (static string). */
-const char *report_calc_usage(void);
+/* The calculator's --help, printed from its option table. */
+void report_calc_help(FILE *f);
+/* `sixi-report stats` as typed: the options may stand before the test's name;
+ * --help (anywhere) prints report_calc_help to out and returns ARGS_HELP. Else as
+ * report_calc (--json in the words selects JSON). */
+__attribute__((warn_unused_result)) int report_calc_cli(int argc, char **argv, FILE *out, char *err,
+							size_t errlen);
 #endif

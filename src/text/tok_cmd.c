@@ -3,6 +3,7 @@
  * line (or "id<TAB>piece" lines with --pieces), or the decoded text. TEXT "-" reads the
  * text from standard input (for texts longer than a command line holds). */
 #include "text/tok_cmd.h"
+#include "core/args.h"
 #include "core/err.h"
 
 #include <errno.h>
@@ -13,6 +14,35 @@
 
 #include "gguf/gguf.h"
 #include "text/tokenizer.h"
+
+struct tok_opts {
+	bool add_special, parse_special, pieces, special;
+};
+
+#define TOK_T struct tok_opts
+enum { TOK_ENCODE = 1u << 0, TOK_DECODE = 1u << 1 };
+static const struct args_opt tok_table[] = {
+	ARGS_FLAG_OPT("--add-special", TOK_T, add_special, 1, TOK_ENCODE,
+		      "add the model's BOS/EOS tokens around the text"),
+	ARGS_FLAG_OPT("--parse-special", TOK_T, parse_special, 1, TOK_ENCODE,
+		      "read special-token text (<|im_start|>) in TEXT as the special token"),
+	ARGS_FLAG_OPT("--pieces", TOK_T, pieces, 1, TOK_ENCODE, "print one \"id<TAB>piece\" line per token"),
+	ARGS_FLAG_OPT("--special", TOK_T, special, 1, TOK_DECODE, "print special tokens as their text"),
+	ARGS_TABLE_END,
+};
+
+static struct args_spec tok_spec(const char *prog, unsigned cmd)
+{
+	return (struct args_spec){
+		.prog = prog,
+		.cmd = cmd == TOK_ENCODE ? "--tokenize" : "--detokenize",
+		.usage = cmd == TOK_ENCODE ? "usage: --tokenize FILE.gguf|tokenizer.json TEXT|- [options]\n"
+					     "TEXT \"-\" reads the text from standard input.\n"
+					   : "usage: --detokenize FILE.gguf|tokenizer.json ID... [options]\n",
+		.opts = tok_table,
+		.max_pos = 0,
+	};
+}
 
 static void usage(const char *prog)
 {
@@ -87,28 +117,20 @@ static char *read_stdin(void)
 
 static int cmd_tokenize(const char *prog, int argc, char **argv)
 {
-	const char *file = NULL, *text = NULL;
-	bool add_special = false, parse_special = false, pieces = false;
-	for (int i = 0; i < argc; i++) {
-		if (strcmp(argv[i], "--add-special") == 0)
-			add_special = true;
-		else if (strcmp(argv[i], "--parse-special") == 0)
-			parse_special = true;
-		else if (strcmp(argv[i], "--pieces") == 0)
-			pieces = true;
-		else if (!file)
-			file = argv[i];
-		else if (!text)
-			text = argv[i];
-		else {
-			usage(prog);
-			return 2;
-		}
-	}
-	if (!file || !text) {
+	struct tok_opts o = { 0 };
+	struct args_spec spec = tok_spec(prog, TOK_ENCODE);
+	const char *pos[2];
+	int n_pos = 0;
+	spec.max_pos = 2;
+	int st = args_cli(&spec, TOK_ENCODE, argc, argv, &o, pos, &n_pos);
+	if (st != ARGS_CONTINUE)
+		return st;
+	if (n_pos != 2) {
 		usage(prog);
 		return 2;
 	}
+	const char *file = pos[0], *text = pos[1];
+	bool add_special = o.add_special, parse_special = o.parse_special, pieces = o.pieces;
 	char *owned = NULL;
 	if (strcmp(text, "-") == 0) {
 		owned = read_stdin();
@@ -148,27 +170,34 @@ static int cmd_tokenize(const char *prog, int argc, char **argv)
 
 static int cmd_detokenize(const char *prog, int argc, char **argv)
 {
-	const char *file = NULL;
-	bool special = false;
+	struct tok_opts o = { 0 };
+	struct args_spec spec = tok_spec(prog, TOK_DECODE);
+	const char **pos = calloc((size_t)argc + 1, sizeof *pos);
 	int32_t *ids = calloc((size_t)argc + 1, sizeof *ids);
 	size_t n = 0;
-	int rc = 0;
-	if (!ids)
+	int rc = 0, n_pos = 0;
+	if (!ids || !pos) {
+		free(ids);
+		free(pos);
 		return 1;
-	for (int i = 0; i < argc && !rc; i++) {
+	}
+	spec.max_pos = argc;
+	int st = args_cli(&spec, TOK_DECODE, argc, argv, &o, pos, &n_pos);
+	if (st != ARGS_CONTINUE) {
+		free(ids);
+		free(pos);
+		return st;
+	}
+	bool special = o.special;
+	const char *file = n_pos > 0 ? pos[0] : NULL;
+	for (int i = 1; i < n_pos && !rc; i++) {
 		char *end;
-		if (strcmp(argv[i], "--special") == 0) {
-			special = true;
-		} else if (!file) {
-			file = argv[i];
-		} else {
-			long v = strtol(argv[i], &end, 10);
-			if (*end || end == argv[i] || v < 0 || v > INT32_MAX) {
-				fprintf(stderr, "error: '%s' is not a token id\n", argv[i]);
-				rc = 1;
-			}
-			ids[n++] = (int32_t)v;
+		long v = strtol(pos[i], &end, 10);
+		if (*end || end == pos[i] || v < 0 || v > INT32_MAX) {
+			fprintf(stderr, "error: '%s' is not a token id\n", pos[i]);
+			rc = 1;
 		}
+		ids[n++] = (int32_t)v;
 	}
 	if (!rc && !file) {
 		usage(prog);
@@ -191,6 +220,7 @@ static int cmd_detokenize(const char *prog, int argc, char **argv)
 	}
 	tok_destroy(t);
 	free(ids);
+	free(pos);
 	return rc;
 }
 

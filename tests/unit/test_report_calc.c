@@ -126,7 +126,13 @@ int main(void)
 	bad("welch --a 1,2,nan --b 1,2", "not a list of finite numbers");
 	bad("welch --a 1 --b 1,2", "at least 2 values");
 	bad("welch --a 2,2 --b 3,3", "zero spread");
-	bad("welch --a 1,2 --b 1,2 --c 3", "unexpected argument '--c'");
+	/* options are rows of one table (core/args): an option of another test, or of none,
+	 * gets the common wording */
+	bad("welch --a 1,2 --b 1,2 --c 3", "unknown option '--c' for 'welch' (see sixi-report stats --help)");
+	bad("binom 3 10 --nosuch 1", "unknown option '--nosuch' for 'binom'");
+	bad("binom 3 10 --p", "--p needs a value (P)");
+	bad("power --p1 0.2 --p2 0.3 --one-sided=yes", "--one-sided takes no value");
+	bad("welch --a 1,2 --b 1,2 7", "unexpected argument '7'");
 	bad("passk --n 10 --c 11 --k 1", "--c 11 is larger than --n 10");
 	bad("passk --n 10 --c 1 --k 11", "k = 11 is larger than --n 10");
 	bad("power --p1 0.2 --p2 0.2", "no gap");

@@ -69,6 +69,7 @@ struct eval_opts {
 	const char *condition;       /* run: only this condition of the protocol */
 	double detect_gap, gap_baseline; /* run: fractions (the options take percentage points) */
 	bool allow_underpowered;
+	struct eval_shard shard;     /* run, resume: --shard K/N */
 	const char *protocol;        /* resume */
 	int format;                  /* export: -1 not given, 0 csv, 1 jsonl */
 	struct args_list budgets;    /* regrade */
@@ -88,6 +89,13 @@ static int percent_points(const char *opt, const char *v, void *field, char *err
 	}
 	*(double *)field = d / 100;
 	return 0;
+}
+
+/* --shard K/N */
+static int shard_opt(const char *opt, const char *v, void *field, char *err, size_t errlen)
+{
+	(void)opt;
+	return eval_shard_parse(v, field, err, errlen);
 }
 
 /* A quick-run option on a resume: the configuration is frozen when the run starts. */
@@ -113,6 +121,8 @@ static const struct args_opt options[] = {
 	ARGS_FLAG_OPT("--no-preflight", O, no_preflight, true, RUN | RESUME | ROWS, "skip the dataset's preflight"),
 	ARGS_DOUBLE_OPT("--ready-timeout", "S", O, ready_timeout_s, 0, 1e7, RUN | RESUME | ROWS,
 			"seconds to wait for a generation that returns tokens"),
+	ARGS_CALL_OPT("--shard", "K/N", shard_opt, O, shard, RUN | RESUME,
+		      "only slice K (0..N-1) of the (task, repeat) pairs; merge the shards with `merge`"),
 	ARGS_HEADING("run:"),
 	ARGS_STRING_OPT("--condition", "NAME", O, condition, RUN, "only this condition of the protocol"),
 	ARGS_STRING_OPT("--url", "URL", O, quick.url, RUN, "quick run: the server"),
@@ -202,7 +212,8 @@ static int cmd_run(struct eval_opts *c, const char *proto_path)
 	struct eval_run_opts o = {.db_path = c->db, .out = c->json ? stderr : stdout, .json = c->json, .json_out = stdout,
 				  .skip_preflight = c->no_preflight,
 				  .ready_timeout_s = c->ready_timeout_s, .detect_gap = c->detect_gap,
-				  .gap_baseline = c->gap_baseline, .allow_underpowered = c->allow_underpowered};
+				  .gap_baseline = c->gap_baseline, .allow_underpowered = c->allow_underpowered,
+				  .shard = c->shard};
 	int rc = 0;
 	bool any = false;
 	for (int i = 0; i < p->n_conditions && rc == 0; i++) {
@@ -230,7 +241,7 @@ static int cmd_resume(struct eval_opts *c, const char *id_s)
 		return 2;
 	char err[4096];
 	struct eval_run_opts o = {.db_path = c->db, .out = c->json ? stderr : stdout, .json = c->json, .json_out = stdout,
-				  .ready_timeout_s = c->ready_timeout_s};
+				  .ready_timeout_s = c->ready_timeout_s, .shard = c->shard};
 	if (eval_run_resume(id, c->protocol, &o, err, sizeof err) != 0) {
 		fprintf(stderr, "sixi-eval: %s\n", err);
 		return 1;

@@ -529,6 +529,8 @@ static int build_jobs(struct runner *R, size_t *already_done)
 		eval_tasks_shuffle(order, n_tasks, R->p->shuffle_seed, r);
 		for (size_t i = 0; i < n_tasks; i++) {
 			int64_t max_attempt = 0, finals = 0;
+			if (!eval_shard_has(&R->o->shard, order[i]->id, r))
+				continue;
 			if (store_eval_task_progress(R->store, R->run_id, r, order[i]->id, &max_attempt, &finals) != 0) {
 				free(order);
 				return -EIO;

@@ -20,6 +20,7 @@
 #ifndef SIXI_EVAL_RUN_H
 #define SIXI_EVAL_RUN_H
 #include "eval/protocol.h"
+#include "eval/shard.h"
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,6 +37,8 @@ struct eval_run_opts {
 				     plan too small for 80 % power is refused (power plan, stored with the run) */
 	double gap_baseline;      /* the pass rate the gap is measured from (0: 0.5, the worst case) */
 	bool allow_underpowered;  /* warn instead of refusing */
+	struct eval_shard shard;  /* n > 1: only this slice of the (task, repeat) pairs (eval/shard.h); not
+				     part of the configuration hash */
 };
 
 /* The power plan of a run: attempts needed per condition to detect gap around

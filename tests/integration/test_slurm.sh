@@ -13,6 +13,7 @@ for p in slurmctld slurmd munged sbatch squeue sqlite3; do
 	command -v "$p" >/dev/null 2>&1 || skip "$p is missing (apt-get install slurm-wlm munge sqlite3)"
 done
 "$B/src/sixi-eval" run --help 2>&1 | grep -q -- '--shard' || skip "this sixi-eval has no --shard"
+"$B/src/sixi-eval" merge --help >/dev/null 2>&1 || skip "this sixi-eval has no merge command"
 T=$(mktemp -d /tmp/sixi-slurm-XXXXXX)
 chmod 755 "$T"
 PIDS=""

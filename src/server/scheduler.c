@@ -1082,7 +1082,7 @@ struct sched *sched_create(struct engine *e, const struct sched_config *c, struc
 	return s;
 }
 
-void sched_destroy(struct sched *s)
+void sched_stop(struct sched *s)
 {
 	if (!s)
 		return;
@@ -1094,7 +1094,15 @@ void sched_destroy(struct sched *s)
 	if (s->threads_started) {
 		pthread_join(s->exec_thread, NULL);
 		pthread_join(s->samp_thread, NULL);
+		s->threads_started = false;
 	}
+}
+
+void sched_destroy(struct sched *s)
+{
+	if (!s)
+		return;
+	sched_stop(s);
 	while (s->q_head) {
 		struct batch *b = s->q_head;
 		s->q_head = b->next;

@@ -79,6 +79,9 @@ struct sched_status {
  * NULL with errno set on failure. */
 struct sched *sched_create(struct engine *e, const struct sched_config *c, struct metrics *m,
 			   void (*notify)(void *arg), void *notify_arg);
+/* Stops and joins the scheduler's threads (idempotent): after it, nothing calls
+ * the notify hook, so what the hook points at may be freed. */
+void sched_stop(struct sched *s);
 void sched_destroy(struct sched *s);
 
 /* NULL with errno set (ENOMEM, EINVAL for an empty prompt). */

@@ -760,7 +760,10 @@ void server_destroy(struct server *s)
 	}
 	if (s->sched && s->warm)
 		sched_seq_release(s->sched, s->warm);
-	/* Connections first (their close callbacks may touch gens), then the scheduler. */
+	/* The scheduler's threads stop first (the sampler wakes the HTTP loop through
+	 * notify), then the connections (their close callbacks may touch gens), then
+	 * the scheduler's state. */
+	sched_stop(s->sched);
 	http_server_destroy(s->http);
 	sched_destroy(s->sched);
 	metrics_finish(&s->metrics);

@@ -272,20 +272,23 @@ def case_prefix_cache():
 
 # ---- search ----
 
-SLOT1 = {"base": "thor", "weight_gb": 1, "bandwidth_gbps": 25, "decode_row_ms": 0, "prefill_row_ms": 0,
+# One 160 ms pass per request (4 GB at 25 GB/s, one token): the host's own lateness between
+# passes (thread wake-ups on a loaded machine, a few ms) then weighs on one pass per request,
+# not on four, so the scripted capacity holds within the checks' margin on a busy machine.
+SLOT1 = {"base": "thor", "weight_gb": 4, "bandwidth_gbps": 25, "decode_row_ms": 0, "prefill_row_ms": 0,
          "host_row_ms": 0, "slots": 1, "context": 4096}
 
 
 def case_search():
-    """One sequence at a time, 40 ms per pass (1 GB at 25 GB/s), 4 tokens per request: each request
-    needs 4 passes (prefill with the first token, 3 decode), so the server completes mu = 1 / 0.16 s =
+    """One sequence at a time, 160 ms per pass (4 GB at 25 GB/s), 1 token per request: each request
+    needs one pass (the prompt with its first token), so the server completes mu = 1 / 0.16 s =
     6.25 requests/s. With constant arrivals below mu nobody waits; above it the queue grows by
     (1/mu - 1/rate) per request and e2e passes 250 ms after a few requests. The search must find
     6.25 within 10 %, give the attainment interval, and stop the over-saturated probes early."""
     cfg = write("slot1.json", json.dumps(SLOT1))
     srv = Sim(cfg, "--straggler-wait", "off")
     try:
-        j = bench_json("search", "--url", srv.url, "--max-tokens", "4", "--warmup", "0", "--arrival", "constant",
+        j = bench_json("search", "--url", srv.url, "--max-tokens", "1", "--warmup", "0", "--arrival", "constant",
                        "--slo", "e2e=250ms", "--lo", "1", "--hi", "25", "--requests", "30", "--target", "0.8",
                        "--tolerance", "0.05", timeout=600)
     finally:
@@ -294,7 +297,7 @@ def case_search():
         return
     d = j["detail"]
     res = d["result"]
-    mu = 1 / (4 * 1e9 / 25e9)
+    mu = 1 / (4e9 / 25e9)
     print("search: sustainable %r, bracket [%r, %r], analytic %.3f" % (res.get("sustainable"), res["bracket_low"],
                                                                      res["bracket_high"], mu))
     check(res["bracketed"], "the range brackets the answer")
@@ -330,7 +333,7 @@ def case_search_concurrency():
     cfg = write("slot1.json", json.dumps(SLOT1))
     srv = Sim(cfg, "--straggler-wait", "off")
     try:
-        j = bench_json("search", "--url", srv.url, "--mode", "concurrency", "--max-tokens", "4", "--warmup", "0",
+        j = bench_json("search", "--url", srv.url, "--mode", "concurrency", "--max-tokens", "1", "--warmup", "0",
                        "--slo", "e2e=560ms", "--lo", "1", "--hi", "8", "--requests", "30", "--target", "0.8",
                        timeout=600)
     finally:

@@ -14,6 +14,7 @@
 #include <gsl/gsl_errno.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +27,8 @@ static const char usage_text[] =
 	"          [--intersect] [--allow-config-diff] [--seed N] [--resamples N]\n"
 	"  bench --db DB RUN [RUN...]     serving benchmark runs: throughput, TTFT, prefill per level\n"
 	"  check REPORT [--db DB]         re-run a rendered report's queries; list numbers that changed\n"
-	"  kl [RUN...] [--db DB] [--json] sixi-eval kl runs side by side: mean/p99 KL, top-1, perplexity ratio\n";
+	"  kl [RUN...] [--db DB] [--json] sixi-eval kl runs side by side: mean/p99 KL, top-1, perplexity ratio\n"
+	"     [--speed KL=BENCH ...]      with each file's bench run: its speed cost and the file the rule picks\n";
 static const char exit_text[] = "\nexit status: 0 success; 1 check found changed numbers; 2 bad input or refusal\n";
 
 /* --formats: any of md, html, csv. */
@@ -155,15 +157,47 @@ static int cmd_report(const char *command, int argc, char **argv)
 /* ---- check and kl: option tables (compare and bench parse theirs in report/) ---- */
 
 enum { CHECK = 1u << 0, KL = 1u << 1 };
+enum { KL_MAX_SPEED = 64 };
 
 struct report_opts {
 	const char *db;
 	bool json;
+	struct report_kl_speed speed[KL_MAX_SPEED];
+	size_t n_speed;
+	double max_cost_pct;
 };
+
+/* --speed KL_RUN=BENCH_RUN, repeatable: appends a pair. */
+static int parse_speed(const char *opt, const char *v, void *field, char *err, size_t errlen)
+{
+	struct report_opts *o = (struct report_opts *)((char *)field - offsetof(struct report_opts, speed));
+	const char *eq = strchr(v, '=');
+	char a[32];
+	if (!eq || (size_t)(eq - v) >= sizeof a) {
+		err_set(err, errlen, "%s: '%s' is not KL_RUN=BENCH_RUN (e.g. %s 4=2: kl run 4's file was benchmarked "
+			"in bench run 2)", opt, v, opt);
+		return -EINVAL;
+	}
+	if (o->n_speed == KL_MAX_SPEED) {
+		err_set(err, errlen, "%s: at most %d pairs", opt, KL_MAX_SPEED);
+		return -EINVAL;
+	}
+	snprintf(a, sizeof a, "%.*s", (int)(eq - v), v);
+	struct report_kl_speed *p = &o->speed[o->n_speed];
+	if (args_i64("--speed KL_RUN", a, 1, INT64_MAX, &p->kl_run, err, errlen) != 0 ||
+	    args_i64("--speed BENCH_RUN", eq + 1, 1, INT64_MAX, &p->bench_run, err, errlen) != 0)
+		return -EINVAL;
+	o->n_speed++;
+	return 0;
+}
 
 static const struct args_opt options[] = {
 	ARGS_STRING_OPT("--db", "DB", struct report_opts, db, CHECK | KL, "the database (check: the one the report names)"),
 	ARGS_FLAG_OPT("--json", struct report_opts, json, true, KL, "print the table as JSON"),
+	ARGS_DOUBLE_OPT("--max-cost", "PCT", struct report_opts, max_cost_pct, 0.001, 100, KL,
+			"with --speed: the share of the speed a better file may cost and still win (default 10)"),
+	ARGS_CALL_OPT("--speed", "KL_RUN=BENCH_RUN", parse_speed, struct report_opts, speed, KL,
+		      "pair a kl run with the sixi-bench run of its file and apply the rule\n(repeat for every run shown)"),
 	ARGS_TABLE_END,
 };
 
@@ -194,15 +228,16 @@ static int cmd_check(int argc, char **argv)
 	return rc;
 }
 
-/* sixi-report kl [RUN...] [--db DB] [--json] */
+/* sixi-report kl [RUN...] [--db DB] [--json] [--speed KL=BENCH ...] [--max-cost PCT] */
 static int cmd_kl(int argc, char **argv)
 {
 	enum { MAX_RUNS = 256 };
-	struct report_opts o = { .db = STORE_DEFAULT_PATH };
+	static const char kl_usage[] = "usage: sixi-report kl [RUN...] [--db DB] [--json] [--speed KL_RUN=BENCH_RUN ...] "
+				       "[--max-cost PCT]\n";
+	struct report_opts o = { .db = STORE_DEFAULT_PATH, .max_cost_pct = 10 };
 	const char *pos[MAX_RUNS];
 	int n = 0;
-	struct args_spec s = { .prog = "sixi-report kl", .usage = "usage: sixi-report kl [RUN...] [--db DB] [--json]\n",
-			       .opts = options, .max_pos = MAX_RUNS };
+	struct args_spec s = { .prog = "sixi-report kl", .usage = kl_usage, .opts = options, .max_pos = MAX_RUNS };
 	int rc = args_cli(&s, KL, argc, argv, &o, pos, &n);
 	if (rc != ARGS_CONTINUE)
 		return rc;
@@ -210,7 +245,7 @@ static int cmd_kl(int argc, char **argv)
 	char err[1024] = "";
 	for (int i = 0; i < n; i++)
 		if (args_i64("kl RUN", pos[i], 1, INT64_MAX, &runs[i], err, sizeof err) != 0) {
-			log_error("%s (usage: sixi-report kl [RUN...] [--db DB] [--json])", err);
+			log_error("%s (%s)", err, kl_usage);
 			return 2;
 		}
 	struct store *st = report_db_open(o.db, err, sizeof err);
@@ -218,7 +253,9 @@ static int cmd_kl(int argc, char **argv)
 		log_error("%s", err);
 		return 2;
 	}
-	rc = report_kl(st, runs, (size_t)n, o.json, stdout, err, sizeof err);
+	struct report_kl_opts ko = { .runs = runs, .n_runs = (size_t)n, .speed = o.speed, .n_speed = o.n_speed,
+				     .max_cost = o.max_cost_pct / 100, .json = o.json };
+	rc = report_kl(st, &ko, stdout, err, sizeof err);
 	store_close(st);
 	if (rc) {
 		log_error("kl: %s", err);

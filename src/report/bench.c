@@ -76,18 +76,6 @@ static const char *level_name(const char *workload)
 	return "concurrency";
 }
 
-/* Unique prompts: the protocol says so (unique_prompts), else the workloads that promise it. */
-static bool unique_prompts(const struct report_run *r)
-{
-	cJSON *p = cJSON_Parse(r->protocol_json);
-	cJSON *u = cJSON_GetObjectItemCaseSensitive(p, "unique_prompts");
-	bool v = cJSON_IsBool(u) ? cJSON_IsTrue(u)
-				 : strcmp(r->workload, "sweep") == 0 || strcmp(r->workload, "prefill") == 0 ||
-					   strcmp(r->workload, "rate") == 0;
-	cJSON_Delete(p);
-	return v;
-}
-
 struct curves {
 	int nruns;
 	/* per run, per point: x and the plotted values (NaN for invalid points) */
@@ -157,17 +145,6 @@ static int emit_level(struct report_doc *d, struct level *l, const char *q, stru
 
 /* The stored error class as a string that outlives the row (the rows' own text
  * is gone at the next row). */
-static const char *error_class(const char *e)
-{
-	static const char *const known[] = { "connect", "http", "stall", "reset", "parse", "server", "usage", "timeout" };
-	if (!e)
-		return NULL;
-	for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-		if (strcmp(e, known[i]) == 0)
-			return known[i];
-	return "other";
-}
-
 /* What bench_run's row callback works on. */
 struct bench_pass {
 	struct report_doc *d;
@@ -200,15 +177,7 @@ static int bench_row(void *ctx, const struct store_bench_read *x)
 		l->cap = cap;
 	}
 	P->rows++;
-	/* the stored row as the one definition of the figures reads it (stats/level.h);
-	 * the per-event gaps are not read: the report prints no ITL */
-	l->rq[l->n++] = (struct level_request){
-		.stream = x->stream, .prompt_tokens = x->prompt_tokens, .cached_tokens = x->cached_tokens,
-		.completion_tokens = x->completion_tokens, .requested_tokens = x->requested_tokens,
-		.sse_events = x->sse_events, .token_events = x->content_events, .t_intended = x->t_intended,
-		.t_send = x->t_send, .t_first_token = x->t_first_token, .t_last = x->t_last, .t_done = x->t_done,
-		.error = error_class(x->error), .followup = strcmp(x->tag, "followup") == 0,
-	};
+	l->rq[l->n++] = report_level_request(x);
 	const char *fp = x->fingerprint_hash;
 	if (l->fps == 0 || strncmp(l->fp, fp, 12) != 0) {
 		if (l->fps == 0)
@@ -225,7 +194,7 @@ static int bench_run(struct store *s, struct report_doc *d, const struct report_
 	store_bench_each_sql(run->id, sql, sizeof sql);
 	snprintf(q, sizeof q, "bench_%lld", (long long)run->id);
 	report_doc_query(d, q, sql);
-	bool unique = unique_prompts(run);
+	bool unique = report_run_unique_prompts(run->workload, run->protocol_json);
 	const char *h[] = { level_name(run->workload), "requests", "streams", "tok/s aggregate", "tok/s per stream",
 			    "TTFT p50 ms", "TTFT p90 ms", "TTFT p99 ms", "prefill tok/s p50", "SSE events per token",
 			    "follow-up wait p50 ms", "fingerprint", "status" };

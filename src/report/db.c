@@ -2,6 +2,8 @@
 #include "report/db.h"
 #include "core/err.h"
 #include "store/store.h"
+#include "stats/level.h"
+#include <cjson/cJSON.h>
 #include "core/json.h"
 #include <errno.h>
 #include <stdio.h>
@@ -88,4 +90,37 @@ void report_run_finish(struct report_run *r)
 		return;
 	free(r->protocol_json);
 	r->protocol_json = NULL;
+}
+
+static const char *error_class(const char *e)
+{
+	static const char *const known[] = { "connect", "http", "stall", "reset", "parse", "server", "usage", "timeout" };
+	if (!e)
+		return NULL;
+	for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+		if (strcmp(e, known[i]) == 0)
+			return known[i];
+	return "other";
+}
+
+struct level_request report_level_request(const struct store_bench_read *x)
+{
+	return (struct level_request){
+		.stream = x->stream, .prompt_tokens = x->prompt_tokens, .cached_tokens = x->cached_tokens,
+		.completion_tokens = x->completion_tokens, .requested_tokens = x->requested_tokens,
+		.sse_events = x->sse_events, .token_events = x->content_events, .t_intended = x->t_intended,
+		.t_send = x->t_send, .t_first_token = x->t_first_token, .t_last = x->t_last, .t_done = x->t_done,
+		.error = error_class(x->error), .followup = strcmp(x->tag, "followup") == 0,
+	};
+}
+
+bool report_run_unique_prompts(const char *workload, const char *protocol_json)
+{
+	cJSON *p = protocol_json ? cJSON_Parse(protocol_json) : NULL;
+	cJSON *u = cJSON_GetObjectItemCaseSensitive(p, "unique_prompts");
+	const char *w = workload ? workload : "";
+	bool v = cJSON_IsBool(u) ? cJSON_IsTrue(u)
+				 : strcmp(w, "sweep") == 0 || strcmp(w, "prefill") == 0 || strcmp(w, "rate") == 0;
+	cJSON_Delete(p);
+	return v;
 }

@@ -4,6 +4,7 @@
  * Arguments are borrowed; the store is the caller's to close. */
 #ifndef SIXI_REPORT_DB_H
 #define SIXI_REPORT_DB_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,5 +30,16 @@ struct report_run {
 __attribute__((warn_unused_result)) int report_db_run(struct store *s, int64_t id, const char *kind,
 						      struct report_run *out, char *err, size_t errlen);
 void report_run_finish(struct report_run *r);
+
+struct store_bench_read;
+struct level_request;
+/* A stored bench row as the one definition of the serving figures reads it (stats/level.h):
+ * error strings outside the known classes read as "other"; the per-event gaps are not read.
+ * The result borrows x's strings. */
+struct level_request report_level_request(const struct store_bench_read *x);
+/* Whether a bench run promised unique prompts (a cached prompt token then makes a level
+ * invalid): its protocol's unique_prompts, else true for the workloads that promise it
+ * (sweep, prefill, rate). */
+bool report_run_unique_prompts(const char *workload, const char *protocol_json);
 
 #endif

@@ -77,7 +77,7 @@ static void check_report(struct store *s, const struct kl_result *r)
 	FILE *f = open_memstream(&buf, &len);
 	char err[1024] = "";
 	int64_t id = r->run_id;
-	CHECK_EQ_INT(report_kl(s, &id, 1, true, f, err, sizeof(err)), 0);
+	CHECK_EQ_INT(report_kl(s, &(struct report_kl_opts){ .runs = &id, .n_runs = 1, .json = true }, f, err, sizeof(err)), 0);
 	fclose(f);
 	cJSON *j = cJSON_Parse(buf ? buf : "");
 	const cJSON *o = cJSON_GetArrayItem(j, 0);
@@ -195,7 +195,7 @@ int main(void)
 	/* the report refuses a run that does not exist */
 	int64_t none = 9999;
 	FILE *devnull = fopen("/dev/null", "w");
-	CHECK_EQ_INT(report_kl(s, &none, 1, false, devnull, err, sizeof(err)), -ENOENT);
+	CHECK_EQ_INT(report_kl(s, &(struct report_kl_opts){ .runs = &none, .n_runs = 1 }, devnull, err, sizeof(err)), -ENOENT);
 	fclose(devnull);
 	store_close(s);
 	const char *files[] = { "d32.gguf", "d32b.gguf", "d8.gguf", "m32.gguf", "m8.gguf", "m4.gguf", "text.txt",

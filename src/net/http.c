@@ -18,6 +18,7 @@
 #include "core/clock.h"
 #include <curl/curl.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -325,29 +326,44 @@ void http_client_destroy(struct http_client *c)
 	free(c);
 }
 
+struct fetch_sink {
+	struct buf *b;
+	size_t max;
+	bool over;
+};
+
 static size_t fetch_write(char *p, size_t size, size_t nmemb, void *ud)
 {
-	struct buf *b = ud;
+	struct fetch_sink *k = ud;
 	size_t n = size * nmemb;
-	if (b->len + n > 16u << 20)
-		return 0; /* refuse bodies over 16 MiB: these are small probes */
-	return buf_append(b, p, n) ? 0 : n;
+	if (k->b->len + n > k->max) {
+		k->over = true;
+		return 0;
+	}
+	return buf_append(k->b, p, n) ? 0 : n;
 }
 
 int http_fetch(const char *url, const char *post_body, int64_t timeout_ms, struct buf *out, int *status, char *err,
 	       size_t errlen)
+{
+	return http_fetch_max(url, post_body, timeout_ms, 16u << 20, out, status, err, errlen); /* small probes */
+}
+
+int http_fetch_max(const char *url, const char *post_body, int64_t timeout_ms, size_t max_bytes, struct buf *out,
+		   int *status, char *err, size_t errlen)
 {
 	CURL *e = curl_easy_init();
 	if (!e) {
 		err_set(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	struct fetch_sink sink = { .b = out, .max = max_bytes };
 	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
 	curl_easy_setopt(e, CURLOPT_URL, url);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, fetch_write);
-	curl_easy_setopt(e, CURLOPT_WRITEDATA, out);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, &sink);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(timeout_ms > 0 ? timeout_ms : 10000));
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)(timeout_ms > 0 && timeout_ms < 10000 ? timeout_ms : 10000));
 	if (post_body)
@@ -356,7 +372,9 @@ int http_fetch(const char *url, const char *post_body, int64_t timeout_ms, struc
 	long code = 0;
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
 	*status = (int)code;
-	if (rc != CURLE_OK)
+	if (rc != CURLE_OK && sink.over)
+		err_set(err, errlen, "%s: the answer is longer than %zu bytes", url, max_bytes);
+	else if (rc != CURLE_OK)
 		err_set(err, errlen, "%s: %s", url, curl_easy_strerror(rc));
 	curl_slist_free_all(h);
 	curl_easy_cleanup(e);

@@ -55,6 +55,11 @@ size_t http_client_active(const struct http_client *c);
  * response arrived (any status, in *status), else -errno with err set. */
 __attribute__((warn_unused_result)) int http_fetch(const char *url, const char *post_body, int64_t timeout_ms,
 						   struct buf *out, int *status, char *err, size_t errlen);
+/* The same for a body of up to max_bytes (http_fetch: 16 MiB); a longer one is an error that
+ * says so. */
+__attribute__((warn_unused_result)) int http_fetch_max(const char *url, const char *post_body, int64_t timeout_ms,
+						       size_t max_bytes, struct buf *out, int *status, char *err,
+						       size_t errlen);
 
 /* Which engine serves http:// URLs from now on: "native" (the default: our own
  * HTTP/1.1 client, net/http_native) or "curl". https:// always goes to libcurl.

@@ -148,7 +148,8 @@ static int render_chat(const struct request_env *s, const cJSON *msgs, struct ge
 
 static const char *const known_fields[] = {
 	"model", "prompt", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k",
-	"min_p", "seed", "stop", "ignore_eos", "n", "stream", "stream_options", "logit_bias", "vote",
+	"min_p", "seed", "stop", "ignore_eos", "n", "stream", "stream_options", "logit_bias", "vote", "prompt_logprobs",
+	"return_token_ids",
 };
 
 /* Parses and validates; on error returns the HTTP status with msg/param set. */
@@ -320,6 +321,24 @@ int request_parse(const struct request_env *s, const char *body, size_t body_len
 				      "send \"stream\": false");
 		if (r->n_prompt < 1)
 			BAD("prompt", "the prompt is empty");
+	}
+	if (FIELD("return_token_ids") && !cJSON_IsBool(v))
+		BAD("return_token_ids", "return_token_ids must be true or false");
+	if (FIELD("prompt_logprobs")) {
+		if (chat)
+			BAD("prompt_logprobs", "prompt_logprobs scores a prompt: send it to /v1/completions");
+		if (!is_integer(v) || v->valuedouble < 0 || v->valuedouble > s->e->n_sample)
+			BAD("prompt_logprobs", "prompt_logprobs must be an integer in [0, %d] (the top entries kept at every "
+					       "prompt position; the model's vocabulary has %d)", s->e->n_sample, s->e->n_sample);
+		r->prompt_logprobs = (int32_t)v->valuedouble;
+		if (r->prompt_logprobs > 0 && (double)r->prompt_logprobs * (double)r->n_prompt > REQUEST_MAX_PROMPT_SCORES)
+			BAD("prompt_logprobs", "prompt_logprobs %d over %zu prompt tokens is more than %d entries; send a "
+					       "smaller N or a shorter prompt", r->prompt_logprobs, r->n_prompt,
+			    REQUEST_MAX_PROMPT_SCORES);
+		if (r->prompt_logprobs > 0 && r->stream)
+			BAD("stream", "prompt_logprobs are sent with the whole response: send \"stream\": false");
+		if (r->prompt_logprobs > 0 && (r->n > 1 || r->vote))
+			BAD("n", "prompt_logprobs scores one prompt: send n 1 (and no vote)");
 	}
 #undef FIELD
 #undef BAD

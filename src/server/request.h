@@ -15,6 +15,8 @@
 
 #define REQUEST_MAX_CHOICES 16
 #define REQUEST_MAX_STOPS 4
+/* prompt_logprobs x prompt tokens at most: what one request may make the server keep */
+#define REQUEST_MAX_PROMPT_SCORES (1 << 22)
 
 struct engine;
 struct jinja_template;
@@ -44,6 +46,8 @@ struct gen_req {
 	bool n_given;
 	bool stream, include_usage;
 	bool vote;           /* "vote": true: n samples, the majority answer (server.c) */
+	int32_t prompt_logprobs; /* "prompt_logprobs": N (vLLM's extension, /v1/completions): the
+				  * prompt's tokens scored, with the top N at every position; 0: off */
 };
 
 /* Parses body[0..body_len) into r (zeroed by the caller). Returns 0, or the

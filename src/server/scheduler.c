@@ -29,6 +29,7 @@
 #include "model/spec.h"
 
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +97,14 @@ struct sched_seq {
 	 * held until they are forked from this one's prompt state */
 	struct sched_seq **kids;  /* (n_kids) */
 	int n_kids;
+	/* prompt scores (sched_seq_params.prompt_logprobs): written by the executor as the
+	 * prompt's chunks pass, read by the caller once the first token was sampled */
+	int32_t plp_n;            /* top entries per position; 0: not asked */
+	float *plp_tok;           /* (n_prompt) */
+	int32_t *plp_rank;        /* (n_prompt) */
+	int32_t *plp_ids;         /* (n_prompt * plp_n) */
+	float *plp_lp;            /* (n_prompt * plp_n) */
+	bool plp_done;
 };
 
 struct retained {
@@ -184,6 +193,10 @@ static void seq_free(struct sched_seq *q)
 {
 	kids_drop(NULL, q, SCHED_CANCELLED);
 	free(q->q_logits);
+	free(q->plp_tok);
+	free(q->plp_rank);
+	free(q->plp_ids);
+	free(q->plp_lp);
 	free(q->toks);
 	free(q->bias_ids);
 	free(q->bias);
@@ -402,7 +415,7 @@ static void slot_release(struct sched *s, struct sched_seq *q)
 
 static int slot_acquire(struct sched *s, struct sched_seq *q)
 {
-	if (s->cfg.prefix_cache) {
+	if (s->cfg.prefix_cache && q->plp_n == 0) { /* a scored prompt is computed whole */
 		struct retained *best = NULL;
 		for (int i = 0; i < s->e->n_slots; i++) {
 			struct retained *r = &s->ret[i];
@@ -517,6 +530,61 @@ static void housekeeping(struct sched *s)
 	}
 }
 
+/* ---- prompt scores ---- */
+
+/* Position pos's logits row predicts the prompt's token at pos + 1: its log-probability and the
+ * row's top plp_n (by a partial selection over the sampleable ids, ties by lower id), under the
+ * lock (the executor). */
+static void plp_score(struct sched *s, struct sched_seq *q, size_t pos, const float *row)
+{
+	if (pos + 1 >= q->n_prompt)
+		return;
+	int32_t nv = s->e->n_sample, n = q->plp_n;
+	float mx = -INFINITY;
+	for (int32_t i = 0; i < nv; i++)
+		mx = row[i] > mx ? row[i] : mx;
+	double sum = 0;
+	for (int32_t i = 0; i < nv; i++)
+		sum += exp((double)row[i] - mx);
+	double lse = mx + log(sum);
+	size_t at = (pos + 1) * (size_t)n;
+	int32_t *ids = q->plp_ids + at;
+	float *lp = q->plp_lp + at;
+	int32_t have = 0;
+	for (int32_t i = 0; i < nv; i++) {
+		float v = row[i];
+		if (have == n && !(v > row[ids[n - 1]]))
+			continue;
+		int32_t j = have < n ? have++ : n - 1; /* insert, keeping descending order */
+		while (j > 0 && v > row[ids[j - 1]]) {
+			ids[j] = ids[j - 1];
+			j--;
+		}
+		ids[j] = i;
+	}
+	for (int32_t j = 0; j < n; j++)
+		lp[j] = (float)((double)row[ids[j]] - lse);
+	int32_t t = q->toks[pos + 1], above = 0;
+	for (int32_t i = 0; t >= 0 && t < nv && i < nv; i++)
+		above += row[i] > row[t] || (row[i] == row[t] && i < t);
+	q->plp_tok[pos + 1] = t >= 0 && t < nv ? (float)((double)row[t] - lse) : -INFINITY;
+	q->plp_rank[pos + 1] = above + 1;
+	if (pos + 2 == q->n_prompt)
+		q->plp_done = true;
+}
+
+int sched_seq_prompt_scores(struct sched *s, struct sched_seq *q, struct sched_prompt_scores *out)
+{
+	pthread_mutex_lock(&s->lock);
+	int rc = q->plp_n == 0 ? -EINVAL : !q->plp_done && q->n_prompt > 1 ? -EAGAIN : 0;
+	if (rc == 0)
+		*out = (struct sched_prompt_scores){ .prompt = q->toks, .n_prompt = q->n_prompt, .tok_lp = q->plp_tok,
+						     .tok_rank = q->plp_rank, .top_ids = q->plp_ids, .top_lp = q->plp_lp,
+						     .n_top = q->plp_n };
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
 /* ---- executor ---- */
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -540,12 +608,21 @@ static size_t add_chunk(struct sched *s, struct sched_seq *q, size_t budget, siz
 	size_t k = prompt_end(q) - q->n_fed;
 	if (k > budget)
 		k = budget;
+	if (q->plp_n > 0) {
+		/* A scored prompt goes in fixed pieces of the row cap, whatever the pass's budget:
+		 * where a chunk ends changes the floating-point order of the sums, and the same
+		 * text must score the same every time. */
+		size_t g = s->cfg.prefill_chunk > 0 ? (size_t)s->cfg.prefill_chunk : 512;
+		k = prompt_end(q) - q->n_fed;
+		if (k > g - q->n_fed % g)
+			k = g - q->n_fed % g;
+	}
 	q->n_draft = 0;
 	for (size_t j = 0; j < k; j++) {
 		size_t pos = q->n_fed + j;
 		s->keep[*n_rows] = 0;
 		s->rows[(*n_rows)++] = (struct engine_row){ .slot = q->slot, .token = q->toks[pos], .pos = (int32_t)pos,
-							    .want_logits = pos + 1 == q->n_prompt };
+							    .want_logits = pos + 1 == q->n_prompt || q->plp_n > 0 };
 	}
 	q->n_chunk = k;
 	q->state = S_RUNNING;
@@ -558,6 +635,9 @@ static size_t build_pass(struct sched *s, size_t *n_rows_out)
 	size_t n_members = 0, n_rows = 0;
 	size_t need = s->n_seqs * (1 + (size_t)(s->cfg.spec_draft_max > 0 ? s->cfg.spec_draft_max : 0)) +
 		      (size_t)s->cfg.prefill_chunk + PREFILL_SHORT_ROWS + 1;
+	for (size_t i = 0; i < s->n_seqs; i++) /* a scored prompt's fixed piece may exceed the plan */
+		if (s->seqs[i]->plp_n > 0 && s->seqs[i]->state == S_PREFILL)
+			need += (size_t)(s->cfg.prefill_chunk > 0 ? s->cfg.prefill_chunk : 512);
 	if (grow((void **)&s->rows, &s->cap_rows, need, sizeof *s->rows) != 0 ||
 	    grow((void **)&s->wants, &s->cap_wants, s->n_seqs + 1, sizeof *s->wants) != 0 ||
 	    grow((void **)&s->keep, &s->cap_keep, need, 1) != 0 ||
@@ -746,6 +826,15 @@ static void *exec_main(void *arg)
 				continue;
 			}
 			bool prompt_done = true;
+			if (q->n_chunk > 0 && q->plp_n > 0) {
+				/* every row of the chunk gave logits: score the prompt's next tokens; the
+				 * last row (when it ends the prompt) is sampled below as usual */
+				for (size_t j = 0; j < q->n_chunk; j++)
+					plp_score(s, q, q->n_fed + j, logits + (lrow + j) * n_logits);
+				lrow += q->n_chunk - 1;
+				if (q->n_fed + q->n_chunk < q->n_prompt)
+					lrow++; /* no row of this chunk is sampled */
+			}
 			if (q->n_chunk > 0) {
 				q->n_fed += q->n_chunk;
 				if (q->n_kids > 0 && q->n_fed == prompt_end(q)) {
@@ -1161,6 +1250,16 @@ static struct sched_seq *seq_new(const struct sched_seq_params *p, uint64_t seed
 		if (!q->stop[i])
 			goto fail;
 	}
+	if (p->prompt_logprobs > 0) {
+		size_t cells = p->n_prompt * (size_t)p->prompt_logprobs;
+		q->plp_n = p->prompt_logprobs;
+		q->plp_tok = calloc(p->n_prompt, sizeof(float));
+		q->plp_rank = calloc(p->n_prompt, sizeof(int32_t));
+		q->plp_ids = calloc(cells, sizeof(int32_t));
+		q->plp_lp = calloc(cells, sizeof(float));
+		if (!q->plp_tok || !q->plp_rank || !q->plp_ids || !q->plp_lp)
+			goto fail;
+	}
 	q->n_prompt = p->n_prompt;
 	q->max_tokens = p->max_tokens;
 	q->sp = p->sampling;
@@ -1192,7 +1291,8 @@ struct sched_seq *sched_submit(struct sched *s, const struct sched_seq_params *p
 
 int sched_submit_group(struct sched *s, const struct sched_seq_params *p, int k, struct sched_seq **out)
 {
-	if (p->n_prompt == 0 || p->max_tokens < 1 || k < 1 || k > s->e->n_slots || (k > 1 && !s->e->ops->slot_copy))
+	if (p->n_prompt == 0 || p->max_tokens < 1 || k < 1 || k > s->e->n_slots || (k > 1 && !s->e->ops->slot_copy) ||
+	    p->prompt_logprobs < 0 || p->prompt_logprobs > s->e->n_sample || (k > 1 && p->prompt_logprobs > 0))
 		return -EINVAL;
 	struct sched_seq **kids = k > 1 ? calloc((size_t)k - 1, sizeof *kids) : NULL;
 	if (k > 1 && !kids)

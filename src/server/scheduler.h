@@ -60,6 +60,10 @@ struct sched_seq_params {
 	const int32_t *bias_ids;   /* (n_bias) logit_bias: ids, copied */
 	const float *bias;         /* (n_bias) added to those ids' logits */
 	size_t n_bias;
+	int32_t prompt_logprobs;   /* > 0: score the prompt, keeping at every position the model's
+				    * log-probability of the prompt's token and its top this-many
+				    * (raw logits, no bias or temperature); the prompt is then computed
+				    * whole (no prefix-cache reuse). Not with groups. */
 };
 
 struct sched_status {
@@ -105,6 +109,23 @@ __attribute__((warn_unused_result)) int sched_seq_take(struct sched *s, struct s
 __attribute__((warn_unused_result)) int sched_seq_take_pieces(struct sched *s, struct sched_seq *q,
 								struct buf *text, struct buf *ends,
 								struct sched_status *st);
+/* The prompt's scores of a sequence submitted with prompt_logprobs = n_top > 0, valid once its
+ * first token was sampled and until sched_seq_release: for position p in [1, n_prompt),
+ * tok_lp[p] is log P(prompt[p] | prompt[0..p)) and tok_rank[p] its rank (1: the most likely),
+ * top_ids[p * n_top + j] and top_lp[...] the j-th most likely ids and their log-probabilities
+ * (ties by lower id); position 0 has none. */
+struct sched_prompt_scores {
+	const int32_t *prompt;
+	size_t n_prompt;
+	const float *tok_lp;
+	const int32_t *tok_rank;
+	const int32_t *top_ids;
+	const float *top_lp;
+	int32_t n_top;
+};
+/* 0; -EAGAIN before the prompt is scored, -EINVAL when no scores were asked for. */
+__attribute__((warn_unused_result)) int sched_seq_prompt_scores(struct sched *s, struct sched_seq *q,
+								struct sched_prompt_scores *out);
 /* Copies up to cap of the ids sampled so far into ids; returns how many were sampled. */
 size_t sched_seq_tokens(struct sched *s, struct sched_seq *q, int32_t *ids, size_t cap);
 /* The caller is done with q; a running sequence is cancelled. */

@@ -25,6 +25,7 @@
 #include "core/json.h"
 #include "core/log.h"
 #include "text/jinja.h"
+#include "text/unicode.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -59,6 +60,7 @@ struct gen {
 	int n;
 	int64_t prompt_tokens;
 	int64_t created;
+	int32_t prompt_logprobs; /* > 0: the response carries the prompt's scores */
 	char id[40];
 	struct choice ch[MAX_CHOICES];
 	struct gen *prev, *next;
@@ -349,6 +351,74 @@ static void add_vote(struct gen *g, cJSON *o)
 		metrics_add(m, vote_ties, 1);
 }
 
+/* vLLM's prompt_logprobs: null for the first position, then per position an object keyed by
+ * token id holding the prompt's token and the top N, each with logprob, rank (1: the most
+ * likely) and decoded_token. Returns false when the scores could not be read. */
+/* key: s[0..n) with each byte that is not part of well-formed UTF-8 (a byte token's half
+ * character) as U+FFFD, so the JSON stays valid. */
+static void add_text_valid(cJSON *o, const char *key, const char *s, size_t n)
+{
+	char *v = malloc(3 * n + 1), *w = v;
+	if (!v)
+		return;
+	for (size_t i = 0; i < n;) {
+		uint32_t cp;
+		size_t k = unicode_utf8_decode(s + i, n - i, &cp);
+		if (k == 0) {
+			memcpy(w, "\xEF\xBF\xBD", 3);
+			w += 3;
+			i++;
+		} else {
+			memcpy(w, s + i, k);
+			w += k;
+			i += k;
+		}
+	}
+	*w = 0;
+	cJSON_AddStringToObject(o, key, v);
+	free(v);
+}
+
+static bool add_prompt_logprobs(struct gen *g, cJSON *c)
+{
+	struct server *s = g->srv;
+	struct sched_prompt_scores sc;
+	if (sched_seq_prompt_scores(s->sched, g->ch[0].q, &sc) != 0)
+		return false;
+	cJSON *ids = cJSON_AddArrayToObject(c, "prompt_token_ids");
+	for (size_t p = 0; ids && p < sc.n_prompt; p++)
+		cJSON_AddItemToArray(ids, cJSON_CreateNumber(sc.prompt[p]));
+	cJSON *a = cJSON_AddArrayToObject(c, "prompt_logprobs");
+	struct buf t;
+	buf_init(&t);
+	char key[16];
+	bool ok = a != NULL;
+	cJSON_AddItemToArray(a, cJSON_CreateNull());
+	for (size_t p = 1; ok && p < sc.n_prompt; p++) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddItemToArray(a, o);
+		bool listed = false;
+		for (int32_t j = 0; j <= sc.n_top; j++) {
+			/* the top n, then the prompt's own token when it is not among them */
+			bool own = j == sc.n_top;
+			if (own && listed)
+				break;
+			int32_t id = own ? sc.prompt[p] : sc.top_ids[p * (size_t)sc.n_top + (size_t)j];
+			listed |= id == sc.prompt[p];
+			snprintf(key, sizeof key, "%d", (int)id);
+			cJSON *e = cJSON_AddObjectToObject(o, key);
+			cJSON_AddNumberToObject(e, "logprob", own ? sc.tok_lp[p] : sc.top_lp[p * (size_t)sc.n_top + (size_t)j]);
+			cJSON_AddNumberToObject(e, "rank", own ? sc.tok_rank[p] : j + 1);
+			buf_reset(&t);
+			if (s->e->ops->detokenize(s->e, id, &t) == 0)
+				add_text_valid(e, "decoded_token", t.data, t.len);
+			ok = e != NULL;
+		}
+	}
+	buf_finish(&t);
+	return ok;
+}
+
 static void respond_full(struct gen *g)
 {
 	cJSON *o = chunk_base(g);
@@ -365,6 +435,11 @@ static void respond_full(struct gen *g)
 		} else {
 			cJSON_AddStringToObject(c, "text", t);
 			cJSON_AddNullToObject(c, "logprobs");
+			if (g->prompt_logprobs > 0 && i == 0 && !add_prompt_logprobs(g, c)) {
+				cJSON_Delete(o);
+				respond_error(g->srv, g->conn, 500, NULL, "the prompt's scores could not be read");
+				return;
+			}
 		}
 		cJSON_AddStringToObject(c, "finish_reason",
 					choice_vote_cancelled(&g->ch[i]) ? "cancelled" : finish_name(g->ch[i].finish));
@@ -522,6 +597,7 @@ static void handle_generate(struct server *s, struct http_conn *c, const struct 
 	g->vote = r.vote;
 	g->max_tokens = r.max_tokens;
 	g->prompt_tokens = (int64_t)r.n_prompt;
+	g->prompt_logprobs = r.prompt_logprobs;
 	g->created = (int64_t)time(NULL);
 	snprintf(g->id, sizeof g->id, "%s-%llu", chat ? "chatcmpl" : "cmpl", (unsigned long long)++s->next_id);
 	uint64_t seed = r.seed_given ? r.seed : (uint64_t)clock_now_ns() ^ (s->next_id * 0x9E3779B97F4A7C15ULL);
@@ -555,7 +631,7 @@ static void handle_generate(struct server *s, struct http_conn *c, const struct 
 		struct sched_seq_params p = { .prompt = r.prompt, .n_prompt = r.n_prompt, .max_tokens = r.max_tokens,
 					      .sampling = r.sp, .seed = seed + (uint64_t)i, .stop = r.stop,
 					      .n_stop = r.n_stop, .ignore_eos = r.ignore_eos, .bias_ids = r.bias_ids,
-					      .bias = r.bias, .n_bias = r.n_bias };
+					      .bias = r.bias, .n_bias = r.n_bias, .prompt_logprobs = r.prompt_logprobs };
 		g->ch[i].q = sched_submit(s->sched, &p);
 		g->n = i + 1;
 		if (!g->ch[i].q) {

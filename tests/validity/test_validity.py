@@ -9,6 +9,7 @@ the cases here are the ones no other test made.
 Every server and program is started here, bounded in time, stopped by PID.
 """
 import json
+import re
 import os
 import signal
 import sqlite3
@@ -173,6 +174,17 @@ def run_json(db, sql):
     return rows
 
 
+def names_stale(text, pid):
+    """The warning names the stale server, or, when more than four other servers run on this
+    machine (the warning names the first four, then '...'), it counts them and is cut short; the
+    full list recorded with the run is checked apart. Other servers on a busy machine cannot
+    change the verdict."""
+    if "sixi-server (pid %d" % pid in text:
+        return True
+    m = re.search(r"(\d+) other LLM server processes on this machine hold", text)
+    return m is not None and int(m.group(1)) > 4 and ", ...;" in text
+
+
 def case_stale_memory(tmp):
     """Mistake (row 19): a server process left holding memory. A stale
     sixi-server keeps running while another sixi-server is measured. sixi-eval
@@ -197,13 +209,13 @@ def case_stale_memory(tmp):
         b = subprocess.run([BENCH, "sweep", "--url", url, "--model", "sim-thor", "--concurrency", "2",
                             "--max-tokens", "8", "--rounds", "1", "--warmup", "1", "--db", bdb, "--no-plots",
                             "--quiet"], capture_output=True, text=True, timeout=120)
-        check(b.returncode == 0 and "sixi-server (pid %d" % stale.pid in b.stderr,
+        check(b.returncode == 0 and names_stale(b.stderr, stale.pid),
               "sixi-bench names the stale server too (exit %d): %r" % (b.returncode, b.stderr[-400:]))
     finally:
         ev.stop_sixi_server(target, target_log)
         ev.stop_sixi_server(stale, stale_log)
     said = outs[0]
-    check("WARNING" in said and "sixi-server (pid %d" % stale.pid in said,
+    check("WARNING" in said and names_stale(said, stale.pid),
           "the stale server is named before the run: %r" % said[:600])
     check("(pid %d" % target.pid not in said, "the server under test is not named as stale")
     facts = run_json(db, "SELECT host_facts FROM runs ORDER BY id")
@@ -219,7 +231,7 @@ def case_stale_memory(tmp):
     r = subprocess.run([REPORT, "compare", "--db", db, "1", "2", "--out", out, "--formats", "md", "--no-plots"],
                        capture_output=True, text=True, timeout=120)
     md = open(out + ".md").read() if os.path.exists(out + ".md") else ""
-    check(r.returncode == 0 and "Warning (run 1): when it started" in md and "sixi-server (pid %d" % stale.pid in md,
+    check(r.returncode == 0 and "Warning (run 1): when it started" in md and names_stale(md, stale.pid),
           "the compare report carries the warning (exit %d): %r" % (r.returncode, r.stderr[-300:]))
     bmem = run_json(bdb, "SELECT host_facts FROM runs")[0].get("memory", {})
     check(stale.pid in [o["pid"] for o in bmem.get("other_servers", [])] and bmem.get("target_pid") == target.pid,
@@ -227,7 +239,7 @@ def case_stale_memory(tmp):
     r = subprocess.run([REPORT, "bench", "--db", bdb, "1", "--out", out + "-bench", "--formats", "md", "--no-plots"],
                        capture_output=True, text=True, timeout=120)
     md = open(out + "-bench.md").read() if os.path.exists(out + "-bench.md") else ""
-    check(r.returncode == 0 and "Warning (run 1): when it started" in md and "sixi-server (pid %d" % stale.pid in md,
+    check(r.returncode == 0 and "Warning (run 1): when it started" in md and names_stale(md, stale.pid),
           "the bench report carries the warning (exit %d): %r" % (r.returncode, r.stderr[-300:]))
 
 

@@ -8,6 +8,7 @@
 #include "report/db.h"
 #include "report/doc.h"
 #include "core/args.h"
+#include "core/json.h"
 #include "stats/level.h"
 #include "store/store.h"
 #include <cjson/cJSON.h>
@@ -51,7 +52,8 @@ int report_bench_args(int argc, char **argv, struct report_bench_opts *o, char *
 /* One level's measured requests as they are read (one point of a curve). */
 struct level {
 	int64_t level;
-	struct level_request *rq; /* (n) */
+	struct level_request *rq; /* (n); rq[i].gaps_ms is owned */
+	int64_t *seq;             /* (n) the request's seq: seq / rounds is its repeat */
 	size_t n, cap;
 	char fp[16];
 	int64_t fps; /* distinct fingerprints seen (1 or "more than one") */
@@ -59,10 +61,49 @@ struct level {
 
 static void level_reset(struct level *l, int64_t level)
 {
+	for (size_t i = 0; i < l->n; i++)
+		free((double *)l->rq[i].gaps_ms);
 	l->level = level;
 	l->n = 0;
 	l->fp[0] = 0;
 	l->fps = 0;
+}
+
+int report_bench_gaps(const char *itl_json, double **gaps_ms, size_t *n)
+{
+	*gaps_ms = NULL;
+	*n = 0;
+	if (!itl_json)
+		return 0;
+	cJSON *a = cJSON_Parse(itl_json);
+	int k = cJSON_IsArray(a) ? cJSON_GetArraySize(a) : -1;
+	if (k < 0) {
+		cJSON_Delete(a);
+		return -EINVAL;
+	}
+	double *g = malloc((size_t)(k ? k : 1) * sizeof *g);
+	if (!g) {
+		cJSON_Delete(a);
+		return -ENOMEM;
+	}
+	int i = 0, rc = 0;
+	const cJSON *e;
+	cJSON_ArrayForEach(e, a)
+	{
+		if (!cJSON_IsNumber(e) || e->valuedouble < 0) {
+			rc = -EINVAL;
+			break;
+		}
+		g[i++] = e->valuedouble / 1e6;
+	}
+	cJSON_Delete(a);
+	if (rc) {
+		free(g);
+		return rc;
+	}
+	*gaps_ms = g;
+	*n = (size_t)k;
+	return 0;
 }
 
 static const char *level_name(const char *workload)
@@ -118,41 +159,173 @@ static int curve_add(struct curves *cv, int r, double x, double agg, double per,
 	return 0;
 }
 
-static int emit_level(struct report_doc *d, struct level *l, const char *q, struct curves *cv, int r, bool unique)
+/* The figures compared across repeated runs, in the order and with the names of
+ * sixi-bench sweep --repeats' live summary (its across_runs). */
+enum { ACROSS_METRICS = 6 };
+static const char *const across_names[ACROSS_METRICS] = { "aggregate_tok_s", "ttft_p50_ms", "ttft_p99_ms",
+							  "tpot_ms_mean",    "itl_p50_ms",  "itl_p99_ms" };
+
+static void across_values(const struct level_figures *F, double v[ACROSS_METRICS])
 {
+	v[0] = F->agg_tok_s;
+	v[1] = F->ttft_p50_ms;
+	v[2] = F->ttft_p99_ms;
+	v[3] = F->tpot_ms_mean;
+	v[4] = F->itl_p50_ms;
+	v[5] = F->itl_p99_ms;
+}
+
+/* One row of the across-runs table, kept until the level table is complete. */
+struct across_row {
+	int64_t level, runs;
+	int metric;
+	struct level_spread s;
+};
+
+/* One request on the run's timeline: ns since the run's first start. */
+struct span {
+	int64_t start, first, last;
+};
+
+/* What bench_run's row callback works on. */
+struct bench_pass {
+	struct report_doc *d;
+	const char *q;
+	struct curves *cv;
+	int r;
+	bool unique;
+	int64_t repeats, rounds; /* repeats > 1: each run of a level on its own row, then across runs */
+	struct level l;
+	int rows;
+	struct across_row *across;
+	size_t n_across, cap_across;
+	struct span *spans;
+	size_t n_spans, cap_spans;
+};
+
+/* One table row: the level (and the repeat, 1-based, when there are repeats). */
+static void emit_row(struct bench_pass *P, const struct level *l, int64_t repeat, const struct level_figures *F)
+{
+	struct report_doc *d = P->d;
+	const char *q = P->q;
 	char label[32], status[320];
-	struct level_rules rules = { .unique_prompts = unique };
-	struct level_figures F;
-	if (level_figures_compute(l->rq, l->n, &rules, &F) != 0)
-		return -ENOMEM;
 	snprintf(label, sizeof label, "%lld", (long long)l->level);
 	report_doc_row(d);
 	report_doc_cell(d, label);
-	report_doc_num(d, q, "%.0f", (double)F.requests);
-	if (!F.valid) {
-		snprintf(status, sizeof status, "invalid: %s", F.invalid_reason);
+	if (P->repeats > 1)
+		report_doc_num(d, q, "%.0f", (double)repeat);
+	report_doc_num(d, q, "%.0f", (double)F->requests);
+	if (!F->valid) {
+		snprintf(status, sizeof status, "invalid: %s", F->invalid_reason);
 		for (int i = 0; i < 9; i++)
 			report_doc_cell(d, "invalid");
 		report_doc_cell(d, l->fps > 1 ? "mixed" : l->fp);
 		report_doc_cell(d, status);
-		return curve_add(cv, r, (double)l->level, NAN, NAN, NAN, NAN);
+		return;
 	}
-	report_doc_num(d, q, "%.0f", (double)F.streams);
-	report_doc_num(d, q, "%.1f", F.agg_tok_s);
-	report_doc_num(d, q, "%.1f", F.stream_tok_s_mean);
-	report_doc_num(d, q, "%.1f", F.ttft_p50_ms);
-	report_doc_num(d, q, "%.1f", F.ttft_p90_ms);
-	report_doc_num(d, q, "%.1f", F.ttft_p99_ms);
-	report_doc_num(d, q, "%.0f", F.prefill_tok_s);
-	report_doc_num(d, q, "%.2f", F.sse_events_per_token);
-	report_doc_num(d, q, "%.1f", F.followup_ttft_p50_ms);
+	report_doc_num(d, q, "%.0f", (double)F->streams);
+	report_doc_num(d, q, "%.1f", F->agg_tok_s);
+	report_doc_num(d, q, "%.1f", F->stream_tok_s_mean);
+	report_doc_num(d, q, "%.1f", F->ttft_p50_ms);
+	report_doc_num(d, q, "%.1f", F->ttft_p90_ms);
+	report_doc_num(d, q, "%.1f", F->ttft_p99_ms);
+	report_doc_num(d, q, "%.0f", F->prefill_tok_s);
+	report_doc_num(d, q, "%.2f", F->sse_events_per_token);
+	report_doc_num(d, q, "%.1f", F->followup_ttft_p50_ms);
 	report_doc_cell(d, l->fps > 1 ? "mixed" : l->fp);
-	if (F.errors)
-		snprintf(status, sizeof status, "valid; %lld failed requests left out", (long long)F.errors);
+	if (F->errors)
+		snprintf(status, sizeof status, "valid; %lld failed requests left out", (long long)F->errors);
 	else
 		snprintf(status, sizeof status, "valid");
 	report_doc_cell(d, status);
-	return curve_add(cv, r, (double)l->level, F.agg_tok_s, F.stream_tok_s_mean, F.ttft_p50_ms, F.prefill_tok_s);
+}
+
+static int across_add(struct bench_pass *P, const struct across_row *a)
+{
+	if (P->n_across == P->cap_across) {
+		size_t cap = P->cap_across ? 2 * P->cap_across : 32;
+		struct across_row *p = realloc(P->across, cap * sizeof *p);
+		if (!p)
+			return -ENOMEM;
+		P->across = p;
+		P->cap_across = cap;
+	}
+	P->across[P->n_across++] = *a;
+	return 0;
+}
+
+static double mean_of(const double *v, size_t n)
+{
+	double s = 0;
+	for (size_t i = 0; i < n; i++)
+		s += v[i];
+	return n ? s / (double)n : NAN;
+}
+
+static int emit_level(struct bench_pass *P, struct level *l)
+{
+	struct level_rules rules = { .unique_prompts = P->unique };
+	struct level_figures F;
+	if (P->repeats <= 1) {
+		if (level_figures_compute(l->rq, l->n, &rules, &F) != 0)
+			return -ENOMEM;
+		if (l->fps > 1)
+			F.valid = false, snprintf(F.invalid_reason, sizeof F.invalid_reason, "the server's fingerprint changed within the level");
+		emit_row(P, l, 0, &F);
+		return F.valid ? curve_add(P->cv, P->r, (double)l->level, F.agg_tok_s, F.stream_tok_s_mean, F.ttft_p50_ms,
+					   F.prefill_tok_s)
+			       : curve_add(P->cv, P->r, (double)l->level, NAN, NAN, NAN, NAN);
+	}
+	/* each run of the level is summarised on its own (seq / rounds is the run it
+	 * belongs to), then each figure is compared across the runs */
+	int64_t R = P->repeats;
+	for (size_t i = 0; i < l->n; i++)
+		if (l->seq[i] / P->rounds + 1 > R)
+			R = l->seq[i] / P->rounds + 1;
+	struct level_request *sub = malloc((l->n ? l->n : 1) * sizeof *sub);
+	double *vals = malloc((size_t)R * (ACROSS_METRICS + 4) * sizeof *vals);
+	size_t *nv = calloc(ACROSS_METRICS + 4, sizeof *nv);
+	int rc = sub && vals && nv ? 0 : -ENOMEM;
+	for (int64_t k = 0; k < R && rc == 0; k++) {
+		size_t m = 0;
+		for (size_t i = 0; i < l->n; i++)
+			if (l->seq[i] / P->rounds == k)
+				sub[m++] = l->rq[i];
+		if (m == 0)
+			continue;
+		if ((rc = level_figures_compute(sub, m, &rules, &F)) != 0)
+			break;
+		if (l->fps > 1)
+			F.valid = false, snprintf(F.invalid_reason, sizeof F.invalid_reason, "the server's fingerprint changed within the level");
+		emit_row(P, l, k + 1, &F);
+		if (!F.valid)
+			continue;
+		double v[ACROSS_METRICS + 4];
+		across_values(&F, v);
+		v[ACROSS_METRICS] = F.agg_tok_s;
+		v[ACROSS_METRICS + 1] = F.stream_tok_s_mean;
+		v[ACROSS_METRICS + 2] = F.ttft_p50_ms;
+		v[ACROSS_METRICS + 3] = F.prefill_tok_s;
+		for (int j = 0; j < ACROSS_METRICS + 4; j++)
+			if (isfinite(v[j]))
+				vals[(size_t)j * (size_t)R + nv[j]++] = v[j];
+	}
+	for (int j = 0; j < ACROSS_METRICS && rc == 0; j++) {
+		struct across_row a = { .level = l->level, .runs = R, .metric = j };
+		level_spread_compute(vals + (size_t)j * (size_t)R, nv[j], &a.s);
+		rc = across_add(P, &a);
+	}
+	/* the curves show the mean over the runs of each figure */
+	if (rc == 0) {
+		double c[4];
+		for (int j = 0; j < 4; j++)
+			c[j] = mean_of(vals + (size_t)(ACROSS_METRICS + j) * (size_t)R, nv[ACROSS_METRICS + j]);
+		rc = curve_add(P->cv, P->r, (double)l->level, c[0], c[1], c[2], c[3]);
+	}
+	free(sub);
+	free(vals);
+	free(nv);
+	return rc;
 }
 
 /* The stored error class as a string that outlives the row (the rows' own text
@@ -168,24 +341,13 @@ static const char *error_class(const char *e)
 	return "other";
 }
 
-/* What bench_run's row callback works on. */
-struct bench_pass {
-	struct report_doc *d;
-	const char *q;
-	struct curves *cv;
-	int r;
-	bool unique;
-	struct level l;
-	int rows;
-};
-
 static int bench_row(void *ctx, const struct store_bench_read *x)
 {
 	struct bench_pass *P = ctx;
 	struct level *l = &P->l;
 	if (x->level != l->level) {
 		if (l->level != INT64_MIN) {
-			int rc = emit_level(P->d, l, P->q, P->cv, P->r, P->unique);
+			int rc = emit_level(P, l);
 			if (rc)
 				return rc;
 		}
@@ -194,21 +356,41 @@ static int bench_row(void *ctx, const struct store_bench_read *x)
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 256;
 		struct level_request *rq = realloc(l->rq, cap * sizeof *rq);
-		if (!rq)
+		if (rq)
+			l->rq = rq;
+		int64_t *seq = rq ? realloc(l->seq, cap * sizeof *seq) : NULL;
+		if (!seq)
 			return -ENOMEM;
-		l->rq = rq;
+		l->seq = seq;
 		l->cap = cap;
 	}
+	if (P->n_spans == P->cap_spans) {
+		size_t cap = P->cap_spans ? P->cap_spans * 2 : 256;
+		struct span *sp = realloc(P->spans, cap * sizeof *sp);
+		if (!sp)
+			return -ENOMEM;
+		P->spans = sp;
+		P->cap_spans = cap;
+	}
+	double *gaps = NULL;
+	size_t n_gaps = 0;
+	int rc = report_bench_gaps(x->itl_json, &gaps, &n_gaps);
+	if (rc == -EINVAL)
+		return -EBADMSG;
+	if (rc)
+		return rc;
 	P->rows++;
-	/* the stored row as the one definition of the figures reads it (stats/level.h);
-	 * the per-event gaps are not read: the report prints no ITL */
+	/* the stored row as the one definition of the figures reads it (stats/level.h) */
+	l->seq[l->n] = x->seq;
 	l->rq[l->n++] = (struct level_request){
 		.stream = x->stream, .prompt_tokens = x->prompt_tokens, .cached_tokens = x->cached_tokens,
 		.completion_tokens = x->completion_tokens, .requested_tokens = x->requested_tokens,
 		.sse_events = x->sse_events, .token_events = x->content_events, .t_intended = x->t_intended,
 		.t_send = x->t_send, .t_first_token = x->t_first_token, .t_last = x->t_last, .t_done = x->t_done,
 		.error = error_class(x->error), .followup = strcmp(x->tag, "followup") == 0,
+		.gaps_ms = gaps, .n_gaps = n_gaps,
 	};
+	P->spans[P->n_spans++] = (struct span){ level_request_start(&l->rq[l->n - 1]), x->t_first_token, x->t_last };
 	const char *fp = x->fingerprint_hash;
 	if (l->fps == 0 || strncmp(l->fp, fp, 12) != 0) {
 		if (l->fps == 0)
@@ -216,6 +398,77 @@ static int bench_row(void *ctx, const struct store_bench_read *x)
 		l->fps += l->fps == 0 || strncmp(l->fp, fp, 12) != 0;
 	}
 	return 0;
+}
+
+static void emit_across(struct bench_pass *P, const struct report_run *run)
+{
+	char id[48];
+	snprintf(id, sizeof id, "bench_%lld_across", (long long)run->id);
+	static const char *const h[] = { "level", "metric", "runs", "runs with a value", "mean", "t 95% low",
+					 "t 95% high", "sd", "CV %", "stability" };
+	char title[160];
+	snprintf(title, sizeof title, "Run %lld across its %lld repeats: mean, Student-t 95%% interval, coefficient of "
+		 "variation", (long long)run->id, (long long)P->repeats);
+	report_doc_table(P->d, id, title, 10, h);
+	for (size_t i = 0; i < P->n_across; i++) {
+		const struct across_row *a = &P->across[i];
+		char label[32];
+		snprintf(label, sizeof label, "%lld", (long long)a->level);
+		report_doc_row(P->d);
+		report_doc_cell(P->d, label);
+		report_doc_cell(P->d, across_names[a->metric]);
+		report_doc_num(P->d, P->q, "%.0f", (double)a->runs);
+		report_doc_num(P->d, P->q, "%.0f", (double)a->s.n);
+		report_doc_num(P->d, P->q, "%.3f", a->s.mean);
+		report_doc_num(P->d, P->q, "%.3f", a->s.low);
+		report_doc_num(P->d, P->q, "%.3f", a->s.high);
+		report_doc_num(P->d, P->q, "%.3f", a->s.sd);
+		report_doc_num(P->d, P->q, "%.1f", 100 * a->s.cv);
+		report_doc_cell(P->d, a->s.unstable ? "UNSTABLE (CV > 20%)" : isfinite(a->s.cv) ? "stable" : "n/a");
+	}
+	report_doc_note(P->d, "Each repeat is one run of every level (runs interleaved); a figure is computed per run "
+			      "(a run's p99 is that run's p99) and only then compared: percentiles are never pooled "
+			      "across runs. Invalid runs of a level are left out (runs with a value). The interval is "
+			      "Student's t on the runs' values (n - 1 degrees of freedom); CV is sd / |mean|, flagged above "
+			      "20%%. The definitions are sixi-bench's live summary's (stats/level.h). SLO goodput and "
+			      "attainment are not recomputed here: sixi-bench prints them per run.");
+}
+
+/* The run's requests on one time axis: start (send, or the intended arrival) to
+ * first token, then first to last token, one line per request in start order. */
+static int cmp_span(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+static void emit_timeline(struct bench_pass *P, const struct report_run *run)
+{
+	if (P->n_spans == 0)
+		return;
+	qsort(P->spans, P->n_spans, sizeof *P->spans, cmp_span);
+	int64_t t0 = P->spans[0].start;
+	char id[48], title[96];
+	snprintf(id, sizeof id, "timeline-%lld", (long long)run->id);
+	snprintf(title, sizeof title, "Run %lld: each request from start to first token to last token", (long long)run->id);
+	static const char *const series[] = { "start to first token", "first to last token" };
+	report_doc_plot(P->d, id, title, "seconds since the run's first start", "request (in start order)", false, 2,
+			series);
+	report_doc_plot_free_x(P->d);
+	for (size_t i = 0; i < P->n_spans; i++) {
+		const struct span *s = &P->spans[i];
+		double y = (double)(i + 1);
+		if (!s->first)
+			continue; /* failed before a token: nothing to draw */
+		report_doc_point(P->d, 0, (double)(s->start - t0) / 1e9, y);
+		report_doc_point(P->d, 0, (double)(s->first - t0) / 1e9, y);
+		report_doc_point(P->d, 0, (double)(s->first - t0) / 1e9, NAN);
+		if (s->last > s->first) {
+			report_doc_point(P->d, 1, (double)(s->first - t0) / 1e9, y);
+			report_doc_point(P->d, 1, (double)(s->last - t0) / 1e9, y);
+			report_doc_point(P->d, 1, (double)(s->last - t0) / 1e9, NAN);
+		}
+	}
 }
 
 static int bench_run(struct store *s, struct report_doc *d, const struct report_run *run, struct curves *cv, int r,
@@ -226,40 +479,118 @@ static int bench_run(struct store *s, struct report_doc *d, const struct report_
 	snprintf(q, sizeof q, "bench_%lld", (long long)run->id);
 	report_doc_query(d, q, sql);
 	bool unique = unique_prompts(run);
-	const char *h[] = { level_name(run->workload), "requests", "streams", "tok/s aggregate", "tok/s per stream",
-			    "TTFT p50 ms", "TTFT p90 ms", "TTFT p99 ms", "prefill tok/s p50", "SSE events per token",
-			    "follow-up wait p50 ms", "fingerprint", "status" };
+	cJSON *proto = cJSON_Parse(run->protocol_json);
+	int64_t repeats = 1, rounds = 0;
+	if (strcmp(run->workload, "sweep") == 0 && json_get_i64(proto, "repeats", &repeats) &&
+	    !json_get_i64(proto, "rounds", &rounds))
+		repeats = 1;
+	cJSON_Delete(proto);
+	if (repeats > 1 && rounds < 1) {
+		err_set(err, errlen, "run %lld: its protocol says repeats %lld but rounds %lld: the rows cannot be split "
+			"into runs", (long long)run->id, (long long)repeats, (long long)rounds);
+		return -EINVAL;
+	}
+	const char *h1[] = { level_name(run->workload), "requests", "streams", "tok/s aggregate", "tok/s per stream",
+			     "TTFT p50 ms", "TTFT p90 ms", "TTFT p99 ms", "prefill tok/s p50", "SSE events per token",
+			     "follow-up wait p50 ms", "fingerprint", "status" };
+	const char *hr[] = { level_name(run->workload), "repeat", "requests", "streams", "tok/s aggregate",
+			     "tok/s per stream", "TTFT p50 ms", "TTFT p90 ms", "TTFT p99 ms", "prefill tok/s p50",
+			     "SSE events per token", "follow-up wait p50 ms", "fingerprint", "status" };
 	/* a run killed mid-way stays 'running', one that hit an error is 'failed': never shown as complete */
 	bool complete = strcmp(run->status, "done") == 0;
-	snprintf(title, sizeof title, "Run %lld: %s, %s%s%s%s", (long long)run->id,
+	snprintf(title, sizeof title, "Run %lld: %s, %s%s%s%s%s", (long long)run->id,
 		 run->workload[0] ? run->workload : "bench", run->model[0] ? run->model : "model not recorded",
+		 repeats > 1 ? ", each repeat on its own row" : "",
 		 complete ? "" : " (INCOMPLETE: status '", complete ? "" : run->status,
 		 complete ? "" : "': the run stopped before its end; its rows are what was measured until then)");
 	if (run->memory_warning[0])
 		report_doc_para(d, "Warning (run %lld): when it started, %s. Its numbers may be lower than the "
 				   "server can reach.", (long long)run->id, run->memory_warning);
-	report_doc_table(d, q, title, 13, h);
-	struct bench_pass P = { .d = d, .q = q, .cv = cv, .r = r, .unique = unique };
+	if (repeats > 1)
+		report_doc_table(d, q, title, 14, hr);
+	else
+		report_doc_table(d, q, title, 13, h1);
+	struct bench_pass P = { .d = d, .q = q, .cv = cv, .r = r, .unique = unique, .repeats = repeats, .rounds = rounds };
 	level_reset(&P.l, INT64_MIN);
 	int rc = store_bench_each(s, run->id, bench_row, &P, err, errlen);
 	if (rc == 0 && P.l.level != INT64_MIN)
-		rc = emit_level(d, &P.l, q, cv, r, unique);
+		rc = emit_level(&P, &P.l);
+	level_reset(&P.l, INT64_MIN);
 	free(P.l.rq);
+	free(P.l.seq);
 	if (rc == 0 && P.rows == 0) {
 		err_set(err, errlen, "run %lld has no measured requests (only warm-up or none)", (long long)run->id);
 		rc = -EINVAL;
 	}
 	if (rc == -ENOMEM)
 		err_set(err, errlen, "out of memory reading bench_requests");
-	report_doc_note(d, "The figures are sixi-bench's own (one function computes both; sixi(7), SERVING "
-			   "FIGURES). tok/s aggregate: sum of usage.completion_tokens of the successful requests over the "
-			   "level's wall time (first start to last done); per stream: (completion_tokens - 1) / (t_last - "
-			   "t_first_token) per request, averaged. TTFT: start (send, or the intended arrival of a rate run) "
-			   "to first token. Warm-up and readiness requests are excluded, failed requests counted and left "
-			   "out. A level where a response carried no usage%s, or no request succeeded, is shown as invalid "
-			   "and left out.",
-			unique ? ", cached_tokens > 0 although prompts were unique" : "");
+	if (rc == -EBADMSG) {
+		err_set(err, errlen, "run %lld: a bench_requests row's itl_json is not a JSON array of non-negative "
+			"numbers (ns); the file was changed by hand or is damaged", (long long)run->id);
+		rc = -EINVAL;
+	}
+	if (rc == 0) {
+		report_doc_note(d, "The figures are sixi-bench's own (one function computes both; sixi(7), SERVING "
+				   "FIGURES). tok/s aggregate: sum of usage.completion_tokens of the successful requests over "
+				   "the level's wall time (first start to last done); per stream: (completion_tokens - 1) / "
+				   "(t_last - t_first_token) per request, averaged. TTFT: start (send, or the intended arrival "
+				   "of a rate run) to first token. Warm-up and readiness requests are excluded, failed requests "
+				   "counted and left out. A level where a response carried no usage%s, or no request succeeded, "
+				   "is shown as invalid and left out.",
+				unique ? ", cached_tokens > 0 although prompts were unique" : "");
+		if (repeats > 1)
+			emit_across(&P, run);
+		emit_timeline(&P, run);
+	}
+	free(P.across);
+	free(P.spans);
 	return rc;
+}
+
+/* The levels no other level beats on both throughput (higher) and latency (lower),
+ * in order of latency: the Pareto front of run r's valid points. */
+static void emit_pareto(struct report_doc *d, const struct curves *cv, const int64_t *run_ids, size_t nruns)
+{
+	char names[REPORT_BENCH_MAX_RUNS * 2][48];
+	const char *series[REPORT_BENCH_MAX_RUNS * 2];
+	for (size_t r = 0; r < nruns; r++) {
+		snprintf(names[2 * r], sizeof names[0], "run %lld levels", (long long)run_ids[r]);
+		snprintf(names[2 * r + 1], sizeof names[0], "run %lld Pareto front", (long long)run_ids[r]);
+		series[2 * r] = names[2 * r];
+		series[2 * r + 1] = names[2 * r + 1];
+	}
+	report_doc_plot(d, "pareto", "Throughput against latency; the front: no other level has both more throughput "
+			"and less latency", "TTFT p50 (ms)", "completion tokens/s (aggregate)", false, (int)(2 * nruns), series);
+	report_doc_plot_free_x(d);
+	for (size_t r = 0; r < nruns; r++) {
+		size_t n = cv->n[r];
+		for (size_t k = 0; k < n; k++)
+			if (isfinite(cv->agg[r][k]) && isfinite(cv->ttft[r][k]))
+				report_doc_point(d, (int)(2 * r), cv->ttft[r][k], cv->agg[r][k]);
+		/* the front, by increasing latency: a point is on it when no point with
+		 * lower-or-equal latency has more throughput */
+		bool *used = calloc(n ? n : 1, sizeof *used);
+		if (!used)
+			return; /* the plot lacks its front; report_doc has no error to keep for this */
+		for (;;) {
+			size_t best = n;
+			for (size_t k = 0; k < n; k++)
+				if (!used[k] && isfinite(cv->agg[r][k]) && isfinite(cv->ttft[r][k]) &&
+				    (best == n || cv->ttft[r][k] < cv->ttft[r][best]))
+					best = k;
+			if (best == n)
+				break;
+			used[best] = true;
+			bool dominated = false;
+			for (size_t k = 0; k < n; k++)
+				if (k != best && isfinite(cv->agg[r][k]) && isfinite(cv->ttft[r][k]) &&
+				    cv->ttft[r][k] <= cv->ttft[r][best] && cv->agg[r][k] > cv->agg[r][best])
+					dominated = true;
+			if (!dominated)
+				report_doc_point(d, (int)(2 * r + 1), cv->ttft[r][best], cv->agg[r][best]);
+		}
+		free(used);
+	}
 }
 
 int report_bench_build(const struct report_bench_opts *o, struct report_doc *d, char *err, size_t errlen)
@@ -312,6 +643,7 @@ int report_bench_build(const struct report_bench_opts *o, struct report_doc *d, 
 						report_doc_point(d, (int)r, cv.x[r][k], y);
 				}
 		}
+		emit_pareto(d, &cv, o->runs, o->nruns);
 		rc = report_doc_error(d);
 		if (rc)
 			err_set(err, errlen, "building the report: out of memory");

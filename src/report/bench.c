@@ -185,6 +185,7 @@ struct across_row {
 /* One request on the run's timeline: ns since the run's first start. */
 struct span {
 	int64_t start, first, last;
+	size_t order; /* read order (level, stream, seq): ties keep it */
 };
 
 /* What bench_run's row callback works on. */
@@ -390,7 +391,8 @@ static int bench_row(void *ctx, const struct store_bench_read *x)
 		.error = error_class(x->error), .followup = strcmp(x->tag, "followup") == 0,
 		.gaps_ms = gaps, .n_gaps = n_gaps,
 	};
-	P->spans[P->n_spans++] = (struct span){ level_request_start(&l->rq[l->n - 1]), x->t_first_token, x->t_last };
+	P->spans[P->n_spans++] = (struct span){ level_request_start(&l->rq[l->n - 1]), x->t_first_token, x->t_last,
+						  P->n_spans };
 	const char *fp = x->fingerprint_hash;
 	if (l->fps == 0 || strncmp(l->fp, fp, 12) != 0) {
 		if (l->fps == 0)
@@ -439,7 +441,9 @@ static void emit_across(struct bench_pass *P, const struct report_run *run)
 static int cmp_span(const void *a, const void *b)
 {
 	const struct span *x = a, *y = b;
-	return (x->start > y->start) - (x->start < y->start);
+	if (x->start != y->start)
+		return (x->start > y->start) - (x->start < y->start);
+	return (x->order > y->order) - (x->order < y->order);
 }
 
 static void emit_timeline(struct bench_pass *P, const struct report_run *run)
@@ -469,6 +473,78 @@ static void emit_timeline(struct bench_pass *P, const struct report_run *run)
 			report_doc_point(P->d, 1, (double)(s->last - t0) / 1e9, NAN);
 		}
 	}
+}
+
+/* sixi-bench search: goodput of each probe against its offered load, with the
+ * bracket the bisection ended on. A probe's load is kept in the run's summary
+ * (runs.summary_json.search, written by the search as it decided), not in its
+ * rows, so this plot draws the search's own figures. */
+static int cmp_xy(const void *a, const void *b)
+{
+	const double *x = a, *y = b;
+	return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+static int emit_search(struct store *s, struct report_doc *d, const struct report_run *run, char *err, size_t errlen)
+{
+	struct store_run_info info = { 0 };
+	int rc = store_run_get(s, run->id, &info, err, errlen);
+	if (rc)
+		return rc == -ENOENT ? 0 : rc;
+	cJSON *sum = cJSON_Parse(info.summary_json ? info.summary_json : "{}");
+	const cJSON *probes = json_path(sum, "search.probes");
+	int np = cJSON_IsArray(probes) ? cJSON_GetArraySize(probes) : 0;
+	double lo = NAN, hi = NAN, best = NAN, ymax = 0;
+	json_get_double(sum, "search.result.bracket_low", &lo);
+	json_get_double(sum, "search.result.bracket_high", &hi);
+	json_get_double(sum, "search.result.sustainable", &best);
+	const char *mode = json_get_str(sum, "search.mode");
+	double *xy = np ? malloc((size_t)np * 2 * sizeof *xy) : NULL;
+	int n = 0;
+	const cJSON *p;
+	cJSON_ArrayForEach(p, probes)
+	{
+		double x, y;
+		if (xy && json_get_double(p, "load", &x) && json_get_double(p, "goodput_rps", &y)) {
+			xy[2 * n] = x;
+			xy[2 * n + 1] = y;
+			n++;
+			ymax = y > ymax ? y : ymax;
+		}
+	}
+	if (n > 0) {
+		qsort(xy, (size_t)n, 2 * sizeof *xy, cmp_xy);
+		static const char *const series[] = { "goodput (good requests/s)", "search bracket", "sustainable load" };
+		char id[48], title[128];
+		snprintf(id, sizeof id, "goodput-%lld", (long long)run->id);
+		snprintf(title, sizeof title, "Run %lld: goodput of each probe, and the bracket the search ended on",
+			 (long long)run->id);
+		bool conc = mode && strcmp(mode, "concurrency") == 0;
+		report_doc_plot(d, id, title, conc ? "concurrency (streams)" : "offered rate (requests/s)",
+				"good requests/s", false, 3, series);
+		report_doc_plot_free_x(d);
+		for (int i = 0; i < n; i++)
+			report_doc_point(d, 0, xy[2 * i], xy[2 * i + 1]);
+		double top = ymax > 0 ? ymax * 1.1 : 1;
+		if (isfinite(lo) && isfinite(hi)) {
+			report_doc_point(d, 1, lo, 0);
+			report_doc_point(d, 1, lo, top);
+			report_doc_point(d, 1, lo, NAN);
+			report_doc_point(d, 1, hi, 0);
+			report_doc_point(d, 1, hi, top);
+		}
+		for (int i = 0; isfinite(best) && i < n; i++)
+			if (xy[2 * i] == best) {
+				report_doc_point(d, 2, xy[2 * i], xy[2 * i + 1]);
+				break;
+			}
+	} else if (np > 0 && !xy) {
+		rc = -ENOMEM;
+	}
+	free(xy);
+	cJSON_Delete(sum);
+	store_run_info_finish(&info);
+	return rc;
 }
 
 static int bench_run(struct store *s, struct report_doc *d, const struct report_run *run, struct curves *cv, int r,
@@ -541,6 +617,8 @@ static int bench_run(struct store *s, struct report_doc *d, const struct report_
 		if (repeats > 1)
 			emit_across(&P, run);
 		emit_timeline(&P, run);
+		if (strcmp(run->workload, "search") == 0)
+			rc = emit_search(s, d, run, err, errlen);
 	}
 	free(P.across);
 	free(P.spans);

@@ -32,7 +32,7 @@ struct export_opts {
 static const struct args_opt export_options[] = {
 	ARGS_STRING_OPT("--db", "DB", O, db, 0, "the database (default results/sixi.db)"),
 	ARGS_ENUM_OPT("--format", "vllm|aiperf", "format", O, format, 0,
-		      "vllm: vLLM bench serve --save-result JSON (default);\naiperf: AIPerf profile_export_aiperf.csv"),
+		      "vllm: the JSON that vLLM's bench serve saves (default);\naiperf: AIPerf's profile_export_aiperf.csv"),
 	ARGS_INT_OPT("--level", "L", O, level, 1, INT64_MAX, 0,
 		     "the level to export (concurrency, rate, ...); required when the run has several"),
 	ARGS_STRING_OPT("--out", "FILE", O, out, 0, "write FILE (default: standard output)"),
@@ -275,7 +275,8 @@ static cJSON *vllm_json(const struct store_run_info *run, const struct xreq *con
 	if (repeat)
 		cJSON_AddNumberToObject(sx, "repeat", (double)repeat);
 	cJSON_AddStringToObject(sx, "definitions", "vLLM's, from sixi's stored timestamps: start = send, TTFT to the "
-				"first token-bearing event, E2EL to the last, TPOT = (E2EL - TTFT) / (N - 1), ITL = event "
+				"first token-bearing event (vLLM counts a chat stream's role prelude, which sixi does not "
+				"store apart), E2EL to the last, TPOT = (E2EL - TTFT) / (N - 1), ITL = event "
 				"gaps; generated_texts are null (sixi-bench keeps no reply text); see sixi(7)");
 out:
 	cJSON_Delete(proto);

@@ -27,8 +27,8 @@ static const char usage_text[] =
 	"          [--intersect] [--allow-config-diff] [--seed N] [--resamples N]\n"
 	"  bench --db DB RUN [RUN...]     serving benchmark runs: throughput, TTFT, prefill per level\n"
 	"  check REPORT [--db DB]         re-run a rendered report's queries; list numbers that changed\n"
-	"  export RUN [--db DB] [--format vllm|aiperf] [--level L] [--repeat K] [--out FILE]\n"
-	"                                 one level of a bench run in vLLM's or AIPerf's format\n"
+	"  export RUN [--db DB] [--format vllm|aiperf|guidellm] [--level L] [--repeat K] [--out FILE]\n"
+	"                                 a bench run in vLLM's, AIPerf's or GuideLLM's format\n"
 	"  kl [RUN...] [--db DB] [--json] sixi-eval kl runs side by side: mean/p99 KL, top-1, perplexity ratio\n";
 static const char exit_text[] = "\nexit status: 0 success; 1 check found changed numbers; 2 bad input or refusal\n";
 

@@ -23,7 +23,7 @@
 
 struct export_opts {
 	const char *db, *out;
-	int format;        /* index into "vllm|aiperf" */
+	int format;        /* index into "vllm|aiperf|guidellm" */
 	int64_t level;     /* 0: the run's only level */
 	int64_t repeat;    /* 0: the run has no repeats */
 };
@@ -31,10 +31,12 @@ struct export_opts {
 #define O struct export_opts
 static const struct args_opt export_options[] = {
 	ARGS_STRING_OPT("--db", "DB", O, db, 0, "the database (default results/sixi.db)"),
-	ARGS_ENUM_OPT("--format", "vllm|aiperf", "format", O, format, 0,
-		      "vllm: the JSON that vLLM's bench serve saves (default);\naiperf: AIPerf's profile_export_aiperf.csv"),
+	ARGS_ENUM_OPT("--format", "vllm|aiperf|guidellm", "format", O, format, 0,
+		      "vllm: the JSON that vLLM's bench serve saves (default);\naiperf: AIPerf's profile_export_aiperf.csv;\n"
+		      "guidellm: GuideLLM's benchmarks.csv, a row per level"),
 	ARGS_INT_OPT("--level", "L", O, level, 1, INT64_MAX, 0,
-		     "the level to export (concurrency, rate, ...); required when the run has several"),
+		     "the level to export (concurrency, rate, ...); required when the run has several\n"
+		     "(guidellm: all levels when left out)"),
 	ARGS_STRING_OPT("--out", "FILE", O, out, 0, "write FILE (default: standard output)"),
 	ARGS_INT_OPT("--repeat", "K", O, repeat, 1, INT64_MAX, 0,
 		     "the run of the level to export (1..N) when the sweep had --repeats N"),
@@ -42,9 +44,9 @@ static const struct args_opt export_options[] = {
 };
 #undef O
 
-static const char usage[] = "usage: sixi-report export RUN [--db DB] [--format vllm|aiperf] [--level L] [--repeat K] "
-			    "[--out FILE]\n"
-			    "  one level of a bench run in vLLM's or AIPerf's file format, by their definitions\n";
+static const char usage[] = "usage: sixi-report export RUN [--db DB] [--format vllm|aiperf|guidellm] [--level L] "
+			    "[--repeat K] [--out FILE]\n"
+			    "  one level of a bench run in vLLM's, AIPerf's or GuideLLM's file format, by their definitions\n";
 
 /* ---- reading the run ---- */
 
@@ -354,6 +356,107 @@ static int aiperf_csv(FILE *f, const struct xreq *const *r, size_t n)
 	return rc;
 }
 
+/* ---- GuideLLM ---- */
+
+/* One distribution in GuideLLM's four columns: mean, median, std, and the list
+ * [min, p0.1, p1, p5, p10, p25, p75, p90, p95, p99, max]. */
+static void guidellm_dist(FILE *f, double *v, size_t n)
+{
+	struct dist d;
+	dist_of(v, n, &d);
+	if (n == 0) {
+		fprintf(f, ",,,");
+		return;
+	}
+	static const double p[] = { 0.1, 1, 5, 10, 25, 75, 90, 95, 99 };
+	fprintf(f, ",%.9g,%.9g,%.9g,\"[%.9g", d.mean, d.median, d.std, d.min);
+	for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
+		fprintf(f, ", %.9g", stats_percentile_sorted(v, n, p[k]));
+	fprintf(f, ", %.9g]\"", d.max);
+}
+
+/* GuideLLM's benchmarks.csv: three header rows (group, field, unit or statistic)
+ * and one row per benchmark, here one per level of sel[0..n) (sel is in level
+ * order). GuideLLM's definitions: a request starts at its send; TTFT to the first
+ * iteration; request latency to its end (t_done), in s; TPOT = latency / output
+ * tokens (with the TTFT); ITL = (t_last - t_first) / (output tokens - 1). The
+ * distributions are over the successful requests. */
+static int guidellm_csv(FILE *f, const struct store_run_info *run, const struct xreq *const *sel, size_t n)
+{
+	static const char *const dists[][2] = {
+		{ "Request Latency", "Successful Sec" },     { "Time to First Token", "Successful ms" },
+		{ "Time per Output Token", "Successful ms" }, { "Inter Token Latency", "Successful ms" },
+		{ "Token Metrics", "Successful Input Tokens" }, { "Token Metrics", "Successful Output Tokens" },
+	};
+	enum { ND = sizeof dists / sizeof dists[0] };
+	static const char *const stat[] = { "Mean", "Median", "Std Dev", "Percentiles" };
+	static const char *const fixed[][3] = {
+		{ "Run Info", "Run ID", "" },           { "Benchmark", "ID", "" },
+		{ "Benchmark", "Strategy", "" },        { "Timings", "Duration", "Sec" },
+		{ "Request Counts", "Successful", "" }, { "Request Counts", "Errored", "" },
+		{ "Request Counts", "Total", "" },
+	};
+	enum { NF = sizeof fixed / sizeof fixed[0] };
+	for (int row = 0; row < 3; row++) {
+		for (int c = 0; c < NF; c++)
+			fprintf(f, "%s%s", c ? "," : "", fixed[c][row]);
+		for (int c = 0; c < ND; c++)
+			for (int k = 0; k < 4; k++)
+				fprintf(f, ",%s", row < 2 ? dists[c][row] : stat[k]);
+		fprintf(f, "\n");
+	}
+	double *v[ND];
+	int rc = 0;
+	for (int j = 0; j < ND; j++)
+		if (!(v[j] = malloc((n ? n : 1) * sizeof *v[j])))
+			rc = -ENOMEM;
+	const char *wl = run->workload ? run->workload : "";
+	cJSON *proto = cJSON_Parse(run->protocol_json ? run->protocol_json : "{}");
+	const char *arrival = json_get_str(proto, "arrival");
+	const char *strategy = strcmp(wl, "sweep") == 0 || strcmp(wl, "agents") == 0 ? "concurrent"
+			       : strcmp(wl, "rate") == 0 ? (arrival && strcmp(arrival, "constant") == 0 ? "constant" : "poisson")
+							 : wl;
+	for (size_t i0 = 0; rc == 0 && i0 < n;) {
+		size_t i1 = i0;
+		while (i1 < n && sel[i1]->level == sel[i0]->level)
+			i1++;
+		size_t k[ND] = { 0 };
+		int64_t ok = 0, errored = 0;
+		for (size_t i = i0; i < i1; i++) {
+			const struct xreq *q = sel[i];
+			if (q->error || !q->t_first) {
+				errored++;
+				continue;
+			}
+			ok++;
+			int64_t end = q->t_done ? q->t_done : q->t_last;
+			double lat = (double)(end - q->t_send) / 1e9;
+			v[0][k[0]++] = lat;
+			v[1][k[1]++] = (double)(q->t_first - q->t_send) / 1e6;
+			if (q->completion_tokens > 0)
+				v[2][k[2]++] = lat * 1e3 / (double)q->completion_tokens;
+			if (q->completion_tokens > 1)
+				v[3][k[3]++] = (double)(q->t_last - q->t_first) / 1e6 / (double)(q->completion_tokens - 1);
+			if (q->prompt_tokens >= 0)
+				v[4][k[4]++] = (double)q->prompt_tokens;
+			if (q->completion_tokens >= 0)
+				v[5][k[5]++] = (double)q->completion_tokens;
+		}
+		fprintf(f, "%lld,run %lld level %lld,%s,%.9g,%lld,%lld,%lld", (long long)run->id, (long long)run->id,
+			(long long)sel[i0]->level, strategy, duration_s(sel + i0, i1 - i0, true), (long long)ok,
+			(long long)errored, (long long)(i1 - i0));
+		for (int j = 0; j < ND; j++)
+			guidellm_dist(f, v[j], k[j]);
+		if (fprintf(f, "\n") < 0)
+			rc = -EIO;
+		i0 = i1;
+	}
+	cJSON_Delete(proto);
+	for (int j = 0; j < ND; j++)
+		free(v[j]);
+	return rc;
+}
+
 /* ---- the command ---- */
 
 /* Writes the chosen requests to path (NULL: out), all or nothing. */
@@ -379,8 +482,10 @@ static int write_export(const struct export_opts *o, const struct store_run_info
 			rc = -EIO;
 		free(s);
 		cJSON_Delete(j);
-	} else {
+	} else if (o->format == 1) {
 		rc = aiperf_csv(f, sel, n);
+	} else {
+		rc = guidellm_csv(f, run, sel, n);
 	}
 	if (o->out) {
 		if (fclose(f) != 0 && rc == 0)
@@ -414,7 +519,8 @@ int report_export_cli(int argc, char **argv, FILE *out, char *err, size_t errlen
 	}
 	int64_t id = 0;
 	if (npos != 1) {
-		err_set(err, errlen, "export: which run? (%s)", "sixi-report export RUN [--db DB] [--format vllm|aiperf]");
+		err_set(err, errlen, "export: which run? (sixi-report export RUN [--db DB] [--format "
+			"vllm|aiperf|guidellm])");
 		return -EINVAL;
 	}
 	if ((rc = args_i64("export RUN", pos[0], 1, INT64_MAX, &id, err, errlen)) != 0)
@@ -443,7 +549,8 @@ int report_export_cli(int argc, char **argv, FILE *out, char *err, size_t errlen
 	}
 	/* which level */
 	int64_t level = o.level;
-	if (rc == 0 && !level && x.n_levels > 1) {
+	bool all_levels = o.format == 2 && !level; /* GuideLLM's file has a row per benchmark */
+	if (rc == 0 && !level && x.n_levels > 1 && !all_levels) {
 		char list[512] = "";
 		for (size_t i = 0; i < x.n_levels; i++) {
 			size_t len = strlen(list);
@@ -476,7 +583,7 @@ int report_export_cli(int argc, char **argv, FILE *out, char *err, size_t errlen
 	if (rc == 0 && !(sel = malloc(x.n * sizeof *sel)))
 		rc = -ENOMEM;
 	for (size_t i = 0; rc == 0 && i < x.n; i++)
-		if (x.r[i].level == level && (repeats <= 1 || x.r[i].seq / rounds == o.repeat - 1))
+		if ((all_levels || x.r[i].level == level) && (repeats <= 1 || x.r[i].seq / rounds == o.repeat - 1))
 			sel[n++] = &x.r[i];
 	if (rc == 0 && n == 0) {
 		err_set(err, errlen, "export: run %lld has no measured request at level %lld%s (see sixi-report bench "

@@ -12,8 +12,11 @@
  *           generated_texts (null: sixi-bench does not keep the reply text).
  *   aiperf  the CSV of AIPerf's profile_export_aiperf.csv: one row per record
  *           metric (avg, min, max, p1 ... p99, std), then the run's throughputs.
+ *   guidellm the CSV of GuideLLM's benchmarks.csv: three header rows (group,
+ *           field, unit or statistic), one row per level (GuideLLM's benchmark).
  * A run with several levels (or repeats) is exported one level (one repeat) at a
- * time: a file of these tools describes one load. Nothing is written unless the
+ * time, as a file of vLLM or AIPerf describes one load; GuideLLM's takes every
+ * level of one repeat. Nothing is written unless the
  * whole file could be computed (FILE.tmp, then renamed).
  * Reads the DB only. Arguments are borrowed. */
 #ifndef SIXI_REPORT_EXPORT_H

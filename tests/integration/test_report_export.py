@@ -177,6 +177,37 @@ def check_aiperf(text, rs, what):
           what + " output token throughput", abs_=1e-5)
 
 
+def check_guidellm(text, db, rid, levels, what):
+    rows = list(csv.reader(io.StringIO(text)))
+    check(len(rows) == 3 + len(levels), "%s: three header rows and one row per level (%d rows)" % (what, len(rows)))
+    if len(rows) < 3 + len(levels):
+        return
+    cols = {(rows[0][i], rows[1][i], rows[2][i]): i for i in range(len(rows[0]))}
+    for want in (("Request Counts", "Successful", ""), ("Time to First Token", "Successful ms", "Mean"),
+                 ("Time per Output Token", "Successful ms", "Mean"), ("Inter Token Latency", "Successful ms", "Median"),
+                 ("Request Latency", "Successful Sec", "Percentiles")):
+        check(want in cols, "%s: GuideLLM's column %r" % (what, want))
+    for row, level in zip(rows[3:], levels):
+        rs = [r for r in db_rows(db, rid, level) if r["error"] is None and r["first"]]
+        w = "%s level %d" % (what, level)
+        check(int(row[cols[("Request Counts", "Successful", "")]]) == len(rs), w + " successful count")
+        lat = [((r["done"] or r["last"]) - r["send"]) / 1e9 for r in rs]
+        tpot = [l * 1e3 / r["completion"] for r, l in zip(rs, lat)]  # GuideLLM: with the TTFT
+        itl = [(r["last"] - r["first"]) / 1e6 / (r["completion"] - 1) for r in rs if r["completion"] > 1]
+        ttft = [(r["first"] - r["send"]) / 1e6 for r in rs]
+        for key, xs, f in (("Time to First Token", ttft, mean), ("Time per Output Token", tpot, mean),
+                           ("Inter Token Latency", itl, lambda v: pct(v, 50))):
+            stat = "Median" if key == "Inter Token Latency" else "Mean"
+            i = cols.get((key, "Successful ms", stat))
+            if i is not None:
+                close(float(row[i]), f(xs), "%s %s %s" % (w, key, stat), rel=1e-8)
+        i = cols.get(("Request Latency", "Successful Sec", "Percentiles"))
+        if i is not None:
+            ps = json.loads(row[i])
+            check(len(ps) == 11 and abs(ps[0] - min(lat)) < 1e-8 and abs(ps[-1] - max(lat)) < 1e-8 and
+                  abs(ps[9] - pct(lat, 99)) < 1e-8, "%s request latency [min, p0.1 ... p99, max] %r" % (w, ps))
+
+
 def case_export(url):
     db = os.path.join(TMP, "sweep.db")
     rc, out, err = run(EXE["bench"], "sweep", "--url", url, "--db", db, "--no-plots", "--concurrency", "1,3",
@@ -191,6 +222,9 @@ def case_export(url):
     rc, out, err = run(EXE["report"], "export", str(rid), "--db", db, "--level", "1", "--format", "aiperf")
     if check(rc == 0, "export --format aiperf exits 0: %s" % err[-400:]):
         check_aiperf(out, db_rows(db, rid, 1), "aiperf level 1")
+    rc, out, err = run(EXE["report"], "export", str(rid), "--db", db, "--format", "guidellm")
+    if check(rc == 0, "export --format guidellm exits 0: %s" % err[-400:]):
+        check_guidellm(out, db, rid, [1, 3], "guidellm")
     # bad input: exit 2, a message that says what to do, no file
     for args, says in ((["--out", os.path.join(TMP, "no1.json")], "--level"),
                        (["--level", "2", "--out", os.path.join(TMP, "no2.json")], "no measured request at level 2"),

@@ -452,14 +452,23 @@ static void emit_timeline(struct bench_pass *P, const struct report_run *run)
 		return;
 	qsort(P->spans, P->n_spans, sizeof *P->spans, cmp_span);
 	int64_t t0 = P->spans[0].start;
-	char id[48], title[96];
+	/* a page stays readable (and its inline SVG small): at most ~TIMELINE_MAX lines,
+	 * every k-th request in start order, said in the title */
+	enum { TIMELINE_MAX = 2000 };
+	size_t step = (P->n_spans + TIMELINE_MAX - 1) / TIMELINE_MAX;
+	char id[48], title[160];
 	snprintf(id, sizeof id, "timeline-%lld", (long long)run->id);
-	snprintf(title, sizeof title, "Run %lld: each request from start to first token to last token", (long long)run->id);
+	if (step > 1)
+		snprintf(title, sizeof title, "Run %lld: one request in %zu of its %zu, from start to first token to "
+			 "last token", (long long)run->id, step, P->n_spans);
+	else
+		snprintf(title, sizeof title, "Run %lld: each request from start to first token to last token",
+			 (long long)run->id);
 	static const char *const series[] = { "start to first token", "first to last token" };
 	report_doc_plot(P->d, id, title, "seconds since the run's first start", "request (in start order)", false, 2,
 			series);
 	report_doc_plot_free_x(P->d);
-	for (size_t i = 0; i < P->n_spans; i++) {
+	for (size_t i = 0; i < P->n_spans; i += step) {
 		const struct span *s = &P->spans[i];
 		double y = (double)(i + 1);
 		if (!s->first)

@@ -668,7 +668,8 @@ static int plot_files(const struct block *k, const char *base, struct outputs *o
 	rc = rc ? rc : gp_string(&gp, k->xlabel);
 	rc = rc ? rc : buf_puts(&gp, "\nset ylabel ");
 	rc = rc ? rc : gp_string(&gp, k->ylabel);
-	rc = rc ? rc : buf_printf(&gp, "\n%sset yrange [0:*]\n", k->logx ? "set logscale x 2\n" : k->free_x ? "" : "set xtics 1\n");
+	rc = rc ? rc : buf_printf(&gp, "\n%sset yrange [0:*]\n",
+				  k->logx ? "set logscale x 2\n" : k->free_x ? "" : "set xtics 1\n");
 	rc = rc ? rc : buf_printf(&gp, "set terminal svg size 800,450 dynamic font 'sans,12' background rgb 'white'\n"
 				  "set output '%s-%s.svg'\nplot ", bn, k->id);
 	for (int s = 0; s < k->nseries && rc == 0; s++) {

@@ -236,6 +236,22 @@ def case_export(url):
         check(not os.path.exists(outp) and not os.path.exists(outp + ".tmp"), "no file after refusing %s" % args)
     rc, out, err = run(EXE["report"], "export", "99", "--db", db, "--level", "1")
     check(rc == 2 and "99" in err, "export of an unknown run exits 2 naming it (%d: %s)" % (rc, err))
+    # a damaged itl_json: refused by name, by export and by the report, with no file
+    bad = os.path.join(TMP, "damaged.db")
+    with open(db, "rb") as f, open(bad, "wb") as g:
+        g.write(f.read())
+    con = sqlite3.connect(bad)
+    con.execute("UPDATE bench_requests SET itl_json = '[1, \"x\"]' WHERE id = (SELECT min(id) FROM bench_requests"
+                " WHERE run = ? AND phase = 'measure')", (rid,))
+    con.commit()
+    con.close()
+    outp = os.path.join(TMP, "no5.json")
+    rc, out, err = run(EXE["report"], "export", str(rid), "--db", bad, "--level", "1", "--out", outp)
+    check(rc == 2 and "itl_json" in err and not os.path.exists(outp), "export of a damaged itl_json exits 2 naming "
+          "it, no file (%d: %s)" % (rc, err))
+    rc, out, err = run(EXE["report"], "bench", "--db", bad, str(rid), "--out", os.path.join(TMP, "dmg", "r"))
+    check(rc == 2 and "itl_json" in err and not os.path.exists(os.path.join(TMP, "dmg", "r.md")),
+          "bench report of a damaged itl_json exits 2 naming it (%d: %s)" % (rc, err))
     # a repeats run: each run of the level is exported on its own
     rdb = os.path.join(TMP, "repeats.db")
     rc, out, err = run(EXE["bench"], "sweep", "--url", url, "--db", rdb, "--no-plots", "--concurrency", "2",

@@ -10,6 +10,7 @@
 #include "core/args.h"
 #include "core/json.h"
 #include "stats/level.h"
+#include "stats/slo.h"
 #include "store/store.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -161,11 +162,12 @@ static int curve_add(struct curves *cv, int r, double x, double agg, double per,
 
 /* The figures compared across repeated runs, in the order and with the names of
  * sixi-bench sweep --repeats' live summary (its across_runs). */
-enum { ACROSS_METRICS = 6 };
-static const char *const across_names[ACROSS_METRICS] = { "aggregate_tok_s", "ttft_p50_ms", "ttft_p99_ms",
-							  "tpot_ms_mean",    "itl_p50_ms",  "itl_p99_ms" };
+enum { ACROSS_METRICS = 8, ACROSS_NO_SLO = 6 }; /* the last two only with an SLO */
+static const char *const across_names[ACROSS_METRICS] = { "aggregate_tok_s", "ttft_p50_ms",    "ttft_p99_ms",
+							  "tpot_ms_mean",    "itl_p50_ms",     "itl_p99_ms",
+							  "goodput_rps",     "slo_attainment" };
 
-static void across_values(const struct level_figures *F, double v[ACROSS_METRICS])
+static void across_values(const struct level_figures *F, const struct slo_level *S, double v[ACROSS_METRICS])
 {
 	v[0] = F->agg_tok_s;
 	v[1] = F->ttft_p50_ms;
@@ -173,6 +175,8 @@ static void across_values(const struct level_figures *F, double v[ACROSS_METRICS
 	v[3] = F->tpot_ms_mean;
 	v[4] = F->itl_p50_ms;
 	v[5] = F->itl_p99_ms;
+	v[6] = S ? S->goodput_rps : NAN;
+	v[7] = S ? S->attainment : NAN;
 }
 
 /* One row of the across-runs table, kept until the level table is complete. */
@@ -196,6 +200,7 @@ struct bench_pass {
 	int r;
 	bool unique;
 	int64_t repeats, rounds; /* repeats > 1: each run of a level on its own row, then across runs */
+	const struct slo *slo;   /* the run's --slo, NULL when none */
 	struct level l;
 	int rows;
 	struct across_row *across;
@@ -282,9 +287,10 @@ static int emit_level(struct bench_pass *P, struct level *l)
 		if (l->seq[i] / P->rounds + 1 > R)
 			R = l->seq[i] / P->rounds + 1;
 	struct level_request *sub = malloc((l->n ? l->n : 1) * sizeof *sub);
+	struct slo_request *sr = malloc((l->n ? l->n : 1) * sizeof *sr);
 	double *vals = malloc((size_t)R * (ACROSS_METRICS + 4) * sizeof *vals);
 	size_t *nv = calloc(ACROSS_METRICS + 4, sizeof *nv);
-	int rc = sub && vals && nv ? 0 : -ENOMEM;
+	int rc = sub && sr && vals && nv ? 0 : -ENOMEM;
 	for (int64_t k = 0; k < R && rc == 0; k++) {
 		size_t m = 0;
 		for (size_t i = 0; i < l->n; i++)
@@ -297,8 +303,17 @@ static int emit_level(struct bench_pass *P, struct level *l)
 		emit_row(P, l, k + 1, &F);
 		if (!F.valid)
 			continue;
+		/* goodput and attainment as sixi-bench's live summary computes them
+		 * (stats/slo.h over all the requests the run scheduled, the level's wall) */
+		struct slo_level S;
+		if (P->slo) {
+			for (size_t i = 0; i < m; i++)
+				slo_request_from(&sub[i], &sr[i]);
+			if ((rc = slo_level_eval(P->slo, sr, m, F.wall_s, &S)) != 0)
+				break;
+		}
 		double v[ACROSS_METRICS + 4];
-		across_values(&F, v);
+		across_values(&F, P->slo ? &S : NULL, v);
 		v[ACROSS_METRICS] = F.agg_tok_s;
 		v[ACROSS_METRICS + 1] = F.stream_tok_s_mean;
 		v[ACROSS_METRICS + 2] = F.ttft_p50_ms;
@@ -307,7 +322,7 @@ static int emit_level(struct bench_pass *P, struct level *l)
 			if (isfinite(v[j]))
 				vals[(size_t)j * (size_t)R + nv[j]++] = v[j];
 	}
-	for (int j = 0; j < ACROSS_METRICS && rc == 0; j++) {
+	for (int j = 0; j < (P->slo ? ACROSS_METRICS : ACROSS_NO_SLO) && rc == 0; j++) {
 		struct across_row a = { .level = l->level, .runs = R, .metric = j };
 		level_spread_compute(vals + (size_t)j * (size_t)R, nv[j], &a.s);
 		rc = across_add(P, &a);
@@ -320,6 +335,7 @@ static int emit_level(struct bench_pass *P, struct level *l)
 		rc = curve_add(P->cv, P->r, (double)l->level, c[0], c[1], c[2], c[3]);
 	}
 	free(sub);
+	free(sr);
 	free(vals);
 	free(nv);
 	return rc;
@@ -428,8 +444,9 @@ static void emit_across(struct bench_pass *P, const struct report_run *run)
 			      "(a run's p99 is that run's p99) and only then compared: percentiles are never pooled "
 			      "across runs. Invalid runs of a level are left out (runs with a value). The interval is "
 			      "Student's t on the runs' values (n - 1 degrees of freedom); CV is sd / |mean|, flagged above "
-			      "20%%. The definitions are sixi-bench's live summary's (stats/level.h). SLO goodput and "
-			      "attainment are not recomputed here: sixi-bench prints them per run.");
+			      "20%%. The definitions are sixi-bench's live summary's (stats/level.h, stats/slo.h); with "
+			      "an SLO, goodput is good requests per second of the run's wall time and attainment good / "
+			      "scheduled requests.");
 }
 
 /* The run's requests on one time axis: start (send, or the intended arrival) to
@@ -565,7 +582,16 @@ static int bench_run(struct store *s, struct report_doc *d, const struct report_
 	if (strcmp(run->workload, "sweep") == 0 && json_get_i64(proto, "repeats", &repeats) &&
 	    !json_get_i64(proto, "rounds", &rounds))
 		repeats = 1;
+	const char *slo_text = json_get_str(proto, "slo");
+	bool has_slo = slo_text != NULL;
+	struct slo slo;
+	char why[768];
+	int prc = has_slo ? slo_parse(slo_text, &slo, why, sizeof why) : 0;
 	cJSON_Delete(proto);
+	if (prc) {
+		err_set(err, errlen, "run %lld: its protocol's slo does not parse (%s)", (long long)run->id, why);
+		return -EINVAL;
+	}
 	if (repeats > 1 && rounds < 1) {
 		err_set(err, errlen, "run %lld: its protocol says repeats %lld but rounds %lld: the rows cannot be split "
 			"into runs", (long long)run->id, (long long)repeats, (long long)rounds);
@@ -591,7 +617,8 @@ static int bench_run(struct store *s, struct report_doc *d, const struct report_
 		report_doc_table(d, q, title, 14, hr);
 	else
 		report_doc_table(d, q, title, 13, h1);
-	struct bench_pass P = { .d = d, .q = q, .cv = cv, .r = r, .unique = unique, .repeats = repeats, .rounds = rounds };
+	struct bench_pass P = { .d = d, .q = q, .cv = cv, .r = r, .unique = unique, .repeats = repeats, .rounds = rounds,
+				.slo = has_slo ? &slo : NULL };
 	level_reset(&P.l, INT64_MIN);
 	int rc = store_bench_each(s, run->id, bench_row, &P, err, errlen);
 	if (rc == 0 && P.l.level != INT64_MIN)

@@ -39,7 +39,7 @@ static const struct args_opt export_options[] = {
 		     "(guidellm: all levels when left out)"),
 	ARGS_STRING_OPT("--out", "FILE", O, out, 0, "write FILE (default: standard output)"),
 	ARGS_INT_OPT("--repeat", "K", O, repeat, 1, INT64_MAX, 0,
-		     "the run of the level to export (1..N) when the sweep had --repeats N"),
+		     "the run of the level to export (1..N) when the sweep ran each level N times"),
 	ARGS_TABLE_END,
 };
 #undef O

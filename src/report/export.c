@@ -209,8 +209,28 @@ static cJSON *vllm_json(const struct store_run_info *run, const struct xreq *con
 	cJSON_AddStringToObject(o, "tokenizer_id", run->model ? run->model : "");
 	cJSON_AddNumberToObject(o, "num_prompts", (double)n);
 	const char *wl = run->workload ? run->workload : "";
-	double rps = 0;
-	if (strcmp(wl, "rate") == 0 && json_get_double(proto, "rps", &rps) && rps > 0)
+	/* the offered load: a rate run's rps; a search probe's load, which its run's
+	 * summary keeps (the level is the probe's number); a sweep's level */
+	double rps = 0, conc = strcmp(wl, "sweep") == 0 || strcmp(wl, "agents") == 0 ? (double)level : 0, load = 0;
+	if (strcmp(wl, "rate") == 0)
+		json_get_double(proto, "rps", &rps);
+	if (strcmp(wl, "search") == 0) {
+		cJSON *sum = cJSON_Parse(run->summary_json ? run->summary_json : "{}");
+		const cJSON *probes = json_path(sum, "search.probes"), *p;
+		cJSON_ArrayForEach(p, probes)
+		{
+			int64_t k;
+			if (json_get_i64(p, "probe", &k) && k == level && json_get_double(p, "load", &load)) {
+				const char *mode = json_get_str(sum, "search.mode");
+				if (mode && strcmp(mode, "concurrency") == 0)
+					conc = load;
+				else
+					rps = load;
+			}
+		}
+		cJSON_Delete(sum);
+	}
+	if (rps > 0)
 		cJSON_AddNumberToObject(o, "request_rate", rps);
 	else
 		cJSON_AddStringToObject(o, "request_rate", "inf");
@@ -219,8 +239,8 @@ static cJSON *vllm_json(const struct store_run_info *run, const struct xreq *con
 	if (arrival && strncmp(arrival, "gamma:", 6) == 0)
 		burst = strtod(arrival + 6, NULL);
 	cJSON_AddNumberToObject(o, "burstiness", burst);
-	if (strcmp(wl, "sweep") == 0 || strcmp(wl, "agents") == 0)
-		cJSON_AddNumberToObject(o, "max_concurrency", (double)level);
+	if (conc > 0)
+		cJSON_AddNumberToObject(o, "max_concurrency", conc);
 	else
 		cJSON_AddNullToObject(o, "max_concurrency");
 	/* the figures */

@@ -373,6 +373,13 @@ def case_search_plot():
     xs = sorted({p[0] for p in s.get("search bracket", [])})
     res = d["result"]
     check(xs == sorted({res["bracket_low"], res["bracket_high"]}), "goodput: the bracket's lines at %r (%r)" % (xs, res))
+    # a probe exported for vLLM: its load is the concurrency (this search's mode)
+    p1 = d["probes"][0]
+    rc, out, err = run(EXE["report"], "export", str(rid), "--db", db, "--level", str(p1["probe"]))
+    if check(rc == 0, "export of a search probe exits 0: %s" % err[-400:]):
+        v = json.loads(out)
+        check(v["max_concurrency"] == p1["load"] and v["request_rate"] == "inf",
+              "the probe's load is vLLM's max_concurrency (%r, %r)" % (v["max_concurrency"], p1))
 
 
 def main():

@@ -115,6 +115,8 @@ static const char *level_name(const char *workload)
 		return "agents";
 	if (strcmp(workload, "rate") == 0)
 		return "requests/s";
+	if (strcmp(workload, "search") == 0)
+		return "probe"; /* its load is in the goodput plot */
 	return "concurrency";
 }
 

@@ -8,6 +8,7 @@
 #include "report/calc.h"
 #include "report/db.h"
 #include "report/doc.h"
+#include "report/export.h"
 #include "report/kl.h"
 #include "store/store.h"
 #include <errno.h>
@@ -27,6 +28,8 @@ static const char usage_text[] =
 	"          [--intersect] [--allow-config-diff] [--seed N] [--resamples N]\n"
 	"  bench --db DB RUN [RUN...]     serving benchmark runs: throughput, TTFT, prefill per level\n"
 	"  check REPORT [--db DB]         re-run a rendered report's queries; list numbers that changed\n"
+	"  export RUN [--db DB] [--format vllm|aiperf|guidellm] [--level L] [--repeat K] [--out FILE]\n"
+	"                                 a bench run in vLLM's, AIPerf's or GuideLLM's format\n"
 	"  kl [RUN...] [--db DB] [--json] sixi-eval kl runs side by side: mean/p99 KL, top-1, perplexity ratio\n"
 	"     [--speed KL=BENCH ...]      with each file's bench run: its speed cost and the file the rule picks\n";
 static const char exit_text[] = "\nexit status: 0 success; 1 check found changed numbers; 2 bad input or refusal\n";
@@ -289,6 +292,15 @@ int main(int argc, char **argv)
 		return cmd_check(argc - 2, argv + 2);
 	if (strcmp(cmd, "kl") == 0)
 		return cmd_kl(argc - 2, argv + 2);
-	log_error("unknown command '%s' (stats, compare, bench, check, kl; see sixi-report --help)", cmd);
+	if (strcmp(cmd, "export") == 0) {
+		char err[1024] = "";
+		int rc = report_export_cli(argc - 2, argv + 2, stdout, err, sizeof err);
+		if (rc != 0 && rc != ARGS_HELP) {
+			log_error("%s", err[0] ? err : strerror(-rc));
+			return 2;
+		}
+		return 0;
+	}
+	log_error("unknown command '%s' (stats, compare, bench, check, kl, export; see sixi-report --help)", cmd);
 	return 2;
 }

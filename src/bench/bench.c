@@ -292,6 +292,8 @@ struct pending_row {
 	char finish_reason[32];
 	char tag[32];
 	bool has_tag;
+	int64_t *event_t; /* (n_event_t) owned: token-bearing event times, for itl_json */
+	size_t n_event_t;
 };
 
 struct writer {
@@ -304,6 +306,25 @@ struct writer {
 	int store_errors;
 	pthread_t thread;
 };
+
+/* The gaps between the token-bearing events of a stream, in ns, as the JSON array
+ * bench_requests.itl_json keeps (vLLM's per-request ITL list is this list); NULL
+ * when there are fewer than two events or no memory (the row is stored without). */
+static char *gaps_json(const int64_t *event_t, size_t n_event_t)
+{
+	if (n_event_t < 2)
+		return NULL;
+	size_t cap = 3 + (n_event_t - 1) * 21, len = 0;
+	char *j = malloc(cap);
+	if (!j)
+		return NULL;
+	j[len++] = '[';
+	for (size_t i = 1; i < n_event_t; i++)
+		len += (size_t)snprintf(j + len, cap - len, "%s%lld", i > 1 ? "," : "",
+					(long long)(event_t[i] - event_t[i - 1]));
+	snprintf(j + len, cap - len, "]");
+	return j;
+}
 
 static void *writer_main(void *arg)
 {
@@ -321,17 +342,27 @@ static void *writer_main(void *arg)
 		pr.row.error_detail = pr.row.error ? pr.error_detail : NULL;
 		pr.row.finish_reason = pr.finish_reason[0] ? pr.finish_reason : NULL;
 		pr.row.tag = pr.has_tag ? pr.tag : NULL;
+		/* formatted here, off the event loop */
+		char *itl = gaps_json(pr.event_t, pr.n_event_t);
+		pr.row.itl_json = itl;
 		if (store_bench_insert(w->b->store, &pr.row) != 0 && w->store_errors++ == 0 &&
 		    atomic_fetch_add(&w->b->store_errors, 1) == 0)
 			log_error("%s: could not store a row: %s", w->b->cfg.db_path, store_errmsg(w->b->store));
+		free(itl);
+		free(pr.event_t);
 		pthread_mutex_lock(&w->lock);
 	}
 	pthread_mutex_unlock(&w->lock);
 	return NULL;
 }
 
-static void writer_push(struct writer *w, const struct store_bench_row *row)
+/* Queues row with a copy of its stream's event times (none when out of memory:
+ * the row is then stored without itl_json). */
+static void writer_push(struct writer *w, const struct store_bench_row *row, const struct oai_stream *s)
 {
+	int64_t *ev = s->n_event_t > 1 ? malloc(s->n_event_t * sizeof *ev) : NULL;
+	if (ev)
+		memcpy(ev, s->event_t, s->n_event_t * sizeof *ev);
 	pthread_mutex_lock(&w->lock);
 	while ((w->tail + 1) % w->cap == w->head) /* full: wait for the writer (back-pressure) */
 		pthread_cond_wait(&w->cond, &w->lock);
@@ -343,6 +374,8 @@ static void writer_push(struct writer *w, const struct store_bench_row *row)
 	snprintf(pr->tag, sizeof pr->tag, "%s", row->tag ? row->tag : "");
 	/* row->fingerprint_hash points into the session, which lives as long as the bench */
 	pr->row.itl_json = NULL;
+	pr->event_t = ev;
+	pr->n_event_t = ev ? s->n_event_t : 0;
 	w->tail = (w->tail + 1) % w->cap;
 	pthread_cond_broadcast(&w->cond);
 	pthread_mutex_unlock(&w->lock);
@@ -367,7 +400,7 @@ static void sink(void *ud, const struct runner_req *rq, const struct oai_stream 
 	fill_row(b, &row, rq->phase ? rq->phase : "measure", rq->level, rq->stream, rq->seq, rq->requested_tokens, s);
 	row.t_intended = rq->t_intended_ns;
 	row.tag = rq->tag;
-	writer_push(c->w, &row);
+	writer_push(c->w, &row, s);
 	if (c->n == c->cap) {
 		size_t cap = c->cap ? c->cap * 2 : 256;
 		struct bench_sample *p = realloc(c->v, cap * sizeof *p);

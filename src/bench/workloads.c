@@ -8,6 +8,7 @@
 #include "bench/selftest.h"
 #include "bench/slo.h"
 #include "bench/source.h"
+#include "stats/level.h"
 #include "stats/stats.h"
 #include "core/buf.h"
 #include "core/clock.h"
@@ -15,7 +16,6 @@
 #include "store/store.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <gsl/gsl_cdf.h>
 #include <gsl/gsl_rng.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -314,8 +314,8 @@ static const struct {
 	{ "slo_attainment", offsetof(struct bench_level, slo_attainment) },
 };
 
-/* Mean, Student-t 95 % interval (t quantile from GSL) and CV of a level's metric
- * over R runs; runs[r * n_levels + li]. */
+/* Mean, Student-t 95 % interval and CV of a level's metric over R runs (the one
+ * definition, stats/level.h, that sixi-report bench uses too); runs[r * n_levels + li]. */
 static cJSON *across_runs(const struct bench_level *runs, size_t n_levels, size_t li, int64_t R, FILE *out, bool text)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -325,7 +325,7 @@ static cJSON *across_runs(const struct bench_level *runs, size_t n_levels, size_
 	for (size_t k = 0; k < sizeof run_metrics / sizeof run_metrics[0]; k++) {
 		if (k >= 6 && !runs[li].has_slo)
 			continue;
-		double v[1000], sum = 0, ss = 0;
+		double v[1000];
 		size_t n = 0;
 		for (int64_t r = 0; r < R && r < 1000; r++) {
 			const struct bench_level *L = &runs[(size_t)r * n_levels + li];
@@ -333,15 +333,10 @@ static cJSON *across_runs(const struct bench_level *runs, size_t n_levels, size_
 			if (L->valid && isfinite(x))
 				v[n++] = x;
 		}
-		for (size_t i = 0; i < n; i++)
-			sum += v[i];
-		double mean = n ? sum / (double)n : NAN;
-		for (size_t i = 0; i < n; i++)
-			ss += (v[i] - mean) * (v[i] - mean);
-		double sd = n > 1 ? sqrt(ss / (double)(n - 1)) : NAN;
-		double half = n > 1 ? gsl_cdf_tdist_Pinv(0.975, (double)(n - 1)) * sd / sqrt((double)n) : NAN;
-		double cv = n > 1 && mean != 0 ? sd / fabs(mean) : NAN;
-		bool unstable = isfinite(cv) && cv > 0.20;
+		struct level_spread S;
+		level_spread_compute(v, n, &S);
+		double mean = S.mean, sd = S.sd, half = S.high - S.mean, cv = S.cv;
+		bool unstable = S.unstable;
 		cJSON *e = cJSON_AddObjectToObject(m, run_metrics[k].name);
 		cJSON *vals = cJSON_AddArrayToObject(e, "values");
 		for (size_t i = 0; i < n; i++)

@@ -47,6 +47,7 @@ struct block {
 	/* plots */
 	const char *xlabel, *ylabel;
 	bool logx;
+	bool free_x; /* gnuplot's own x tics */
 	int nseries;
 	const char **series;    /* (nseries) */
 	struct point *points;
@@ -325,6 +326,13 @@ void report_doc_plot(struct report_doc *d, const char *id, const char *title, co
 	b->series = dup_list(d, nseries, series);
 }
 
+void report_doc_plot_free_x(struct report_doc *d)
+{
+	struct block *p = last(d, B_PLOT);
+	if (p)
+		p->free_x = true;
+}
+
 void report_doc_point(struct report_doc *d, int series, double x, double y)
 {
 	struct block *p = last(d, B_PLOT);
@@ -560,6 +568,14 @@ static int render_html(struct report_doc *d, const char *base, const bool *plott
 				rc = rc ? rc : buf_puts(b, start ? start : svg);
 				rc = rc ? rc : buf_puts(b, "<figcaption>");
 				rc = rc ? rc : html_escape(b, k->text);
+				/* the files beside the page, for slides and papers */
+				rc = rc ? rc : buf_puts(b, " (<a href=\"");
+				rc = rc ? rc : html_escape(b, basename_of(base));
+				rc = rc ? rc : buf_printf(b, "-%s.png\">PNG</a>, <a href=\"", k->id);
+				rc = rc ? rc : html_escape(b, basename_of(base));
+				rc = rc ? rc : buf_printf(b, "-%s.svg\">SVG</a>, <a href=\"", k->id);
+				rc = rc ? rc : html_escape(b, basename_of(base));
+				rc = rc ? rc : buf_printf(b, "-%s.dat\">data</a>)", k->id);
 				rc = rc ? rc : buf_puts(b, "</figcaption>\n</figure>\n");
 				free(svg);
 			}
@@ -652,7 +668,8 @@ static int plot_files(const struct block *k, const char *base, struct outputs *o
 	rc = rc ? rc : gp_string(&gp, k->xlabel);
 	rc = rc ? rc : buf_puts(&gp, "\nset ylabel ");
 	rc = rc ? rc : gp_string(&gp, k->ylabel);
-	rc = rc ? rc : buf_printf(&gp, "\n%sset yrange [0:*]\n", k->logx ? "set logscale x 2\n" : "set xtics 1\n");
+	rc = rc ? rc : buf_printf(&gp, "\n%sset yrange [0:*]\n",
+				  k->logx ? "set logscale x 2\n" : k->free_x ? "" : "set xtics 1\n");
 	rc = rc ? rc : buf_printf(&gp, "set terminal svg size 800,450 dynamic font 'sans,12' background rgb 'white'\n"
 				  "set output '%s-%s.svg'\nplot ", bn, k->id);
 	for (int s = 0; s < k->nseries && rc == 0; s++) {

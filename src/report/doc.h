@@ -51,6 +51,9 @@ void report_doc_note(struct report_doc *d, const char *fmt, ...) __attribute__((
 void report_doc_plot(struct report_doc *d, const char *id, const char *title, const char *xlabel,
 		     const char *ylabel, bool logx, int nseries, const char *const *series);
 void report_doc_point(struct report_doc *d, int series, double x, double y);
+/* The current plot's x axis is continuous (gnuplot's own tics), not one tic per
+ * whole number (times, latencies). */
+void report_doc_plot_free_x(struct report_doc *d);
 
 enum {
 	REPORT_MD = 1,

@@ -1,6 +1,7 @@
 /* level — see level.h. */
 #include "stats/level.h"
 #include <errno.h>
+#include <gsl/gsl_cdf.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -234,4 +235,23 @@ out:
 	free(itl);
 	free(streams);
 	return rc;
+}
+
+/* ---- across repeated runs ---- */
+
+void level_spread_compute(const double *v, size_t n, struct level_spread *o)
+{
+	double sum = 0, ss = 0;
+	for (size_t i = 0; i < n; i++)
+		sum += v[i];
+	o->n = n;
+	o->mean = n ? sum / (double)n : NAN;
+	for (size_t i = 0; i < n; i++)
+		ss += (v[i] - o->mean) * (v[i] - o->mean);
+	o->sd = n > 1 ? sqrt(ss / (double)(n - 1)) : NAN;
+	double half = n > 1 ? gsl_cdf_tdist_Pinv(0.975, (double)(n - 1)) * o->sd / sqrt((double)n) : NAN;
+	o->low = o->mean - half;
+	o->high = o->mean + half;
+	o->cv = n > 1 && o->mean != 0 ? o->sd / fabs(o->mean) : NAN;
+	o->unstable = isfinite(o->cv) && o->cv > LEVEL_CV_UNSTABLE;
 }

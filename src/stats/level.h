@@ -62,6 +62,19 @@ __attribute__((warn_unused_result)) int level_figures_compute(const struct level
 							     const struct level_rules *rules,
 							     struct level_figures *out);
 
+/* A figure across repeated runs of one level: each run's own value (a run's p99 is
+ * that run's p99; requests are never pooled across runs into one percentile). */
+struct level_spread {
+	size_t n;          /* runs with a value */
+	double mean, sd;   /* sd: sample (n - 1); NAN when n < 2 */
+	double low, high;  /* Student-t 95 % interval of the mean; NAN when n < 2 */
+	double cv;         /* sd / |mean|; NAN when n < 2 or mean == 0 */
+	bool unstable;     /* cv > LEVEL_CV_UNSTABLE */
+};
+#define LEVEL_CV_UNSTABLE 0.20
+/* The spread of v[0..n) (non-finite values must be left out by the caller). */
+void level_spread_compute(const double *v, size_t n, struct level_spread *out);
+
 /* Percentile (0..100) of v[0..n) with linear interpolation; sorts v. NAN when n == 0. */
 double stats_percentile(double *v, size_t n, double pct);
 /* The same over an array already sorted ascending (no sort). */

@@ -53,7 +53,7 @@ int store_bench_insert(struct store *s, const struct store_bench_row *r)
 static const char bench_rows_sql[] =
 	"SELECT id, level, stream, seq, prompt_tokens, cached_tokens, completion_tokens, requested_tokens,"
 	" sse_events, content_events, t_intended, t_send, t_first_token, t_last, t_done, error,"
-	" coalesce(fingerprint_hash, ''), coalesce(tag, '')"
+	" coalesce(fingerprint_hash, ''), coalesce(tag, ''), itl_json, error_detail"
 	" FROM bench_requests WHERE run = %lld AND phase = 'measure'"
 	" ORDER BY level, stream, seq";
 
@@ -104,6 +104,8 @@ int store_bench_each(struct store *s, int64_t run, int (*fn)(void *ctx, const st
 		r.error = (const char *)sqlite3_column_text(st, 15);
 		r.fingerprint_hash = store_col_text(st, 16);
 		r.tag = store_col_text(st, 17);
+		r.itl_json = (const char *)sqlite3_column_text(st, 18);
+		r.error_detail = (const char *)sqlite3_column_text(st, 19);
 		rc = fn(ctx, &r);
 	}
 	if (rc == 0 && step != SQLITE_DONE)

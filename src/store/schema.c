@@ -48,7 +48,7 @@
  *   finish_reason   the server's finish_reason
  *   fingerprint_hash sha256 of the server fingerprint current when the request was sent
  *   tag             workload detail, e.g. 'doc' or 'followup'
- *   itl_json        optional per-event gaps, JSON array of ns
+ *   itl_json        gaps between token-bearing events, JSON array of ns (vLLM's per-request ITL list); NULL before any was kept
  *
  * raw_text: bytes stored once under their digest
  *   sha256          hex digest of bytes

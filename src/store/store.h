@@ -121,6 +121,8 @@ struct store_bench_read {
 	int64_t t_intended, t_send, t_first_token, t_last, t_done; /* ns; 0: NULL */
 	const char *error;                                        /* NULL on success */
 	const char *fingerprint_hash, *tag;                       /* "" when NULL */
+	const char *itl_json;     /* gaps between token-bearing events, JSON array of ns; NULL when not kept */
+	const char *error_detail; /* NULL when NULL */
 };
 /* Calls fn for every 'measure' row of run in (level, stream, seq) order, and
  * stops at the first non-zero return of fn, which it returns. A row with a

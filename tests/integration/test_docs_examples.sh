@@ -77,7 +77,8 @@ if [ "$MODE" = options ]; then
 	{ "$P/sixi-bench" --help; "$P/sixi-bench" plan --help; } >"$T/sixi-bench.1.help" 2>&1
 	{ "$P/sixi-eval" --help; "$P/sixi-eval" template render --help; "$P/sixi-eval" dataset --help
 	  "$P/sixi-eval" gate --help; "$P/sixi-eval" import; "$P/sixi-eval" kl --help; } >"$T/sixi-eval.1.help" 2>&1
-	{ "$P/sixi-report" --help; "$P/sixi-report" stats --help; "$P/sixi-report" kl --help; } >"$T/sixi-report.1.help" 2>&1
+	{ "$P/sixi-report" --help; "$P/sixi-report" stats --help; "$P/sixi-report" export --help
+	  "$P/sixi-report" kl --help; } >"$T/sixi-report.1.help" 2>&1
 	{ "$P/sixi-server" --help; "$P/sixi-server" --tokenize; } >"$T/sixi-server.1.help" 2>&1
 	cat "$T"/sixi-*.1.help >"$T/sixi.7.help"
 	fail=0

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The live summary and the report of the same run print the same numbers: a real
-sixi-bench sweep and two real sixi-eval runs against sixi-server --simulate (the real
+sixi-bench sweep (once, and once with --repeats 3: per run and across runs) and two real sixi-eval runs against sixi-server --simulate (the real
 scheduler on a simulated device), two more against the scripted eval server of
 test_eval_run.py (replies that pass, and faults that make a task's final attempt
 a later one), then sixi-report bench and sixi-report compare of those runs. Both sides compute each figure with one function (stats/level.h for the
@@ -109,6 +109,64 @@ def bench_case(url):
         same(r["prefill tok/s p50"], lv["prefill_tok_s_p50"], 0, what + " prefill tok/s")
 
 
+def bench_repeats_case(url):
+    """sweep --repeats 3 --slo: each run of a level on its own report row, and the figures
+    across runs (mean, t interval, CV; SLO goodput and attainment too) equal to the live
+    summary's across_runs."""
+    db = os.path.join(TMP, "bench-repeats.db")
+    rc, out, err = run(EXE["bench"], "sweep", "--url", url, "--db", db, "--no-plots", "--concurrency", "1,3",
+                       "--rounds", "3", "--max-tokens", "24", "--repeats", "3", "--slo", "ttft=15ms,e2e=20s",
+                       "--json")
+    check(rc == 0, "sixi-bench sweep --repeats exits 0: %s" % err[-500:])
+    if rc:
+        return
+    live = json.loads(out)
+    rc, out, err = run(EXE["report"], "bench", "--db", db, str(live["run"]), "--json")
+    check(rc == 0, "sixi-report bench of a repeats run exits 0: %s" % err[-500:])
+    if rc:
+        return
+    tables = json.loads(out)["tables"]
+    table = tables.get("bench_%d" % live["run"], {"rows": []})
+    rows = {(int(r[next(iter(r))]), r.get("repeat")): r for r in table["rows"]}
+    levels = live.get("levels", [])
+    check(len(levels) == 6 and len(rows) == 6, "six runs of a level on both sides (live %d, report %s)" %
+          (len(levels), sorted(rows)))
+    for lv in levels:
+        r = rows.get((int(lv["level"]), lv.get("repeat")))
+        what = "level %d run %s" % (lv["level"], lv.get("repeat"))
+        check(r is not None, what + ": the report has a row for this run of the level (not one pooled row)")
+        if r is None:
+            continue
+        check(r["requests"] == lv["requests"], "%s requests: report %r, live %r" % (what, r["requests"], lv["requests"]))
+        same(r["tok/s aggregate"], lv["aggregate_tok_s"], 1, what + " aggregate tok/s")
+        for p in ("50", "90", "99"):
+            same(r["TTFT p%s ms" % p], lv["ttft_p%s_ms" % p], 1, what + " TTFT p" + p)
+    across = tables.get("bench_%d_across" % live["run"], {"rows": []})["rows"]
+    arows = {(int(r["level"]), r["metric"]): r for r in across}
+    acr = live.get("detail", {}).get("across_runs", [])
+    check(len(acr) == 2, "live across_runs has both levels (%d)" % len(acr))
+    compared = 0
+    for lv in acr:
+        for name, m in lv["metrics"].items():
+            r = arows.get((int(lv["level"]), name))
+            what = "level %d %s across runs" % (lv["level"], name)
+            check(r is not None, what + ": in the report's across-runs table")
+            if r is None:
+                continue
+            compared += 1
+            check(r["runs with a value"] == m["n"], "%s n: report %r, live %r" % (what, r["runs with a value"], m["n"]))
+            same(r["mean"], m.get("mean"), 3, what + " mean")
+            if "low" in m:
+                same(r["t 95% low"], m["low"], 3, what + " t low")
+                same(r["t 95% high"], m["high"], 3, what + " t high")
+                same(r["sd"], m["sd"], 3, what + " sd")
+            if "cv" in m:
+                same(r["CV %"], 100 * m["cv"], 1, what + " CV")
+            check(r["stability"].startswith("UNSTABLE") == m["unstable"], "%s: flagged %r, live unstable %r" %
+                  (what, r["stability"], m["unstable"]))
+    check(compared == 16, "16 figures compared across runs, SLO goodput and attainment with them (%d)" % compared)
+
+
 def eval_case(url, model, name):
     db = os.path.join(TMP, name + ".db")
     live = []
@@ -153,6 +211,7 @@ def main():
     srv = Sim()
     try:
         bench_case(srv.url)
+        bench_repeats_case(srv.url)
         eval_case(srv.url, "sim-thor", "eval-sim")
     finally:
         srv.stop()

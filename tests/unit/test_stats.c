@@ -2,6 +2,7 @@
  * (tests/fixtures/stats/golden.txt, made by make_golden.py beside it) to 1e-9
  * relative, the figures published in the reference essays, and bad input. */
 #include "test.h"
+#include "stats/level.h"
 #include "stats/stats.h"
 #include <errno.h>
 #include <gsl/gsl_errno.h>
@@ -232,11 +233,39 @@ static void bad_input(void)
 	CHECK(stats_power_two_prop(0.2, 1.2, 0.05, 0.8, true, &pw) == -EDOM);
 }
 
+/* level_spread: the figures across repeated runs (sixi-bench --repeats, sixi-report
+ * bench). Expected: Python's statistics.stdev and the t quantiles t(0.975, 3) =
+ * 3.182446305284263 and t(0.975, 1) = 12.706204736174698 (tables; scipy agrees). */
+static void spread(void)
+{
+	struct level_spread s;
+	double a[] = { 10, 12, 11, 15 };
+	level_spread_compute(a, 4, &s);
+	CHECK(s.n == 4);
+	CHECK_NEAR(s.mean, 12.0, 1e-12);
+	CHECK_NEAR(s.sd, 2.160246899469287, 1e-12);
+	CHECK_NEAR(s.low, 8.562565118141091, 1e-9);
+	CHECK_NEAR(s.high, 15.437434881858909, 1e-9);
+	CHECK_NEAR(s.cv, 0.18002057495577392, 1e-12);
+	CHECK(!s.unstable); /* 18 % */
+	double b[] = { 100, 50 };
+	level_spread_compute(b, 2, &s);
+	CHECK_NEAR(s.low, -242.65511840436744, 1e-8);
+	CHECK_NEAR(s.high, 392.65511840436744, 1e-8);
+	CHECK(s.unstable); /* 47 % */
+	double c[] = { 7 };
+	level_spread_compute(c, 1, &s); /* one run: a mean, no spread */
+	CHECK(s.mean == 7 && isnan(s.sd) && isnan(s.low) && isnan(s.cv) && !s.unstable);
+	level_spread_compute(c, 0, &s);
+	CHECK(s.n == 0 && isnan(s.mean) && !s.unstable);
+}
+
 int main(void)
 {
 	gsl_set_error_handler_off();
 	golden();
 	essays();
 	bad_input();
+	spread();
 	return test_done();
 }

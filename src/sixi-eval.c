@@ -11,6 +11,7 @@
 #include "eval/protocol.h"
 #include "eval/quick.h"
 #include "eval/run.h"
+#include "eval/merge.h"
 #include "datasets/task.h"
 #include "text/template_cmd.h"
 #include "eval/gate.h"
@@ -46,6 +47,8 @@ static const char usage[] =
 	"                                         power plan: refuse a run too small to detect a difference of PTS\n"
 	"                                         percentage points with 80 percent power (from PCT, default around 50)\n"
 	"  resume RUN [--protocol FILE]           complete the missing rows of a run (configuration frozen)\n"
+	"  merge OUT.db IN.db...                  the shard files of one run (run --shard K/N) into one; idempotent,\n"
+	"                                         refuses mixed configurations, reports missing shards\n"
 	"  summary RUN [--json]                   pass rate, classes, tokens, pass@k, majority vote\n"
 	"  export RUN --csv|--jsonl               one line per attempt with the raw text\n"
 	"  regrade RUN --max-tokens N,N,...       cut stored replies at smaller budgets and regrade\n"
@@ -57,7 +60,7 @@ static const char usage[] =
 
 enum {
 	RUN = 1u << 0, RESUME = 1u << 1, SUMMARY = 1u << 2, EXPORT = 1u << 3, REGRADE = 1u << 4, PREFLIGHT = 1u << 5,
-	GRADE = 1u << 6,
+	GRADE = 1u << 6, MERGE = 1u << 7,
 	ROWS = SUMMARY | EXPORT | REGRADE,
 };
 
@@ -117,7 +120,7 @@ static int frozen(const char *opt, const char *v, void *field, char *err, size_t
 static const struct args_opt options[] = {
 	ARGS_HEADING("common options (run, resume, summary, export, regrade):"),
 	ARGS_STRING_OPT("--db", "PATH", O, db, RUN | RESUME | ROWS, "results database (default results/sixi.db)"),
-	ARGS_FLAG_OPT("--json", O, json, true, RUN | RESUME | ROWS | GRADE, "the summary as JSON on stdout"),
+	ARGS_FLAG_OPT("--json", O, json, true, RUN | RESUME | ROWS | GRADE | MERGE, "the summary as JSON on stdout"),
 	ARGS_FLAG_OPT("--no-preflight", O, no_preflight, true, RUN | RESUME | ROWS, "skip the dataset's preflight"),
 	ARGS_DOUBLE_OPT("--ready-timeout", "S", O, ready_timeout_s, 0, 1e7, RUN | RESUME | ROWS,
 			"seconds to wait for a generation that returns tokens"),
@@ -168,7 +171,7 @@ static const struct args_opt options[] = {
 
 static const struct { const char *name; unsigned bit; } commands[] = {
 	{ "run", RUN }, { "resume", RESUME }, { "summary", SUMMARY }, { "export", EXPORT }, { "regrade", REGRADE },
-	{ "preflight", PREFLIGHT }, { "grade", GRADE },
+	{ "preflight", PREFLIGHT }, { "grade", GRADE }, { "merge", MERGE },
 };
 
 static int parse_run_id(const char *cmd, const char *s, int64_t *id)
@@ -331,6 +334,20 @@ static int cmd_grade(struct eval_opts *c, const char *dataset)
 	return rc ? 1 : 0;
 }
 
+static int cmd_merge(struct eval_opts *c, const char **pos, int n_pos)
+{
+	if (n_pos < 2) {
+		fprintf(stderr, "sixi-eval merge: give OUT.db and the shard files IN.db... (see sixi-eval --help)\n");
+		return 2;
+	}
+	char err[4096];
+	/* with --json stdout carries only the summaries; the merge lines go to stderr */
+	int rc = eval_merge(pos[0], pos + 1, (size_t)(n_pos - 1), c->json ? stderr : stdout, c->json, err, sizeof err);
+	if (rc)
+		fprintf(stderr, "sixi-eval merge: %s\n", err);
+	return rc == 0 ? 0 : rc == -EINVAL ? 2 : 1;
+}
+
 /* The commands whose options are in the table above. */
 static int table_cmd(const char *cmd, unsigned bit, int argc, char **argv)
 {
@@ -338,22 +355,35 @@ static int table_cmd(const char *cmd, unsigned bit, int argc, char **argv)
 	eval_quick_defaults(&o.quick);
 	char prog[64];
 	snprintf(prog, sizeof prog, "sixi-eval %s", cmd);
-	struct args_spec s = { .prog = prog, .usage = usage, .opts = options, .max_pos = 1 };
-	const char *pos[1] = { NULL };
-	int rc = args_cli(&s, bit, argc, argv, &o, pos, NULL);
-	if (rc != ARGS_CONTINUE)
+	/* merge takes any number of files; the others one positional word */
+	int max_pos = bit == MERGE ? argc + 1 : 1;
+	struct args_spec s = { .prog = prog, .usage = usage, .opts = options, .max_pos = max_pos };
+	const char **pos = calloc((size_t)max_pos, sizeof *pos);
+	int n_pos = 0;
+	if (!pos) {
+		fprintf(stderr, "sixi-eval: out of memory\n");
+		return 1;
+	}
+	int rc = args_cli(&s, bit, argc, argv, &o, pos, &n_pos);
+	if (rc == ARGS_CONTINUE && bit == MERGE)
+		rc = cmd_merge(&o, pos, n_pos);
+	if (rc != ARGS_CONTINUE || bit == MERGE) {
+		free(pos);
 		return rc;
+	}
+	const char *pos0 = pos[0];
+	free(pos);
 	if (bit == PREFLIGHT)
-		return cmd_preflight(&o, pos[0]);
+		return cmd_preflight(&o, pos0);
 	if (bit == GRADE)
-		return cmd_grade(&o, pos[0]);
+		return cmd_grade(&o, pos0);
 	if (bit & ROWS)
-		return cmd_rows(cmd, &o, pos[0]);
+		return cmd_rows(cmd, &o, pos0);
 	if (http_global_init() != 0) {
 		fprintf(stderr, "sixi-eval: cannot initialise libcurl\n");
 		return 1;
 	}
-	rc = bit == RUN ? cmd_run(&o, pos[0]) : cmd_resume(&o, pos[0]);
+	rc = bit == RUN ? cmd_run(&o, pos0) : cmd_resume(&o, pos0);
 	http_global_cleanup();
 	return rc;
 }

@@ -74,6 +74,7 @@ struct runner {
 	_Atomic int fatal;       /* a store error or a dead server: stop taking jobs (read without the locks) */
 	char fatal_msg[512];
 	int connect_streak;      /* connection failures in a row, all workers together (q_lock) */
+	struct eval_shard shard; /* the slice of (task, repeat) pairs this process runs (n 0: all) */
 };
 
 /* This many connection failures in a row (requests and health probes of every
@@ -529,7 +530,7 @@ static int build_jobs(struct runner *R, size_t *already_done)
 		eval_tasks_shuffle(order, n_tasks, R->p->shuffle_seed, r);
 		for (size_t i = 0; i < n_tasks; i++) {
 			int64_t max_attempt = 0, finals = 0;
-			if (!eval_shard_has(&R->o->shard, order[i]->id, r))
+			if (!eval_shard_has(&R->shard, order[i]->id, r))
 				continue;
 			if (store_eval_task_progress(R->store, R->run_id, r, order[i]->id, &max_attempt, &finals) != 0) {
 				free(order);
@@ -586,6 +587,7 @@ static int runner_init(struct runner *R, const struct eval_protocol *p, int cond
 	R->cond = &p->conditions[cond];
 	R->o = o;
 	R->api_error_retries = EVAL_API_ERROR_RETRIES;
+	R->shard = o->shard;
 	pthread_mutex_init(&R->store_lock, NULL);
 	pthread_mutex_init(&R->q_lock, NULL);
 	const char *src = R->cond->template_source;
@@ -695,6 +697,24 @@ static void store_audit(struct runner *R)
 		log_warn("could not store the audit: %s", store_errmsg(R->store));
 	pthread_mutex_unlock(&R->store_lock);
 	free(text);
+}
+
+/* The shard spec stored with a sharded run (summary_json.shard: {k, n}), so that
+ * a resume keeps the slice and a merge knows N. Not part of the configuration. */
+static int store_shard(struct runner *R, char *err, size_t errlen)
+{
+	if (R->shard.n <= 0)
+		return 0;
+	char text[96];
+	snprintf(text, sizeof text, "{\"shard\":{\"k\":%lld,\"n\":%lld}}", (long long)R->shard.k,
+		 (long long)R->shard.n);
+	int rc;
+	pthread_mutex_lock(&R->store_lock);
+	rc = store_run_set_summary(R->store, R->run_id, text);
+	pthread_mutex_unlock(&R->store_lock);
+	return rc ? err_fail(err, errlen, "could not store the shard of run %lld: %s", (long long)R->run_id,
+			     store_errmsg(R->store))
+		  : 0;
 }
 
 /* Host facts stored with the run (session/'s, as sixi-bench's) and what grading
@@ -1028,6 +1048,8 @@ int eval_run_new(const struct eval_protocol *p, int cond, const struct eval_run_
 	sha256_hex(text, strlen(text), hex);
 	print_audit(&R, o->out);
 	store_audit(&R);
+	if ((rc = store_shard(&R, err, errlen)) != 0)
+		goto out;
 	if (o->out)
 		fprintf(o->out, "  config sha256 %s; %d task(s) left out by preflight\n", hex, cJSON_GetArraySize(excluded));
 	rc = runner_plan(&R, err, errlen);
@@ -1080,12 +1102,17 @@ int eval_run_resume(int64_t run_id, const char *protocol_path, const struct eval
 	if (!s)
 		return -EIO;
 	char *stored = NULL, *stored_fp = NULL;
+	struct eval_shard stored_shard = {0, 0};
 	struct store_run_info info;
 	if (store_run_get(s, run_id, &info, NULL, 0) == 0) {
 		if (info.kind && strcmp(info.kind, "eval") == 0 && info.protocol_json) {
 			stored = strdup(info.protocol_json);
 			stored_fp = strdup(info.fingerprint ? info.fingerprint : "[]");
 		}
+		cJSON *sum = info.summary_json ? cJSON_Parse(info.summary_json) : NULL;
+		(void)json_get_i64(sum, "shard.k", &stored_shard.k);
+		(void)json_get_i64(sum, "shard.n", &stored_shard.n);
+		cJSON_Delete(sum);
 		store_run_info_finish(&info);
 	}
 	store_close(s);
@@ -1129,8 +1156,21 @@ int eval_run_resume(int64_t run_id, const char *protocol_path, const struct eval
 			goto out;
 		}
 	}
+	/* a shard resumes its own slice: the stored one unless --shard says the same */
+	if (o->shard.n > 0 && (o->shard.n != stored_shard.n || o->shard.k != stored_shard.k)) {
+		if (stored_shard.n > 0)
+			rc = err_fail(err, errlen, "run %lld is shard %lld/%lld, not %lld/%lld; resume it with --shard %lld/%lld or "
+					  "without --shard", (long long)run_id, (long long)stored_shard.k, (long long)stored_shard.n,
+				      (long long)o->shard.k, (long long)o->shard.n, (long long)stored_shard.k,
+				      (long long)stored_shard.n);
+		else
+			rc = err_fail(err, errlen, "run %lld was not sharded; resume it without --shard", (long long)run_id);
+		goto out;
+	}
 	struct runner R;
 	rc = runner_init(&R, p, 0, o, err, errlen);
+	if (stored_shard.n > 0)
+		R.shard = stored_shard;
 	if (rc == 0) {
 		/* the same data */
 		const cJSON *d;

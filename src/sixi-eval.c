@@ -128,7 +128,8 @@ static const struct args_opt options[] = {
 		      "only slice K (0..N-1) of the (task, repeat) pairs; merge the shards with `merge`"),
 	ARGS_HEADING("run:"),
 	ARGS_STRING_OPT("--condition", "NAME", O, condition, RUN, "only this condition of the protocol"),
-	ARGS_STRING_OPT("--url", "URL", O, quick.url, RUN, "quick run: the server"),
+	ARGS_STRING_OPT("--url", "URL[,URL...]", O, quick.url, RUN,
+			"quick run: the server, or replicas of one model (least outstanding requests)"),
 	ARGS_STRING_OPT("--model", "NAME", O, quick.model, RUN, "quick run: the model name sent"),
 	ARGS_STRING_OPT("--dataset", "DATASET", O, quick.dataset, RUN, "quick run: the dataset"),
 	ARGS_STRING_OPT("--name", "NAME", O, quick.name, RUN, "quick run: the protocol's name (default quick)"),
@@ -224,9 +225,12 @@ static int cmd_run(struct eval_opts *c, const char *proto_path)
 			continue;
 		any = true;
 		int64_t run_id = 0;
-		if (eval_run_new(p, i, &o, &run_id, err, sizeof err) != 0) {
+		int r = eval_run_new(p, i, &o, &run_id, err, sizeof err);
+		if (r != 0) {
 			fprintf(stderr, "sixi-eval: %s\n", err);
-			rc = 1;
+			/* refused before the run was stored (bad input: replicas of other models, a
+			 * plan too small, ...): 2, as for bad usage */
+			rc = r == -EINVAL && run_id == 0 ? 2 : 1;
 		}
 	}
 	if (!any) {

@@ -41,7 +41,7 @@ static const char usage[] =
 	"  run PROTOCOL.json [--condition NAME]   a run per condition of the protocol (protocols/schema.json)\n"
 	"  run --url URL --model NAME --dataset DATASET [--chat|--raw|--template FILE]\n"
 	"      [--repeats N] [--concurrency N] [--attempts N] [--max-tokens N] [--reasoning-max-tokens N]\n"
-	"      [--temperature T] [--top-p P] [--top-k K] [--timeout S] [--stall S] [--seed N]\n"
+	"      [--temperature T] [--top-p P] [--top-k K] [--sample-seed N] [--timeout S] [--stall S] [--seed N]\n"
 	"      [--loop-stop PCT] [--name NAME]    a quick run without a protocol file (same checks)\n"
 	"  run ... --detect-gap PTS [--gap-baseline PCT] [--allow-underpowered]\n"
 	"                                         power plan: refuse a run too small to detect a difference of PTS\n"
@@ -149,6 +149,7 @@ static const struct args_opt options[] = {
 	NUM("--temperature", "T", temperature, "sampling.temperature"),
 	NUM("--top-p", "P", top_p, "sampling.top_p"),
 	NUM("--top-k", "K", top_k, "sampling.top_k"),
+	NUM("--sample-seed", "N", sample_seed, "sampling.seed: each attempt sends a seed from N, task, repeat, attempt"),
 	ARGS_CALL_OPT("--detect-gap", "PTS", percent_points, O, detect_gap, RUN,
 		      "refuse a run too small to detect a difference of PTS points"),
 	ARGS_CALL_OPT("--gap-baseline", "PCT", percent_points, O, gap_baseline, RUN,

@@ -153,9 +153,23 @@ static char *render_prompt(const struct runner *R, const char *user, char *err, 
 	return R->tmpl ? eval_prompt_render(R->tmpl, user, err, errlen) : strdup(user);
 }
 
+/* The seed an attempt sends when the protocol sets sampling.seed: FNV-1a-64 of
+ * "SEED/TASK/REPEAT/ATTEMPT", cut to 53 bits (exact as a JSON number); -1 when unset. */
+static int64_t attempt_seed(const struct runner *R, const char *task, int64_t repeat, int64_t attempt)
+{
+	if (R->p->sample_seed < 0)
+		return -1;
+	char key[1200];
+	int n = snprintf(key, sizeof key, "%lld/%s/%lld/%lld", (long long)R->p->sample_seed, task, (long long)repeat,
+			 (long long)attempt);
+	size_t len = n < 0 ? 0 : (size_t)n < sizeof key ? (size_t)n : sizeof key - 1;
+	return (int64_t)(hash_fnv1a64(key, len) & ((1ull << 53) - 1));
+}
+
 /* The body of one generation with the protocol's sampling and stops. prompt: the
- * user message, rendered here when the condition has a template. 0 or -errno. */
-static int request_body(struct runner *R, const char *prompt, int64_t max_tokens, struct buf *body)
+ * user message, rendered here when the condition has a template; seed: -1 for none.
+ * 0 or -errno. */
+static int request_body(struct runner *R, const char *prompt, int64_t max_tokens, int64_t seed, struct buf *body)
 {
 	const char *stops[EVAL_MAX_STOPS + 1];
 	for (int i = 0; i < R->p->n_stop; i++)
@@ -175,7 +189,7 @@ static int request_body(struct runner *R, const char *prompt, int64_t max_tokens
 		.temperature = R->p->temperature,
 		.top_p = R->p->top_p,
 		.top_k = R->p->top_k,
-		.seed = -1,
+		.seed = seed,
 		.stream = true,
 		.include_usage = true,
 		.stop = R->p->n_stop ? stops : NULL,
@@ -192,7 +206,7 @@ static int greet_body(void *ud, const char *phase, int64_t seq, int64_t max_toke
 	(void)seq;
 	struct buf b;
 	buf_init(&b);
-	int rc = request_body(ud, READY_PROMPT, max_tokens, &b);
+	int rc = request_body(ud, READY_PROMPT, max_tokens, -1, &b);
 	if (rc) {
 		buf_finish(&b);
 		return rc;
@@ -205,7 +219,7 @@ static int greet_body(void *ud, const char *phase, int64_t seq, int64_t max_toke
 /* Sends one generation and waits for it. prompt: the user message. Returns 0 (the
  * outcome is in a), or -errno when it could not even be started. */
 static int request_run(struct runner *R, struct http_client *c, const char *url, const char *prompt,
-		       int64_t max_tokens, double timeout_s, struct attempt *a)
+		       int64_t max_tokens, int64_t seed, double timeout_s, struct attempt *a)
 {
 	memset(a, 0, sizeof *a);
 	buf_init(&a->chunks);
@@ -215,7 +229,7 @@ static int request_run(struct runner *R, struct http_client *c, const char *url,
 		return -ENOMEM;
 	struct buf body;
 	buf_init(&body);
-	int rc = request_body(R, prompt, max_tokens, &body);
+	int rc = request_body(R, prompt, max_tokens, seed, &body);
 	if (rc) {
 		buf_finish(&body);
 		return rc;
@@ -292,7 +306,7 @@ static int raw_put(struct runner *R, const struct attempt *a, char content_hex[6
 static bool generation_ok(struct runner *R, struct http_client *c, int i, int64_t max_tokens, double timeout_s,
 			  struct attempt *a)
 {
-	int rc = request_run(R, c, R->rep[i].api, READY_PROMPT, max_tokens, timeout_s, a);
+	int rc = request_run(R, c, R->rep[i].api, READY_PROMPT, max_tokens, -1, timeout_s, a);
 	return rc == 0 && !a->s.error &&
 	       (a->s.completion_tokens > 0 || a->s.content.len > 0 || a->s.reasoning.len > 0);
 }
@@ -455,7 +469,8 @@ static int job_run(struct runner *R, struct http_client *c, const struct job *j)
 		int ri = replica_take(R);
 		if (ri < 0)
 			break; /* every replica is dead: the run has stopped (note_connect) */
-		int rc = request_run(R, c, R->rep[ri].api, t->prompt, max_tokens, R->p->timeout_s, &a);
+		int rc = request_run(R, c, R->rep[ri].api, t->prompt, max_tokens, attempt_seed(R, t->id, j->repeat, attempt),
+				     R->p->timeout_s, &a);
 		replica_put(R, ri);
 		if (rc) {
 			a.s.error = "client";
@@ -802,6 +817,9 @@ static void print_audit(struct runner *R, FILE *out)
 	fprintf(out, "  sampling: temperature %g, top_p %g, top_k %lld; max_tokens %lld (reasoning tasks %lld)\n",
 		p->temperature, p->top_p, (long long)p->top_k, (long long)p->max_tokens,
 		(long long)p->reasoning_max_tokens);
+	if (p->sample_seed >= 0)
+		fprintf(out, "  seeded sampling: each attempt's seed from %lld, task, repeat and attempt\n",
+			(long long)p->sample_seed);
 	fprintf(out, "  stop:");
 	for (int i = 0; i < p->n_stop; i++)
 		fprintf(out, " \"%s\"", p->stop[i]);
@@ -906,10 +924,10 @@ static void parser_probe(struct runner *R, struct http_client *c)
 	int64_t max_tokens = R->p->max_tokens < 1024 ? R->p->max_tokens : 1024;
 	struct attempt chat, raw;
 	char raw_url[1200];
-	int rc1 = request_run(R, c, R->rep[0].api, prompt, max_tokens, R->p->timeout_s, &chat);
+	int rc1 = request_run(R, c, R->rep[0].api, prompt, max_tokens, -1, R->p->timeout_s, &chat);
 	R->api = OPENAI_COMPLETIONS;
 	snprintf(raw_url, sizeof raw_url, "%s%s", R->rep[0].base, openai_api_path(R->api));
-	int rc2 = request_run(R, c, raw_url, prompt, max_tokens, R->p->timeout_s, &raw);
+	int rc2 = request_run(R, c, raw_url, prompt, max_tokens, -1, R->p->timeout_s, &raw);
 	R->api = OPENAI_CHAT;
 	cJSON *o = cJSON_CreateObject();
 	cJSON *pr = cJSON_AddObjectToObject(o, "parser_probe");

@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """sixi-eval merge against a real sixi-server on 127.0.0.1 (the trained default model
-sixi-small, greedy, so that every request's reply is fixed):
+sixi-small, temperature 0.9 with seeded sampling: --sample-seed gives every attempt its own
+seed, so a task's reply is the same in every run, sharded or not):
 
 - a 4-shard run (run --shard K/4, one file per shard) merged equals the unsharded
-  run: the same (task, repeat) pairs, the same per-task pass counts;
+  run: the same (task, repeat) pairs, the same per-task pass counts, the same replies;
 - merging again, or in another order, changes no row;
 - a missing shard is reported by number (exit 1) and the merged run is 'incomplete';
 - a shard of another configuration is refused, naming the nested key (exit 2), and
@@ -64,7 +65,7 @@ def main():
             if not check(url is not None, "sixi-server started"):
                 return 1
             args = ["--url", url, "--model", "sixi-small", "--dataset", ev.DEMO, "--repeats", "3", "--temperature",
-                    "0", "--max-tokens", "48", "--timeout", "120", "--no-preflight"]
+                    "0.9", "--sample-seed", "7", "--max-tokens", "48", "--timeout", "120", "--no-preflight"]
 
             def run(db, *extra):
                 r = ev.sixi_eval("run", *args, "--db", db, *extra, timeout=300)
@@ -96,6 +97,10 @@ def main():
         check(r.returncode == 0 and "complete" in r.stdout, "merge of 4 shards: %s %s" % (r.stdout[-300:], r.stderr[-500:]))
         check(pass_counts(merged) == pass_counts(whole),
               "merged per-task pass counts equal the unsharded run's: %s vs %s" % (pass_counts(merged), pass_counts(whole)))
+        q = "SELECT repeat_index, task_id, attempt, raw_sha256, pass FROM eval_rows ORDER BY 1, 2, 3"
+        replies = [sqlite3.connect(db).execute(q).fetchall() for db in (whole, merged)]
+        check(replies[0] == replies[1], "the merged replies are the unsharded run's, byte for byte (seeded sampling)")
+        check(len({r[3] for r in replies[0]}) > 1, "sampling drew different replies")
         first = dump(merged)
         check(first[1] and first[1][0][1] == "done", "the merged run is done: %s" % (first[1],))
 

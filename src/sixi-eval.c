@@ -39,7 +39,7 @@ static const char usage[] =
 	"  grade DATASET --completions FILE.jsonl [--loop-threshold PCT] [--json]\n"
 	"                                         grade given completions offline\n"
 	"  run PROTOCOL.json [--condition NAME]   a run per condition of the protocol (protocols/schema.json)\n"
-	"  run --url URL --model NAME --dataset DATASET [--chat|--raw|--template FILE]\n"
+	"  run --url URL[,URL...] --model NAME --dataset DATASET [--chat|--raw|--template FILE]\n"
 	"      [--repeats N] [--concurrency N] [--attempts N] [--max-tokens N] [--reasoning-max-tokens N]\n"
 	"      [--temperature T] [--top-p P] [--top-k K] [--sample-seed N] [--timeout S] [--stall S] [--seed N]\n"
 	"      [--loop-stop PCT] [--name NAME]    a quick run without a protocol file (same checks)\n"

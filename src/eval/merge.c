@@ -593,7 +593,13 @@ int eval_merge(const char *out_path, const char *const *in, size_t n, FILE *msg,
 			fprintf(msg, "merged run %lld in %s: %lld row(s) added, %lld already there; %s\n", (long long)r->id,
 				out_path, (long long)r->added, (long long)r->present,
 				r->cv.missing ? "INCOMPLETE" : "complete");
-		if (r->cv.missing && !incomplete) {
+		if (r->cv.missing && !incomplete && r->cv.n_shards == 1) {
+			incomplete = true;
+			snprintf(first_err, sizeof first_err,
+				 "merged run %lld in %s is incomplete: %lld of its %lld (task, repeat) pairs have no row (the "
+				 "runs merged did not finish); resume them (`sixi-eval resume RUN --db FILE`) and merge again",
+				 (long long)r->id, out_path, (long long)r->cv.missing, (long long)r->cv.pairs);
+		} else if (r->cv.missing && !incomplete) {
 			incomplete = true;
 			snprintf(first_err, sizeof first_err,
 				 "merged run %lld in %s is incomplete: %lld of its %lld (task, repeat) pairs have no row, in "

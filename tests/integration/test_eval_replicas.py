@@ -23,7 +23,7 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import test_eval_run as ev  # noqa: E402  (sixi_eval, check, DEMO)
+import test_eval_run as ev  # noqa: E402  (sixi_eval, check, count_rows, DEMO)
 
 check = ev.check
 SIM = os.path.join(ev.BUILD, "src", "sixi-server")
@@ -62,16 +62,6 @@ def stop(p):
             p.wait()
 
 
-def count_rows(db):
-    try:
-        con = sqlite3.connect(db, timeout=5)
-        n = con.execute("SELECT count(*) FROM eval_rows").fetchone()[0]
-        con.close()
-        return n
-    except sqlite3.Error:
-        return 0
-
-
 def main():
     if not os.access(ev.EVAL, os.X_OK) or not os.access(SIM, os.X_OK):
         print("SKIP: sixi-eval or sixi-server is not built")
@@ -94,13 +84,13 @@ def main():
                                stdout=subprocess.PIPE, stderr=log, text=True)
         # kill B once rows are stored and the run is going (36 task runs, 3 at a time)
         for _ in range(2400):
-            if count_rows(db) >= 3 or run.poll() is not None:
+            if ev.count_rows(db) >= 3 or run.poll() is not None:
                 break
             time.sleep(0.05)
         still_running = run.poll() is None
         procs[1][0].send_signal(signal.SIGKILL)
         procs[1][0].wait()
-        killed_at = count_rows(db)
+        killed_at = ev.count_rows(db)
         try:
             out, _ = run.communicate(timeout=300)
         except subprocess.TimeoutExpired:

@@ -131,6 +131,9 @@ def main():
             check(len(later) == 1 and later[0][5] in (urls[0], urls[2]),
                   "B's failed attempt %s/%d/%d was retried on A or C: %s" % (t, r, a, later))
         check(all(x[5] in urls for x in rows), "every row names its replica")
+        # least outstanding requests: 3 workers on A and C keep both busy, neither starves
+        ac = [sum(1 for x in rows if x[5] == u) for u in (urls[0], urls[2])]
+        check(min(ac) >= 0.25 * sum(ac), "A and C share the work (least outstanding requests): %s" % ac)
         reps = summary.get("eval", {}).get("replicas", [])
         by_url = {x["url"]: x for x in reps}
         check(sum(x["attempts"] for x in reps) == len(rows), "per-replica attempts add up: %s" % reps)

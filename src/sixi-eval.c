@@ -11,6 +11,7 @@
 #include "eval/protocol.h"
 #include "eval/quick.h"
 #include "eval/run.h"
+#include "eval/merge.h"
 #include "datasets/task.h"
 #include "text/template_cmd.h"
 #include "eval/gate.h"
@@ -38,14 +39,16 @@ static const char usage[] =
 	"  grade DATASET --completions FILE.jsonl [--loop-threshold PCT] [--json]\n"
 	"                                         grade given completions offline\n"
 	"  run PROTOCOL.json [--condition NAME]   a run per condition of the protocol (protocols/schema.json)\n"
-	"  run --url URL --model NAME --dataset DATASET [--chat|--raw|--template FILE]\n"
+	"  run --url URL[,URL...] --model NAME --dataset DATASET [--chat|--raw|--template FILE]\n"
 	"      [--repeats N] [--concurrency N] [--attempts N] [--max-tokens N] [--reasoning-max-tokens N]\n"
-	"      [--temperature T] [--top-p P] [--top-k K] [--timeout S] [--stall S] [--seed N]\n"
+	"      [--temperature T] [--top-p P] [--top-k K] [--sample-seed N] [--timeout S] [--stall S] [--seed N]\n"
 	"      [--loop-stop PCT] [--name NAME]    a quick run without a protocol file (same checks)\n"
 	"  run ... --detect-gap PTS [--gap-baseline PCT] [--allow-underpowered]\n"
 	"                                         power plan: refuse a run too small to detect a difference of PTS\n"
 	"                                         percentage points with 80 percent power (from PCT, default around 50)\n"
 	"  resume RUN [--protocol FILE]           complete the missing rows of a run (configuration frozen)\n"
+	"  merge OUT.db IN.db...                  the shard files of one run (run --shard K/N) into one; idempotent,\n"
+	"                                         refuses mixed configurations, reports missing shards\n"
 	"  summary RUN [--json]                   pass rate, classes, tokens, pass@k, majority vote\n"
 	"  export RUN --csv|--jsonl               one line per attempt with the raw text\n"
 	"  regrade RUN --max-tokens N,N,...       cut stored replies at smaller budgets and regrade\n"
@@ -57,7 +60,7 @@ static const char usage[] =
 
 enum {
 	RUN = 1u << 0, RESUME = 1u << 1, SUMMARY = 1u << 2, EXPORT = 1u << 3, REGRADE = 1u << 4, PREFLIGHT = 1u << 5,
-	GRADE = 1u << 6,
+	GRADE = 1u << 6, MERGE = 1u << 7,
 	ROWS = SUMMARY | EXPORT | REGRADE,
 };
 
@@ -117,7 +120,7 @@ static int frozen(const char *opt, const char *v, void *field, char *err, size_t
 static const struct args_opt options[] = {
 	ARGS_HEADING("common options (run, resume, summary, export, regrade):"),
 	ARGS_STRING_OPT("--db", "PATH", O, db, RUN | RESUME | ROWS, "results database (default results/sixi.db)"),
-	ARGS_FLAG_OPT("--json", O, json, true, RUN | RESUME | ROWS | GRADE, "the summary as JSON on stdout"),
+	ARGS_FLAG_OPT("--json", O, json, true, RUN | RESUME | ROWS | GRADE | MERGE, "the summary as JSON on stdout"),
 	ARGS_FLAG_OPT("--no-preflight", O, no_preflight, true, RUN | RESUME | ROWS, "skip the dataset's preflight"),
 	ARGS_DOUBLE_OPT("--ready-timeout", "S", O, ready_timeout_s, 0, 1e7, RUN | RESUME | ROWS,
 			"seconds to wait for a generation that returns tokens"),
@@ -125,7 +128,8 @@ static const struct args_opt options[] = {
 		      "only slice K (0..N-1) of the (task, repeat) pairs; merge the shards with `merge`"),
 	ARGS_HEADING("run:"),
 	ARGS_STRING_OPT("--condition", "NAME", O, condition, RUN, "only this condition of the protocol"),
-	ARGS_STRING_OPT("--url", "URL", O, quick.url, RUN, "quick run: the server"),
+	ARGS_STRING_OPT("--url", "URL[,URL...]", O, quick.url, RUN,
+			"quick run: the server, or replicas of one model (least outstanding requests)"),
 	ARGS_STRING_OPT("--model", "NAME", O, quick.model, RUN, "quick run: the model name sent"),
 	ARGS_STRING_OPT("--dataset", "DATASET", O, quick.dataset, RUN, "quick run: the dataset"),
 	ARGS_STRING_OPT("--name", "NAME", O, quick.name, RUN, "quick run: the protocol's name (default quick)"),
@@ -145,6 +149,7 @@ static const struct args_opt options[] = {
 	NUM("--temperature", "T", temperature, "sampling.temperature"),
 	NUM("--top-p", "P", top_p, "sampling.top_p"),
 	NUM("--top-k", "K", top_k, "sampling.top_k"),
+	NUM("--sample-seed", "N", sample_seed, "sampling.seed: each attempt sends a seed from N, task, repeat, attempt"),
 	ARGS_CALL_OPT("--detect-gap", "PTS", percent_points, O, detect_gap, RUN,
 		      "refuse a run too small to detect a difference of PTS points"),
 	ARGS_CALL_OPT("--gap-baseline", "PCT", percent_points, O, gap_baseline, RUN,
@@ -168,7 +173,7 @@ static const struct args_opt options[] = {
 
 static const struct { const char *name; unsigned bit; } commands[] = {
 	{ "run", RUN }, { "resume", RESUME }, { "summary", SUMMARY }, { "export", EXPORT }, { "regrade", REGRADE },
-	{ "preflight", PREFLIGHT }, { "grade", GRADE },
+	{ "preflight", PREFLIGHT }, { "grade", GRADE }, { "merge", MERGE },
 };
 
 static int parse_run_id(const char *cmd, const char *s, int64_t *id)
@@ -221,9 +226,12 @@ static int cmd_run(struct eval_opts *c, const char *proto_path)
 			continue;
 		any = true;
 		int64_t run_id = 0;
-		if (eval_run_new(p, i, &o, &run_id, err, sizeof err) != 0) {
+		int r = eval_run_new(p, i, &o, &run_id, err, sizeof err);
+		if (r != 0) {
 			fprintf(stderr, "sixi-eval: %s\n", err);
-			rc = 1;
+			/* refused before the run was stored (bad input: replicas of other models, a
+			 * plan too small, ...): 2, as for bad usage */
+			rc = r == -EINVAL && run_id == 0 ? 2 : 1;
 		}
 	}
 	if (!any) {
@@ -331,6 +339,20 @@ static int cmd_grade(struct eval_opts *c, const char *dataset)
 	return rc ? 1 : 0;
 }
 
+static int cmd_merge(struct eval_opts *c, const char **pos, int n_pos)
+{
+	if (n_pos < 2) {
+		fprintf(stderr, "sixi-eval merge: give OUT.db and the shard files IN.db... (see sixi-eval --help)\n");
+		return 2;
+	}
+	char err[4096];
+	/* with --json stdout carries only the summaries; the merge lines go to stderr */
+	int rc = eval_merge(pos[0], pos + 1, (size_t)(n_pos - 1), c->json ? stderr : stdout, c->json, err, sizeof err);
+	if (rc)
+		fprintf(stderr, "sixi-eval merge: %s\n", err);
+	return rc == 0 ? 0 : rc == -EINVAL ? 2 : 1;
+}
+
 /* The commands whose options are in the table above. */
 static int table_cmd(const char *cmd, unsigned bit, int argc, char **argv)
 {
@@ -338,22 +360,35 @@ static int table_cmd(const char *cmd, unsigned bit, int argc, char **argv)
 	eval_quick_defaults(&o.quick);
 	char prog[64];
 	snprintf(prog, sizeof prog, "sixi-eval %s", cmd);
-	struct args_spec s = { .prog = prog, .usage = usage, .opts = options, .max_pos = 1 };
-	const char *pos[1] = { NULL };
-	int rc = args_cli(&s, bit, argc, argv, &o, pos, NULL);
-	if (rc != ARGS_CONTINUE)
+	/* merge takes any number of files; the others one positional word */
+	int max_pos = bit == MERGE ? argc + 1 : 1;
+	struct args_spec s = { .prog = prog, .usage = usage, .opts = options, .max_pos = max_pos };
+	const char **pos = calloc((size_t)max_pos, sizeof *pos);
+	int n_pos = 0;
+	if (!pos) {
+		fprintf(stderr, "sixi-eval: out of memory\n");
+		return 1;
+	}
+	int rc = args_cli(&s, bit, argc, argv, &o, pos, &n_pos);
+	if (rc == ARGS_CONTINUE && bit == MERGE)
+		rc = cmd_merge(&o, pos, n_pos);
+	if (rc != ARGS_CONTINUE || bit == MERGE) {
+		free(pos);
 		return rc;
+	}
+	const char *pos0 = pos[0];
+	free(pos);
 	if (bit == PREFLIGHT)
-		return cmd_preflight(&o, pos[0]);
+		return cmd_preflight(&o, pos0);
 	if (bit == GRADE)
-		return cmd_grade(&o, pos[0]);
+		return cmd_grade(&o, pos0);
 	if (bit & ROWS)
-		return cmd_rows(cmd, &o, pos[0]);
+		return cmd_rows(cmd, &o, pos0);
 	if (http_global_init() != 0) {
 		fprintf(stderr, "sixi-eval: cannot initialise libcurl\n");
 		return 1;
 	}
-	rc = bit == RUN ? cmd_run(&o, pos[0]) : cmd_resume(&o, pos[0]);
+	rc = bit == RUN ? cmd_run(&o, pos0) : cmd_resume(&o, pos0);
 	http_global_cleanup();
 	return rc;
 }

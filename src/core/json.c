@@ -110,6 +110,49 @@ const char *json_get_str(const cJSON *obj, const char *dotted)
 
 char *json_print(const cJSON *item) { return cJSON_PrintUnformatted(item); }
 
+struct diff_walk {
+	bool (*whole)(void *ctx, const char *key);
+	void (*fn)(void *ctx, const char *key, const cJSON *a, const cJSON *b);
+	void *ctx;
+};
+
+static void diff_walk(const struct diff_walk *w, const char *key, const cJSON *a, const cJSON *b)
+{
+	if (a && b && cJSON_Compare(a, b, true))
+		return;
+	bool whole = key[0] && w->whole && w->whole(w->ctx, key);
+	/* an object on one side only is walked too, so that its leaves are named */
+	if (!whole && (cJSON_IsObject(a) || !a) && (cJSON_IsObject(b) || !b) && (a || b)) {
+		for (int pass = 0; pass < 2; pass++)
+			for (const cJSON *it = (pass ? b : a) ? (pass ? b : a)->child : NULL; it; it = it->next) {
+				const cJSON *other = cJSON_GetObjectItemCaseSensitive(pass ? a : b, it->string);
+				if (pass == 1 && other)
+					continue; /* seen in the first pass */
+				char sub[256];
+				snprintf(sub, sizeof sub, "%s%s%s", key, key[0] ? "." : "", it->string);
+				diff_walk(w, sub, pass ? other : it, pass ? it : other);
+			}
+		return;
+	}
+	if (!whole && cJSON_IsArray(a) && cJSON_IsArray(b) && cJSON_GetArraySize(a) == cJSON_GetArraySize(b)) {
+		int i = 0;
+		for (const cJSON *x = a->child, *y = b->child; x && y; x = x->next, y = y->next, i++) {
+			char sub[256];
+			snprintf(sub, sizeof sub, "%s[%d]", key, i);
+			diff_walk(w, sub, x, y);
+		}
+		return;
+	}
+	w->fn(w->ctx, key, a, b);
+}
+
+void json_diff(const cJSON *a, const cJSON *b, bool (*whole)(void *ctx, const char *key),
+	       void (*fn)(void *ctx, const char *key, const cJSON *a, const cJSON *b), void *ctx)
+{
+	struct diff_walk w = {whole, fn, ctx};
+	diff_walk(&w, "", a, b);
+}
+
 int json_check_keys(const cJSON *o, const char *where, const char *const *keys, const char *doc, char *err,
 		    size_t errlen)
 {

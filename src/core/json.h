@@ -24,6 +24,13 @@ const char *json_get_str(const cJSON *obj, const char *dotted); /* borrowed */
  * key "K" (allowed: a, b, ...; see DOC)", doc naming where the keys are described. */
 __attribute__((warn_unused_result)) int json_check_keys(const cJSON *o, const char *where, const char *const *keys,
 							const char *doc, char *err, size_t errlen);
+/* Walks two JSON values and calls fn once per differing leaf with its nested key
+ * ("protocol.sampling.max_tokens", "datasets[0].sha256") and both values (NULL
+ * where absent). Objects are walked key by key (a's keys, then those only in b),
+ * arrays of one length item by item; anything else, and a key for which whole
+ * (may be NULL) says true, is compared whole. A top-level difference has key "". */
+void json_diff(const cJSON *a, const cJSON *b, bool (*whole)(void *ctx, const char *key),
+	       void (*fn)(void *ctx, const char *key, const cJSON *a, const cJSON *b), void *ctx);
 /* Compact serialisation; caller frees. */
 char *json_print(const cJSON *item);
 #endif

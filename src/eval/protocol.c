@@ -22,7 +22,7 @@ static const char *const top_keys[] = {"name",   "description", "conditions",   
 				       "shuffle_seed", "loop_stop", "analysis", NULL};
 static const char *const cond_keys[] = {"name", "endpoint", "model", "template", NULL};
 static const char *const tmpl_keys[] = {"source", "path", NULL};
-static const char *const samp_keys[] = {"temperature", "top_p", "top_k", "max_tokens", "reasoning_max_tokens",
+static const char *const samp_keys[] = {"temperature", "top_p", "top_k", "seed", "max_tokens", "reasoning_max_tokens",
 					"stop", NULL};
 static const char *const anal_keys[] = {"tests", "alternative", "alpha", NULL};
 static const char *const sources[] = {"chat", "raw", "jinja", "tokenizer_config", "gguf", NULL};
@@ -156,6 +156,7 @@ struct eval_protocol *eval_protocol_parse(const cJSON *root, const char *base_di
 	p->temperature = 0.7;
 	p->top_p = 1.0;
 	p->top_k = -1;
+	p->sample_seed = -1;
 	p->max_tokens = 4096;
 	p->reasoning_max_tokens = 64000;
 	p->repeats = 3;
@@ -202,6 +203,7 @@ struct eval_protocol *eval_protocol_parse(const cJSON *root, const char *base_di
 		    (rc = get_num(s, "sampling", "temperature", 0, 10, false, &p->temperature, err, errlen)) ||
 		    (rc = get_num(s, "sampling", "top_p", 1e-9, 1, false, &p->top_p, err, errlen)) ||
 		    (rc = get_i64(s, "sampling", "top_k", -1, 1e6, &p->top_k, err, errlen)) ||
+		    (rc = get_i64(s, "sampling", "seed", 0, 9007199254740991.0, &p->sample_seed, err, errlen)) ||
 		    (rc = get_i64(s, "sampling", "max_tokens", 1, 1e7, &p->max_tokens, err, errlen)) ||
 		    (rc = get_i64(s, "sampling", "reasoning_max_tokens", 1, 1e7, &p->reasoning_max_tokens, err, errlen)))
 			goto fail;
@@ -355,6 +357,8 @@ char *eval_protocol_canonical(const struct eval_protocol *p, int cond)
 	cJSON_AddNumberToObject(s, "temperature", p->temperature);
 	cJSON_AddNumberToObject(s, "top_p", p->top_p);
 	cJSON_AddNumberToObject(s, "top_k", (double)p->top_k);
+	if (p->sample_seed >= 0) /* only when set: the configurations of runs without one keep their hash */
+		cJSON_AddNumberToObject(s, "seed", (double)p->sample_seed);
 	cJSON_AddNumberToObject(s, "max_tokens", (double)p->max_tokens);
 	cJSON_AddNumberToObject(s, "reasoning_max_tokens", (double)p->reasoning_max_tokens);
 	cJSON *st = cJSON_AddArrayToObject(s, "stop");

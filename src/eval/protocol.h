@@ -38,6 +38,9 @@ struct eval_protocol {
 	int n_datasets;
 	double temperature, top_p;
 	int64_t top_k;                 /* -1 = not sent */
+	int64_t sample_seed;           /* sampling.seed: >= 0, each attempt sends a seed derived from it,
+					  the task, the repeat and the attempt (reproducible sampling on
+					  servers that honour seeds); -1 = none sent */
 	int64_t max_tokens;            /* tasks not marked reasoning */
 	int64_t reasoning_max_tokens;  /* tasks marked reasoning; >= 64000 unless set */
 	char *stop[EVAL_MAX_STOPS];

@@ -7,7 +7,8 @@ void eval_quick_defaults(struct eval_quick *q)
 {
 	*q = (struct eval_quick){ .name = "quick" };
 	double *nums[] = { &q->repeats, &q->concurrency, &q->attempts, &q->timeout_s, &q->stall_s, &q->shuffle_seed,
-			   &q->loop_stop, &q->max_tokens, &q->reasoning_max_tokens, &q->temperature, &q->top_p, &q->top_k };
+			   &q->loop_stop, &q->max_tokens, &q->reasoning_max_tokens, &q->temperature, &q->top_p, &q->top_k,
+			   &q->sample_seed };
 	for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
 		*nums[i] = NAN;
 }
@@ -19,7 +20,8 @@ void eval_quick_defaults(struct eval_quick *q)
 	{ "loop_stop", (q)->loop_stop }
 #define SAMPLING_KEYS(q)                                                                                          \
 	{ "max_tokens", (q)->max_tokens }, { "reasoning_max_tokens", (q)->reasoning_max_tokens },                \
-		{ "temperature", (q)->temperature }, { "top_p", (q)->top_p }, { "top_k", (q)->top_k }
+		{ "temperature", (q)->temperature }, { "top_p", (q)->top_p }, { "top_k", (q)->top_k },           \
+		{ "seed", (q)->sample_seed }
 
 struct key { const char *key; double v; };
 

@@ -16,7 +16,7 @@ struct eval_quick {
 	/* the run: protocol keys of the same name */
 	double repeats, concurrency, attempts, timeout_s, stall_s, shuffle_seed, loop_stop;
 	/* protocol.sampling */
-	double max_tokens, reasoning_max_tokens, temperature, top_p, top_k;
+	double max_tokens, reasoning_max_tokens, temperature, top_p, top_k, sample_seed;
 };
 
 /* Every number NaN (not given), name "quick", the rest NULL. */

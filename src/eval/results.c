@@ -29,6 +29,7 @@ struct frow {
 	enum score_class cls;
 	char *answer;            /* numeric/choice answer, or NULL */
 	char *raw_sha, *reasoning_sha, *chunks_sha;
+	char *replica;           /* the replica that served it (grader_detail.replica), or NULL */
 	bool final;              /* the last attempt of its (repeat, task) */
 };
 
@@ -45,6 +46,7 @@ static void rows_free(struct rows *rs)
 		free(rs->r[i].raw_sha);
 		free(rs->r[i].reasoning_sha);
 		free(rs->r[i].chunks_sha);
+		free(rs->r[i].replica);
 	}
 	free(rs->r);
 }
@@ -83,6 +85,7 @@ static int row_add(void *ctx, const struct store_eval_read *r)
 	cJSON *d = r->detail_json ? cJSON_Parse(r->detail_json) : NULL;
 	f->answer = dup_or_null(d ? json_get_str(d, "answer") : NULL, &oom);
 	f->chunks_sha = dup_or_null(d ? json_get_str(d, "chunks_sha256") : NULL, &oom);
+	f->replica = dup_or_null(d ? json_get_str(d, "replica") : NULL, &oom);
 	cJSON_Delete(d);
 	f->raw_sha = dup_or_null(r->raw_sha, &oom);
 	f->reasoning_sha = dup_or_null(r->reasoning_sha, &oom);
@@ -131,6 +134,56 @@ struct task_acc {
 	bool answer_pass[64];
 	int n_answers;
 };
+
+/* Per replica (rows of a condition with several, grader_detail.replica), by URL:
+ * attempts, api_error attempts, task runs (final rows) and passes among them. NULL
+ * when no row names a replica. */
+struct replica_acc {
+	const char *url;
+	int64_t n[4]; /* attempts, api_error attempts, task runs, passed */
+};
+
+static int cmp_replica(const void *a, const void *b)
+{
+	return strcmp(((const struct replica_acc *)a)->url, ((const struct replica_acc *)b)->url);
+}
+
+static cJSON *replica_counts(const struct rows *rs)
+{
+	struct replica_acc acc[64];
+	size_t n = 0;
+	for (size_t i = 0; i < rs->n; i++) {
+		const struct frow *f = &rs->r[i];
+		if (!f->replica)
+			continue;
+		size_t k = 0;
+		while (k < n && strcmp(acc[k].url, f->replica) != 0)
+			k++;
+		if (k == n) {
+			if (n == sizeof acc / sizeof acc[0])
+				continue; /* more replicas than a run may list */
+			acc[n++] = (struct replica_acc){ .url = f->replica };
+		}
+		acc[k].n[0]++;
+		acc[k].n[1] += f->cls == SCORE_API_ERROR;
+		acc[k].n[2] += f->final;
+		acc[k].n[3] += f->final && f->pass && graded(f->cls);
+	}
+	if (n == 0)
+		return NULL;
+	/* in URL order: the same summary whatever order the rows came in */
+	qsort(acc, n, sizeof acc[0], cmp_replica);
+	static const char *const keys[] = { "attempts", "api_error_attempts", "task_runs", "passed" };
+	cJSON *arr = cJSON_CreateArray();
+	for (size_t k = 0; arr && k < n; k++) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "url", acc[k].url);
+		for (int j = 0; j < 4; j++)
+			cJSON_AddNumberToObject(o, keys[j], (double)acc[k].n[j]);
+		cJSON_AddItemToArray(arr, o);
+	}
+	return arr;
+}
 
 /* Merges key into runs.summary_json and prints value (JSON) when asked. */
 static void publish(struct store *s, int64_t run, const char *key, cJSON *value, bool print_json, FILE *out)
@@ -305,6 +358,9 @@ int eval_run_summary(const char *db_path, int64_t run, bool json, FILE *out, cha
 	}
 	cJSON_AddNumberToObject(e, "majority_vote_passed", vote_pass);
 	cJSON_AddNumberToObject(e, "majority_vote_tasks", vote_tasks);
+	cJSON *reps = replica_counts(&rs);
+	if (reps)
+		cJSON_AddItemToObject(e, "replicas", reps);
 	publish(s, run, "eval", e, json, out);
 	if (out && !json) {
 		fprintf(out, "run %lld (%s, model %s, %s): %lld task runs of %zu tasks, %zu attempts\n", (long long)run,
@@ -331,6 +387,16 @@ int eval_run_summary(const char *db_path, int64_t run, bool json, FILE *out, cha
 		cJSON_ArrayForEach(k, pk)
 			fprintf(out, "pass@%s %.1f%%, ", k->string, 100 * k->valuedouble);
 		fprintf(out, "majority vote %d of %d tasks\n", vote_pass, vote_tasks);
+		const cJSON *r;
+		cJSON_ArrayForEach(r, reps) {
+			int64_t n = 0, api = 0, tr = 0, ps = 0;
+			json_get_i64(r, "attempts", &n);
+			json_get_i64(r, "api_error_attempts", &api);
+			json_get_i64(r, "task_runs", &tr);
+			json_get_i64(r, "passed", &ps);
+			fprintf(out, "  replica %s: %lld attempt(s), %lld api_error, %lld task run(s) ended here, %lld passed\n",
+				json_get_str(r, "url"), (long long)n, (long long)api, (long long)tr, (long long)ps);
+		}
 	}
 	cJSON_Delete(sum);
 	cJSON_Delete(frozen);

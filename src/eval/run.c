@@ -49,6 +49,18 @@ struct job {
  * Recorded in the frozen configuration ("api_error_retries"). */
 #define EVAL_API_ERROR_RETRIES 3
 
+/* One server behind the condition: a condition's endpoint may list replicas of one
+ * model ("http://a:8080,http://b:8080"), each greeted by its own session. */
+#define EVAL_MAX_REPLICAS 16
+struct replica {
+	char base[1100];         /* base URL */
+	char api[1200];          /* base URL + the API path */
+	struct session *session; /* readiness, warm-up, fingerprint of this replica */
+	int outstanding;         /* requests in flight now (q_lock) */
+	int64_t sent;            /* requests sent so far (q_lock) */
+	bool dead;               /* refused a connection: gets no more requests (q_lock) */
+};
+
 struct runner {
 	const struct eval_protocol *p;
 	const struct eval_condition *cond;
@@ -56,15 +68,14 @@ struct runner {
 	struct store *store;
 	pthread_mutex_t store_lock;
 	struct grader *grader;
-	struct session *session;  /* readiness, warm-up, fingerprint: as sixi-bench greets a server */
+	struct replica rep[EVAL_MAX_REPLICAS]; /* [0] is the condition's server; more when it lists replicas */
+	int n_rep;
 	struct eval_dataset *ds[EVAL_MAX_DATASETS];
 	int n_ds;
 	cJSON *excluded;         /* array of ids (borrowed from the frozen config) */
 	int64_t api_error_retries; /* see EVAL_API_ERROR_RETRIES */
 	int64_t run_id;
 	enum openai_api api;
-	char url_api[1200];
-	char url_base[1100];
 	struct job *jobs;
 	size_t n_jobs, next_job;
 	pthread_mutex_t q_lock;
@@ -74,6 +85,7 @@ struct runner {
 	_Atomic int fatal;       /* a store error or a dead server: stop taking jobs (read without the locks) */
 	char fatal_msg[512];
 	int connect_streak;      /* connection failures in a row, all workers together (q_lock) */
+	struct eval_shard shard; /* the slice of (task, repeat) pairs this process runs (n 0: all) */
 };
 
 /* This many connection failures in a row (requests and health probes of every
@@ -141,9 +153,23 @@ static char *render_prompt(const struct runner *R, const char *user, char *err, 
 	return R->tmpl ? eval_prompt_render(R->tmpl, user, err, errlen) : strdup(user);
 }
 
+/* The seed an attempt sends when the protocol sets sampling.seed: FNV-1a-64 of
+ * "SEED/TASK/REPEAT/ATTEMPT", cut to 53 bits (exact as a JSON number); -1 when unset. */
+static int64_t attempt_seed(const struct runner *R, const char *task, int64_t repeat, int64_t attempt)
+{
+	if (R->p->sample_seed < 0)
+		return -1;
+	char key[1200];
+	int n = snprintf(key, sizeof key, "%lld/%s/%lld/%lld", (long long)R->p->sample_seed, task, (long long)repeat,
+			 (long long)attempt);
+	size_t len = n < 0 ? 0 : (size_t)n < sizeof key ? (size_t)n : sizeof key - 1;
+	return (int64_t)(hash_fnv1a64(key, len) & ((1ull << 53) - 1));
+}
+
 /* The body of one generation with the protocol's sampling and stops. prompt: the
- * user message, rendered here when the condition has a template. 0 or -errno. */
-static int request_body(struct runner *R, const char *prompt, int64_t max_tokens, struct buf *body)
+ * user message, rendered here when the condition has a template; seed: -1 for none.
+ * 0 or -errno. */
+static int request_body(struct runner *R, const char *prompt, int64_t max_tokens, int64_t seed, struct buf *body)
 {
 	const char *stops[EVAL_MAX_STOPS + 1];
 	for (int i = 0; i < R->p->n_stop; i++)
@@ -163,7 +189,7 @@ static int request_body(struct runner *R, const char *prompt, int64_t max_tokens
 		.temperature = R->p->temperature,
 		.top_p = R->p->top_p,
 		.top_k = R->p->top_k,
-		.seed = -1,
+		.seed = seed,
 		.stream = true,
 		.include_usage = true,
 		.stop = R->p->n_stop ? stops : NULL,
@@ -180,7 +206,7 @@ static int greet_body(void *ud, const char *phase, int64_t seq, int64_t max_toke
 	(void)seq;
 	struct buf b;
 	buf_init(&b);
-	int rc = request_body(ud, READY_PROMPT, max_tokens, &b);
+	int rc = request_body(ud, READY_PROMPT, max_tokens, -1, &b);
 	if (rc) {
 		buf_finish(&b);
 		return rc;
@@ -192,8 +218,8 @@ static int greet_body(void *ud, const char *phase, int64_t seq, int64_t max_toke
 
 /* Sends one generation and waits for it. prompt: the user message. Returns 0 (the
  * outcome is in a), or -errno when it could not even be started. */
-static int request_run(struct runner *R, struct http_client *c, const char *prompt, int64_t max_tokens,
-		       double timeout_s, struct attempt *a)
+static int request_run(struct runner *R, struct http_client *c, const char *url, const char *prompt,
+		       int64_t max_tokens, int64_t seed, double timeout_s, struct attempt *a)
 {
 	memset(a, 0, sizeof *a);
 	buf_init(&a->chunks);
@@ -203,7 +229,7 @@ static int request_run(struct runner *R, struct http_client *c, const char *prom
 		return -ENOMEM;
 	struct buf body;
 	buf_init(&body);
-	int rc = request_body(R, prompt, max_tokens, &body);
+	int rc = request_body(R, prompt, max_tokens, seed, &body);
 	if (rc) {
 		buf_finish(&body);
 		return rc;
@@ -211,7 +237,7 @@ static int request_run(struct runner *R, struct http_client *c, const char *prom
 	int64_t timeout_ms = (int64_t)(timeout_s * 1000);
 	int64_t stall_ms = (int64_t)(R->p->stall_s * 1000);
 	struct oai_stream_opts so = {
-		.url = R->url_api,
+		.url = url,
 		.body = body.data,
 		.body_len = body.len,
 		.stream = true,
@@ -275,11 +301,12 @@ static int raw_put(struct runner *R, const struct attempt *a, char content_hex[6
 
 /* ---- health ---------------------------------------------------------------- */
 
-/* A real generation that must return tokens (a health probe during the run; not stored). */
-static bool generation_ok(struct runner *R, struct http_client *c, int64_t max_tokens, double timeout_s,
+/* A real generation that must return tokens (a health probe of replica i during the
+ * run; not stored). */
+static bool generation_ok(struct runner *R, struct http_client *c, int i, int64_t max_tokens, double timeout_s,
 			  struct attempt *a)
 {
-	int rc = request_run(R, c, READY_PROMPT, max_tokens, timeout_s, a);
+	int rc = request_run(R, c, R->rep[i].api, READY_PROMPT, max_tokens, -1, timeout_s, a);
 	return rc == 0 && !a->s.error &&
 	       (a->s.completion_tokens > 0 || a->s.content.len > 0 || a->s.reasoning.len > 0);
 }
@@ -289,14 +316,56 @@ static bool is_connect_error(const struct attempt *a)
 	return a->s.error && strcmp(a->s.error, "connect") == 0;
 }
 
-/* Counts a request's outcome toward the dead-server streak; true once the run
- * has been stopped (by this failure or by another worker's). */
-static bool note_connect(struct runner *R, const struct attempt *a)
+/* The live replica with the fewest requests in flight (ties: the fewest sent, then
+ * the first), counted as one more in flight; -1 when every replica is dead. */
+static int replica_take(struct runner *R)
+{
+	pthread_mutex_lock(&R->q_lock);
+	int best = -1;
+	for (int i = 0; i < R->n_rep; i++) {
+		const struct replica *p = &R->rep[i];
+		if (p->dead)
+			continue;
+		if (best < 0 || p->outstanding < R->rep[best].outstanding ||
+		    (p->outstanding == R->rep[best].outstanding && p->sent < R->rep[best].sent))
+			best = i;
+	}
+	if (best >= 0) {
+		R->rep[best].outstanding++;
+		R->rep[best].sent++;
+	}
+	pthread_mutex_unlock(&R->q_lock);
+	return best;
+}
+
+static void replica_put(struct runner *R, int i)
+{
+	pthread_mutex_lock(&R->q_lock);
+	R->rep[i].outstanding--;
+	pthread_mutex_unlock(&R->q_lock);
+}
+
+/* Counts a request's outcome on replica i toward the dead-server rule; true once
+ * the run has been stopped (by this failure or by another worker's). One server:
+ * DEAD_SERVER_STREAK connection failures in a row (every worker's requests and
+ * probes) stop the run. Replicas: a refused connection marks that replica dead (its
+ * attempts are api_error rows and are retried on the others); the run stops when
+ * every replica is dead. */
+static bool note_connect(struct runner *R, int i, const struct attempt *a)
 {
 	bool failed = is_connect_error(a);
 	pthread_mutex_lock(&R->q_lock);
 	R->connect_streak = failed ? R->connect_streak + 1 : 0;
-	if (failed && R->connect_streak >= DEAD_SERVER_STREAK && !R->fatal) {
+	if (failed && R->n_rep > 1 && !R->rep[i].dead) {
+		R->rep[i].dead = true;
+		log_warn("replica %s refused a connection (%s): it gets no more requests; its attempts are retried on "
+			 "the other replicas", R->rep[i].base, a->s.error_detail);
+	}
+	int live = 0;
+	for (int k = 0; k < R->n_rep; k++)
+		live += !R->rep[k].dead;
+	bool gone = R->n_rep > 1 ? live == 0 : failed && R->connect_streak >= DEAD_SERVER_STREAK;
+	if (gone && !R->fatal) {
 		snprintf(R->fatal_msg, sizeof R->fatal_msg,
 			 "the server at %s is not running: %d connections in a row failed (%s); the failed "
 			 "requests are stored as api_error rows, never as model failures, and the tasks not run yet "
@@ -309,54 +378,60 @@ static bool note_connect(struct runner *R, const struct attempt *a)
 	return stop;
 }
 
-/* After a connection failure: probe (bounded, as health_probe) until the server
- * generates again. true when the server is gone and the run has stopped. */
-static bool server_gone(struct runner *R, struct http_client *c, const struct attempt *failed)
+/* After a connection failure on replica i: probe (bounded, as health_probe) until
+ * it generates again. true when the run has stopped. Replicas get one probe: the
+ * others carry the work while one is down. */
+static bool server_gone(struct runner *R, struct http_client *c, int i, const struct attempt *failed)
 {
-	if (note_connect(R, failed))
+	if (note_connect(R, i, failed))
 		return true;
 	double timeout = R->p->timeout_s < 30 ? R->p->timeout_s : 30;
-	for (int i = 0; i < 4; i++) {
+	int probes = R->n_rep > 1 ? 1 : 4;
+	for (int k = 0; k < probes && !R->rep[i].dead; k++) {
 		struct attempt a;
-		bool ok = generation_ok(R, c, 8, timeout, &a);
-		bool stop = note_connect(R, &a);
+		bool ok = generation_ok(R, c, i, 8, timeout, &a);
+		bool stop = note_connect(R, i, &a);
 		attempt_finish(&a);
 		if (stop)
 			return true;
-		if (ok)
+		if (ok || R->n_rep > 1)
 			return false;
-		clock_sleep_ns((int64_t)(1 << i) * 1000000000LL);
+		clock_sleep_ns((int64_t)(1 << k) * 1000000000LL);
 	}
 	return R->fatal;
 }
 
-/* After an API error: wait (bounded) until the server generates again. */
-static void health_probe(struct runner *R, struct http_client *c)
+/* After an API error on replica i: wait (bounded) until it generates again (one
+ * probe when there are replicas: a refused one is marked dead). */
+static void health_probe(struct runner *R, struct http_client *c, int i)
 {
 	double timeout = R->p->timeout_s < 30 ? R->p->timeout_s : 30;
-	for (int i = 0; i < 4 && !R->fatal; i++) {
+	int probes = R->n_rep > 1 ? 1 : 4;
+	for (int k = 0; k < probes && !R->fatal && !R->rep[i].dead; k++) {
 		struct attempt a;
-		bool ok = generation_ok(R, c, 8, timeout, &a);
-		bool stop = note_connect(R, &a); /* a server that died mid-stream refuses the probe */
-		if (stop || ok) {
+		bool ok = generation_ok(R, c, i, 8, timeout, &a);
+		bool stop = note_connect(R, i, &a); /* a server that died mid-stream refuses the probe */
+		if (stop || ok || R->n_rep > 1) {
 			attempt_finish(&a);
 			return;
 		}
-		log_warn("health probe %d: the server does not generate (%s); waiting %d s", i + 1,
-			 a.s.error ? a.s.error : "no tokens", 1 << i);
+		log_warn("health probe %d: the server does not generate (%s); waiting %d s", k + 1,
+			 a.s.error ? a.s.error : "no tokens", 1 << k);
 		attempt_finish(&a);
-		clock_sleep_ns((int64_t)(1 << i) * 1000000000LL);
+		clock_sleep_ns((int64_t)(1 << k) * 1000000000LL);
 	}
 }
 
 /* ---- one job ---------------------------------------------------------------- */
 
 static char *detail_json(const struct attempt *a, const struct eval_task *t, const struct grade_result *g,
-			 const char *chunks_hex, int64_t max_tokens)
+			 const char *chunks_hex, int64_t max_tokens, const char *replica)
 {
 	cJSON *o = cJSON_CreateObject();
 	if (!o)
 		return NULL;
+	if (replica) /* which replica served the attempt (a condition with several) */
+		cJSON_AddStringToObject(o, "replica", replica);
 	if (g) {
 		cJSON_AddStringToObject(o, "grade", grade_status_name(g->status));
 		cJSON_AddStringToObject(o, "detail", g->detail);
@@ -391,7 +466,12 @@ static int job_run(struct runner *R, struct http_client *c, const struct job *j)
 	int64_t max_tokens = eval_protocol_max_tokens(R->p, t->reasoning);
 	for (int64_t attempt = j->next_attempt; attempt <= j->last_attempt && !R->fatal; attempt++) {
 		struct attempt a;
-		int rc = request_run(R, c, t->prompt, max_tokens, R->p->timeout_s, &a);
+		int ri = replica_take(R);
+		if (ri < 0)
+			break; /* every replica is dead: the run has stopped (note_connect) */
+		int rc = request_run(R, c, R->rep[ri].api, t->prompt, max_tokens, attempt_seed(R, t->id, j->repeat, attempt),
+				     R->p->timeout_s, &a);
+		replica_put(R, ri);
 		if (rc) {
 			a.s.error = "client";
 			snprintf(a.s.error_detail, sizeof a.s.error_detail, "could not start the request: %s",
@@ -401,10 +481,10 @@ static int job_run(struct runner *R, struct http_client *c, const struct job *j)
 		 * stops after this row (an api_error) instead of probing per task. */
 		bool probed = false;
 		if (is_connect_error(&a)) {
-			(void)server_gone(R, c, &a);
+			(void)server_gone(R, c, ri, &a);
 			probed = true;
 		} else if (rc == 0) {
-			(void)note_connect(R, &a);
+			(void)note_connect(R, ri, &a);
 		}
 		char chex[65], rhex[65], khex[65];
 		if (raw_put(R, &a, chex, rhex, khex) != 0) {
@@ -456,7 +536,7 @@ static int job_run(struct runner *R, struct http_client *c, const struct job *j)
 			w.pass = cls == SCORE_PASS;
 			w.failure_class = score_class_name(cls);
 		}
-		char *dj = detail_json(&a, t, graded ? &g : NULL, khex, max_tokens);
+		char *dj = detail_json(&a, t, graded ? &g : NULL, khex, max_tokens, R->n_rep > 1 ? R->rep[ri].base : NULL);
 		w.detail_json = dj;
 		pthread_mutex_lock(&R->store_lock);
 		/* the store is shared by the workers: one insert at a time */
@@ -473,7 +553,7 @@ static int job_run(struct runner *R, struct http_client *c, const struct job *j)
 		if (!api_error)
 			break;
 		if (attempt < j->last_attempt && !probed)
-			health_probe(R, c);
+			health_probe(R, c, ri);
 	}
 	return api_errors;
 }
@@ -529,7 +609,7 @@ static int build_jobs(struct runner *R, size_t *already_done)
 		eval_tasks_shuffle(order, n_tasks, R->p->shuffle_seed, r);
 		for (size_t i = 0; i < n_tasks; i++) {
 			int64_t max_attempt = 0, finals = 0;
-			if (!eval_shard_has(&R->o->shard, order[i]->id, r))
+			if (!eval_shard_has(&R->shard, order[i]->id, r))
 				continue;
 			if (store_eval_task_progress(R->store, R->run_id, r, order[i]->id, &max_attempt, &finals) != 0) {
 				free(order);
@@ -552,14 +632,92 @@ static int build_jobs(struct runner *R, size_t *already_done)
 
 /* ---- run setup ---------------------------------------------------------------- */
 
-/* The server's fingerprint now (session_fingerprint; its model list must answer).
- * Borrowed from the session. */
-static const char *server_fingerprint(struct runner *R, char *err, size_t errlen)
+/* The server's fingerprint now (session_fingerprint; its model list must answer),
+ * borrowed from the first replica's session. Every other replica's must name the
+ * same model (session_fingerprint_model_diff): otherwise NULL with *refused set and
+ * err naming the replica and the field. */
+static const char *server_fingerprint(struct runner *R, bool *refused, char *err, size_t errlen)
 {
-	int rc = session_fingerprint(R->session, NULL, err, errlen);
-	if (rc == -ENOMEM)
-		err_set(err, errlen, "out of memory while taking the server's fingerprint");
-	return rc ? NULL : session_fingerprint_json(R->session);
+	*refused = false;
+	for (int i = 0; i < R->n_rep; i++) {
+		int rc = session_fingerprint(R->rep[i].session, NULL, err, errlen);
+		if (rc == -ENOMEM)
+			err_set(err, errlen, "out of memory while taking the server's fingerprint");
+		if (rc)
+			return NULL;
+		if (i == 0)
+			continue;
+		char field[256];
+		int d = session_fingerprint_model_diff(session_fingerprint_json(R->rep[0].session),
+						       session_fingerprint_json(R->rep[i].session), field, sizeof field);
+		if (d == -ENOMEM) {
+			err_set(err, errlen, "out of memory while comparing the replicas' fingerprints");
+			return NULL;
+		}
+		if (d != 0) {
+			*refused = true;
+			err_fail(err, errlen,
+				 "replica %d (%s) does not serve what replica 1 (%s) serves: their fingerprints differ in %s; "
+				 "the replicas behind one condition must serve one model with one configuration (check the "
+				 "model file and server options, or run them as separate conditions)",
+				 i + 1, R->rep[i].base, R->rep[0].base, d == 1 ? field : "their form (not JSON objects)");
+			return NULL;
+		}
+	}
+	return session_fingerprint_json(R->rep[0].session);
+}
+
+/* Splits the condition's endpoint ("URL" or "URL,URL,...": replicas of one model)
+ * into R->rep and greets each with its own session. */
+static int replicas_init(struct runner *R, char *err, size_t errlen)
+{
+	const char *e = R->cond->endpoint;
+	for (;;) {
+		const char *comma = strchr(e, ',');
+		size_t len = comma ? (size_t)(comma - e) : strlen(e);
+		if (R->n_rep == EVAL_MAX_REPLICAS)
+			return err_fail(err, errlen, "--url lists more than %d replicas", EVAL_MAX_REPLICAS);
+		struct replica *p = &R->rep[R->n_rep];
+		while (len > 8 && e[len - 1] == '/')
+			len--;
+		const char *path = openai_api_path(R->api);
+		if (len == 0 || len + strlen(path) >= sizeof p->base ||
+		    (strncmp(e, "http://", 7) != 0 && strncmp(e, "https://", 8) != 0))
+			return err_fail(err, errlen,
+					"condition \"%s\": replica %d of \"%s\" is not a URL; give replicas as "
+					"http://HOST:PORT,http://HOST:PORT with no spaces",
+					R->cond->name, R->n_rep + 1, R->cond->endpoint);
+		memcpy(p->base, e, len);
+		p->base[len] = 0;
+		memcpy(p->api, e, len);
+		memcpy(p->api + len, path, strlen(path) + 1);
+		for (int k = 0; k < R->n_rep; k++)
+			if (strcmp(R->rep[k].base, p->base) == 0)
+				return err_fail(err, errlen, "condition \"%s\": replica %s is listed twice", R->cond->name,
+						p->base);
+		struct session_opts so = { .url = p->base, .api = R->api, .stream = true,
+					   .stall_timeout_ms = (int64_t)(R->p->stall_s * 1000), .tag = "eval",
+					   .body = greet_body, .ud = R };
+		p->session = session_create(&so);
+		if (!p->session)
+			return err_fail(err, errlen, "out of memory");
+		R->n_rep++;
+		if (!comma)
+			break;
+		e = comma + 1;
+	}
+	if (R->n_rep == 0)
+		return err_fail(err, errlen, "condition \"%s\" has no endpoint", R->cond->name);
+	return 0;
+}
+
+/* Attaches every replica's session to the run (their greetings are stored). */
+static int replicas_attach(struct runner *R, char *err, size_t errlen)
+{
+	int rc = 0;
+	for (int i = 0; i < R->n_rep && rc == 0; i++)
+		rc = session_attach(R->rep[i].session, R->store, R->run_id, err, errlen);
+	return rc;
 }
 
 static int open_datasets(struct runner *R, char *err, size_t errlen)
@@ -586,6 +744,7 @@ static int runner_init(struct runner *R, const struct eval_protocol *p, int cond
 	R->cond = &p->conditions[cond];
 	R->o = o;
 	R->api_error_retries = EVAL_API_ERROR_RETRIES;
+	R->shard = o->shard;
 	pthread_mutex_init(&R->store_lock, NULL);
 	pthread_mutex_init(&R->q_lock, NULL);
 	const char *src = R->cond->template_source;
@@ -605,15 +764,10 @@ static int runner_init(struct runner *R, const struct eval_protocol *p, int cond
 				 "itself doubles it (compare prompt_tokens with the template's token count)",
 				 R->cond->name);
 	}
-	snprintf(R->url_base, sizeof R->url_base, "%s", R->cond->endpoint);
-	snprintf(R->url_api, sizeof R->url_api, "%s%s", R->cond->endpoint, openai_api_path(R->api));
-	struct session_opts so = { .url = R->cond->endpoint, .api = R->api, .stream = true,
-				   .stall_timeout_ms = (int64_t)(R->p->stall_s * 1000), .tag = "eval",
-				   .body = greet_body, .ud = R };
-	R->session = session_create(&so);
-	if (!R->session)
-		return err_fail(err, errlen, "out of memory");
-	int rc = open_datasets(R, err, errlen);
+	int rc = replicas_init(R, err, errlen);
+	if (rc)
+		return rc;
+	rc = open_datasets(R, err, errlen);
 	if (rc)
 		return rc;
 	R->store = store_open(o->db_path ? o->db_path : STORE_DEFAULT_PATH, err, errlen);
@@ -629,7 +783,8 @@ static int runner_init(struct runner *R, const struct eval_protocol *p, int cond
 
 static void runner_finish(struct runner *R)
 {
-	session_destroy(R->session);
+	for (int i = 0; i < R->n_rep; i++)
+		session_destroy(R->rep[i].session);
 	eval_prompt_destroy(R->tmpl);
 	store_close(R->store);
 	grader_destroy(R->grader);
@@ -646,7 +801,13 @@ static void print_audit(struct runner *R, FILE *out)
 		return;
 	const struct eval_protocol *p = R->p;
 	fprintf(out, "run %lld: condition %s, model %s at %s\n", (long long)R->run_id, R->cond->name, R->cond->model,
-		R->url_api);
+		R->rep[0].api);
+	if (R->n_rep > 1) {
+		fprintf(out, "  replicas:");
+		for (int i = 0; i < R->n_rep; i++)
+			fprintf(out, " %s", R->rep[i].base);
+		fprintf(out, " (least outstanding requests; fingerprints checked equal)\n");
+	}
 	fprintf(out, "  template: %s%s%s (%s%s%s)\n", R->cond->template_source, R->cond->template_path ? " " : "",
 		R->cond->template_path ? R->cond->template_path : "",
 		R->api == OPENAI_CHAT ? "the server applies its own chat template"
@@ -656,6 +817,9 @@ static void print_audit(struct runner *R, FILE *out)
 	fprintf(out, "  sampling: temperature %g, top_p %g, top_k %lld; max_tokens %lld (reasoning tasks %lld)\n",
 		p->temperature, p->top_p, (long long)p->top_k, (long long)p->max_tokens,
 		(long long)p->reasoning_max_tokens);
+	if (p->sample_seed >= 0)
+		fprintf(out, "  seeded sampling: each attempt's seed from %lld, task, repeat and attempt\n",
+			(long long)p->sample_seed);
 	fprintf(out, "  stop:");
 	for (int i = 0; i < p->n_stop; i++)
 		fprintf(out, " \"%s\"", p->stop[i]);
@@ -697,6 +861,24 @@ static void store_audit(struct runner *R)
 	free(text);
 }
 
+/* The shard spec stored with a sharded run (summary_json.shard: {k, n}), so that
+ * a resume keeps the slice and a merge knows N. Not part of the configuration. */
+static int store_shard(struct runner *R, char *err, size_t errlen)
+{
+	if (R->shard.n <= 0)
+		return 0;
+	char text[96];
+	snprintf(text, sizeof text, "{\"shard\":{\"k\":%lld,\"n\":%lld}}", (long long)R->shard.k,
+		 (long long)R->shard.n);
+	int rc;
+	pthread_mutex_lock(&R->store_lock);
+	rc = store_run_set_summary(R->store, R->run_id, text);
+	pthread_mutex_unlock(&R->store_lock);
+	return rc ? err_fail(err, errlen, "could not store the shard of run %lld: %s", (long long)R->run_id,
+			     store_errmsg(R->store))
+		  : 0;
+}
+
 /* Host facts stored with the run (session/'s, as sixi-bench's) and what grading
  * depends on. Caller frees. */
 static char *host_facts(struct runner *R, char *memwarn, size_t memwarnlen)
@@ -705,7 +887,7 @@ static char *host_facts(struct runner *R, char *memwarn, size_t memwarnlen)
 	cJSON_AddStringToObject(extra, "grader_python", grader_python(R->grader));
 	const char *sb = grader_sandbox_problem(R->grader);
 	cJSON_AddStringToObject(extra, "sandbox", sb ? sb : "bubblewrap");
-	char *s = extra ? session_host_facts(R->session, extra, memwarn, memwarnlen) : NULL;
+	char *s = extra ? session_host_facts(R->rep[0].session, extra, memwarn, memwarnlen) : NULL;
 	cJSON_Delete(extra);
 	return s;
 }
@@ -720,12 +902,15 @@ static int warm_up(struct runner *R, char *err, size_t errlen)
 		.attempt_timeout_ms = (int64_t)(R->p->timeout_s * 1000),
 		.hint = "check it, then resume the run (the readiness requests are stored apart, phase 'ready')",
 	};
-	int rc = session_wait_ready(R->session, &r, err, errlen);
-	if (rc == 0)
-		rc = session_warmup(R->session, 2, 40, (int64_t)(R->p->timeout_s * 1000));
-	if (rc && rc != -ETIMEDOUT)
-		err_set(err, errlen, "%s: the readiness or warm-up request could not be sent: %s", R->url_api,
-			strerror(-rc));
+	int rc = 0;
+	for (int i = 0; i < R->n_rep && rc == 0; i++) {
+		rc = session_wait_ready(R->rep[i].session, &r, err, errlen);
+		if (rc == 0)
+			rc = session_warmup(R->rep[i].session, 2, 40, (int64_t)(R->p->timeout_s * 1000));
+		if (rc && rc != -ETIMEDOUT)
+			err_set(err, errlen, "%s: the readiness or warm-up request could not be sent: %s", R->rep[i].api,
+				strerror(-rc));
+	}
 	return rc;
 }
 
@@ -738,12 +923,12 @@ static void parser_probe(struct runner *R, struct http_client *c)
 	const char *prompt = "What is 2 + 3? Reply with the number.";
 	int64_t max_tokens = R->p->max_tokens < 1024 ? R->p->max_tokens : 1024;
 	struct attempt chat, raw;
-	int rc1 = request_run(R, c, prompt, max_tokens, R->p->timeout_s, &chat);
+	char raw_url[1200];
+	int rc1 = request_run(R, c, R->rep[0].api, prompt, max_tokens, -1, R->p->timeout_s, &chat);
 	R->api = OPENAI_COMPLETIONS;
-	snprintf(R->url_api, sizeof R->url_api, "%s%s", R->cond->endpoint, openai_api_path(R->api));
-	int rc2 = request_run(R, c, prompt, max_tokens, R->p->timeout_s, &raw);
+	snprintf(raw_url, sizeof raw_url, "%s%s", R->rep[0].base, openai_api_path(R->api));
+	int rc2 = request_run(R, c, raw_url, prompt, max_tokens, -1, R->p->timeout_s, &raw);
 	R->api = OPENAI_CHAT;
-	snprintf(R->url_api, sizeof R->url_api, "%s%s", R->cond->endpoint, openai_api_path(R->api));
 	cJSON *o = cJSON_CreateObject();
 	cJSON *pr = cJSON_AddObjectToObject(o, "parser_probe");
 	bool empty = rc1 == 0 && !chat.s.error && chat.s.content.len == 0 &&
@@ -977,8 +1162,9 @@ int eval_run_new(const struct eval_protocol *p, int cond, const struct eval_run_
 		if (o->out)
 			fprintf(o->out, "%s%s\n", plan.underpowered ? "WARNING: underpowered: " : "", line);
 	}
-	if (!(fp = server_fingerprint(&R, err, errlen))) {
-		rc = -ECONNREFUSED;
+	bool refused;
+	if (!(fp = server_fingerprint(&R, &refused, err, errlen))) {
+		rc = refused ? -EINVAL : -ECONNREFUSED; /* refused: nothing is stored */
 		goto out;
 	}
 	frozen = frozen_config(&R, cond, fp, excluded);
@@ -1022,12 +1208,14 @@ int eval_run_new(const struct eval_protocol *p, int cond, const struct eval_run_
 		goto out;
 	}
 	*run_id = R.run_id;
-	if ((rc = session_attach(R.session, R.store, R.run_id, err, errlen)) != 0)
+	if ((rc = replicas_attach(&R, err, errlen)) != 0)
 		goto out;
 	char hex[65];
 	sha256_hex(text, strlen(text), hex);
 	print_audit(&R, o->out);
 	store_audit(&R);
+	if ((rc = store_shard(&R, err, errlen)) != 0)
+		goto out;
 	if (o->out)
 		fprintf(o->out, "  config sha256 %s; %d task(s) left out by preflight\n", hex, cJSON_GetArraySize(excluded));
 	rc = runner_plan(&R, err, errlen);
@@ -1080,12 +1268,17 @@ int eval_run_resume(int64_t run_id, const char *protocol_path, const struct eval
 	if (!s)
 		return -EIO;
 	char *stored = NULL, *stored_fp = NULL;
+	struct eval_shard stored_shard = {0, 0};
 	struct store_run_info info;
 	if (store_run_get(s, run_id, &info, NULL, 0) == 0) {
 		if (info.kind && strcmp(info.kind, "eval") == 0 && info.protocol_json) {
 			stored = strdup(info.protocol_json);
 			stored_fp = strdup(info.fingerprint ? info.fingerprint : "[]");
 		}
+		cJSON *sum = info.summary_json ? cJSON_Parse(info.summary_json) : NULL;
+		(void)json_get_i64(sum, "shard.k", &stored_shard.k);
+		(void)json_get_i64(sum, "shard.n", &stored_shard.n);
+		cJSON_Delete(sum);
 		store_run_info_finish(&info);
 	}
 	store_close(s);
@@ -1129,8 +1322,21 @@ int eval_run_resume(int64_t run_id, const char *protocol_path, const struct eval
 			goto out;
 		}
 	}
+	/* a shard resumes its own slice: the stored one unless --shard says the same */
+	if (o->shard.n > 0 && (o->shard.n != stored_shard.n || o->shard.k != stored_shard.k)) {
+		if (stored_shard.n > 0)
+			rc = err_fail(err, errlen, "run %lld is shard %lld/%lld, not %lld/%lld; resume it with --shard %lld/%lld or "
+					  "without --shard", (long long)run_id, (long long)stored_shard.k, (long long)stored_shard.n,
+				      (long long)o->shard.k, (long long)o->shard.n, (long long)stored_shard.k,
+				      (long long)stored_shard.n);
+		else
+			rc = err_fail(err, errlen, "run %lld was not sharded; resume it without --shard", (long long)run_id);
+		goto out;
+	}
 	struct runner R;
 	rc = runner_init(&R, p, 0, o, err, errlen);
+	if (stored_shard.n > 0)
+		R.shard = stored_shard;
 	if (rc == 0) {
 		/* the same data */
 		const cJSON *d;
@@ -1169,17 +1375,19 @@ int eval_run_resume(int64_t run_id, const char *protocol_path, const struct eval
 		rc = runner_plan(&R, err, errlen);
 	}
 	if (rc == 0)
-		rc = session_attach(R.session, R.store, run_id, err, errlen);
+		rc = replicas_attach(&R, err, errlen);
 	if (rc == 0 && R.n_jobs) {
-		/* the same server (only asked when there is work left) */
-		const char *fp = server_fingerprint(&R, err, errlen);
+		/* the same server (only asked when there is work left); replicas: the same model */
+		bool refused;
+		const char *fp = server_fingerprint(&R, &refused, err, errlen);
 		if (!fp) {
-			rc = -ECONNREFUSED;
-		} else if (!session_fingerprint_same(stored_fp, fp)) {
+			rc = refused ? -EINVAL : -ECONNREFUSED;
+		} else if (R.n_rep == 1 ? !session_fingerprint_same(stored_fp, fp)
+					: session_fingerprint_model_diff(stored_fp, fp, NULL, 0) != 0) {
 			rc = err_fail(err, errlen,
 				  "the server at %s now reports %s, but run %lld was started against %s; a run's "
 				  "configuration is frozen",
-				  R.url_base, fp, (long long)run_id, stored_fp);
+				  R.rep[0].base, fp, (long long)run_id, stored_fp);
 		}
 	}
 	if (rc == 0) {

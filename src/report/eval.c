@@ -254,8 +254,9 @@ static void short_value(const cJSON *v, char *out, size_t n)
 	free(t);
 }
 
-static void note_diff(struct cfg_diff *d, const char *key, const cJSON *a, const cJSON *b)
+static void note_diff(void *ctx, const char *key, const cJSON *a, const cJSON *b)
 {
+	struct cfg_diff *d = ctx;
 	if (refused_key(key)) {
 		size_t l = strlen(d->refused);
 		snprintf(d->refused + l, d->refused_cap - l, "%s%s", d->n_refused++ ? ", " : "", key);
@@ -268,34 +269,10 @@ static void note_diff(struct cfg_diff *d, const char *key, const cJSON *a, const
 	snprintf(d->allowed + l, d->allowed_cap - l, "%s%s: %s vs %s", d->n_allowed++ ? "; " : "", key, va, vb);
 }
 
-static void diff_walk(struct cfg_diff *d, const char *key, const cJSON *a, const cJSON *b)
+static bool whole_key(void *ctx, const char *key)
 {
-	if (a && b && cJSON_Compare(a, b, true))
-		return;
-	bool whole = key_in(key, whole_keys, sizeof whole_keys / sizeof whole_keys[0], false);
-	/* an object on one side only is walked too, so its leaves are named */
-	if (!whole && (cJSON_IsObject(a) || !a) && (cJSON_IsObject(b) || !b) && (a || b)) {
-		for (int pass = 0; pass < 2; pass++)
-			for (const cJSON *it = (pass ? b : a) ? (pass ? b : a)->child : NULL; it; it = it->next) {
-				const cJSON *other = cJSON_GetObjectItemCaseSensitive(pass ? a : b, it->string);
-				if (pass == 1 && other)
-					continue; /* seen in the first pass */
-				char sub[256];
-				snprintf(sub, sizeof sub, "%s%s%s", key, key[0] ? "." : "", it->string);
-				diff_walk(d, sub, pass ? other : it, pass ? it : other);
-			}
-		return;
-	}
-	if (!whole && cJSON_IsArray(a) && cJSON_IsArray(b) && cJSON_GetArraySize(a) == cJSON_GetArraySize(b)) {
-		int i = 0;
-		for (const cJSON *x = a->child, *y = b->child; x && y; x = x->next, y = y->next, i++) {
-			char sub[256];
-			snprintf(sub, sizeof sub, "%s[%d]", key, i);
-			diff_walk(d, sub, x, y);
-		}
-		return;
-	}
-	note_diff(d, key, a, b);
+	(void)ctx;
+	return key_in(key, whole_keys, sizeof whole_keys / sizeof whole_keys[0], false);
 }
 
 /* Compares two frozen configurations: refused (invalidating) keys into
@@ -309,7 +286,7 @@ static int config_diff(const char *ja, const char *jb, char *refused, size_t rn,
 	if (!a || !b)
 		note_diff(&d, "datasets (a run's protocol_json is not valid JSON)", NULL, NULL);
 	else
-		diff_walk(&d, "", a, b);
+		json_diff(a, b, whole_key, note_diff, &d);
 	cJSON_Delete(a);
 	cJSON_Delete(b);
 	return d.n_refused;

@@ -39,6 +39,41 @@ int store_eval_insert(struct store *s, const struct store_eval_row *w)
 	return store_step_once(st, bad);
 }
 
+int store_eval_put(struct store *s, const struct store_eval_row *w, int *outcome)
+{
+	*outcome = 0;
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(s->db,
+			       "SELECT pass, failure_class, coalesce(raw_sha256, ''), coalesce(reasoning_sha256, '')"
+			       " FROM eval_rows WHERE run = ? AND repeat_index = ? AND task_id = ? AND attempt = ?",
+			       -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	int bad = sqlite3_bind_int64(st, 1, w->run_id);
+	bad |= sqlite3_bind_int64(st, 2, w->repeat);
+	bad |= store_bind_text(st, 3, w->task_id);
+	bad |= sqlite3_bind_int64(st, 4, w->attempt);
+	int rc = bad ? -ENOMEM : 0;
+	int step = rc ? SQLITE_DONE : sqlite3_step(st);
+	if (step == SQLITE_ROW) {
+		/* an empty string is stored as NULL (store_eval_insert), so compare it as "" */
+		const char *cls = store_col_text(st, 1), *raw = store_col_text(st, 2), *rsn = store_col_text(st, 3);
+		bool same = (sqlite3_column_int(st, 0) != 0) == w->pass &&
+			    strcmp(cls, w->failure_class ? w->failure_class : "") == 0 &&
+			    strcmp(raw, w->raw_sha ? w->raw_sha : "") == 0 &&
+			    strcmp(rsn, w->reasoning_sha ? w->reasoning_sha : "") == 0;
+		*outcome = same ? 0 : -1;
+	} else if (step != SQLITE_DONE) {
+		rc = -EIO;
+	}
+	sqlite3_finalize(st);
+	if (rc || step == SQLITE_ROW)
+		return rc;
+	rc = store_eval_insert(s, w);
+	if (rc == 0)
+		*outcome = 1;
+	return rc;
+}
+
 /* Both orders end in attempt, so the rows of one (repeat, task) arrive together and
  * the last of them is its final attempt: a row is final when the next row has
  * another key (or there is none). store_eval_each holds each row back until it

@@ -107,6 +107,30 @@ int store_run_keep_fingerprint(struct store *s, int64_t run_id, const char *fing
 	return rc;
 }
 
+int store_run_find_merged(struct store *s, const char *key, int64_t *run_id, char *err, size_t errlen)
+{
+	*run_id = 0;
+	sqlite3_stmt *st;
+	int rc = store_prepare(s,
+			       "SELECT id FROM runs WHERE kind = 'eval' AND json_valid(summary_json)"
+			       " AND json_extract(summary_json, '$.merge.key') = ? ORDER BY id LIMIT 1",
+			       &st, "reading runs failed", err, errlen);
+	if (rc)
+		return rc;
+	if (store_bind_text(st, 1, key) != SQLITE_OK) {
+		sqlite3_finalize(st);
+		err_set(err, errlen, "out of memory reading runs");
+		return -ENOMEM;
+	}
+	int step = sqlite3_step(st);
+	if (step == SQLITE_ROW)
+		*run_id = sqlite3_column_int64(st, 0);
+	else if (step != SQLITE_DONE)
+		rc = store_fail(s, "reading runs failed", err, errlen);
+	sqlite3_finalize(st);
+	return rc;
+}
+
 int store_run_get(struct store *s, int64_t id, struct store_run_info *out, char *err, size_t errlen)
 {
 	memset(out, 0, sizeof *out);

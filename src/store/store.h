@@ -64,6 +64,12 @@ __attribute__((warn_unused_result)) int store_run_append_level(struct store *s, 
 __attribute__((warn_unused_result)) int store_run_keep_fingerprint(struct store *s, int64_t run_id,
 								   const char *fingerprint_json);
 
+/* The eval run a merge wrote for merge key `key` (runs.summary_json.merge.key), the
+ * oldest when there are several: 0 and *run_id (0 when there is none), or -EIO
+ * with a message. */
+__attribute__((warn_unused_result)) int store_run_find_merged(struct store *s, const char *key, int64_t *run_id,
+							      char *err, size_t errlen);
+
 /* One runs row as read back. Strings are the caller's (store_run_info_finish frees
  * them); a NULL column reads as NULL. */
 struct store_run_info {
@@ -152,6 +158,13 @@ struct store_eval_row {
 /* Inserts the row in its own transaction. 0, -ENOMEM, or -EIO (store_errmsg says
  * why; a second row for the same run, repeat, task and attempt is refused). */
 __attribute__((warn_unused_result)) int store_eval_insert(struct store *s, const struct store_eval_row *r);
+
+/* Puts a row copied from another file (sixi-eval merge): inserted when its run,
+ * repeat, task and attempt are new (*outcome 1); left alone when a row with that key
+ * and the same outcome (pass, failure_class, raw_sha256, reasoning_sha256) is there
+ * (*outcome 0); not written when the row there has another outcome (*outcome -1).
+ * Joins the caller's transaction. 0, -ENOMEM or -EIO. */
+__attribute__((warn_unused_result)) int store_eval_put(struct store *s, const struct store_eval_row *r, int *outcome);
 
 /* An eval row as read back. final is the one rule of which attempt counts: the
  * highest attempt of its (repeat, task) is the task run's outcome, the others are

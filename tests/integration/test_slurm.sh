@@ -2,7 +2,7 @@
 # test_slurm.sh — harness/slurm on a real single-node Slurm: munged with a key made here,
 # slurmctld and slurmd on 127.0.0.1 (free ports, state in a temp dir, no cgroups), both in
 # the foreground and stopped by PID. A 4-shard eval against a real sixi-server (tiny model,
-# greedy) is submitted with harness/slurm/submit.sh; the merged DB's per-task pass counts
+# temperature 0.9 with seeded sampling: --sample-seed) is submitted with harness/slurm/submit.sh; the merged DB's per-task pass counts
 # must equal an unsharded run's. Skips (77) with the reason where Slurm cannot start.
 set -eu
 SRC=${SIXI_SOURCE_ROOT:-.}
@@ -89,7 +89,7 @@ until http_get "http://127.0.0.1:$(cat "$T/port" 2>/dev/null || echo 1)/health" 
 done
 URL="http://127.0.0.1:$(cat "$T/port")"
 EVAL=$(cd "$B/src" && pwd)/sixi-eval
-ARGS="--url $URL --model tiny --dataset $(cd "$SRC/datasets/demo" && pwd) --repeats 2 --temperature 0 --max-tokens 64 --no-preflight"
+ARGS="--url $URL --model tiny --dataset $(cd "$SRC/datasets/demo" && pwd) --repeats 2 --temperature 0.9 --sample-seed 11 --max-tokens 64 --no-preflight"
 
 # shellcheck disable=SC2086
 timeout 300 "$EVAL" run $ARGS --db "$T/whole.db" >"$T/whole.log" 2>&1 || { logs; exit 1; }
@@ -107,4 +107,10 @@ sqlite3 "$T/shards/merged.db" "$q" >"$T/merged.txt"
 if ! cmp -s "$T/whole.txt" "$T/merged.txt"; then
 	echo "FAIL: per-task pass counts differ (unsharded < > merged)"; diff "$T/whole.txt" "$T/merged.txt" || true; exit 1
 fi
+# seeded sampling: every reply is the unsharded run's, and the merged run is complete
+r='SELECT repeat_index, task_id, attempt, raw_sha256 FROM eval_rows ORDER BY 1, 2, 3;'
+[ "$(sqlite3 "$T/whole.db" "$r")" = "$(sqlite3 "$T/shards/merged.db" "$r")" ] ||
+	{ echo "FAIL: the merged replies differ from the unsharded run's"; exit 1; }
+[ "$(sqlite3 "$T/shards/merged.db" 'SELECT status FROM runs WHERE id = 1;')" = done ] ||
+	{ echo "FAIL: the merged run is not marked done"; exit 1; }
 echo "ok: $(wc -l <"$T/whole.txt") tasks, merged pass counts equal the unsharded run's"

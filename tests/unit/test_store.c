@@ -171,10 +171,43 @@ static void test_readers(void)
 	unlink(path);
 }
 
+/* store_eval_put (a row copied by a merge) and store_run_find_merged. */
+static void test_merge_writers(void)
+{
+	char path[] = "/tmp/sixi-test-store-merge-XXXXXX";
+	int fd = mkstemp(path);
+	close(fd);
+	unlink(path);
+	char err[512] = "";
+	struct store *s = store_open(path, err, sizeof err);
+	if (!CHECK(s != NULL))
+		return;
+	int64_t run = 0, found = -1;
+	struct store_run r = { .kind = "eval", .workload = "eval", .protocol_json = "{}" };
+	CHECK(store_run_begin(s, &r, &run) == 0);
+	CHECK(store_run_find_merged(s, "k1", &found, err, sizeof err) == 0 && found == 0);
+	CHECK(store_run_set_summary(s, run, "{\"merge\":{\"key\":\"k1\"}}") == 0);
+	CHECK(store_run_find_merged(s, "k1", &found, err, sizeof err) == 0 && found == run);
+	CHECK(store_run_find_merged(s, "k2", &found, err, sizeof err) == 0 && found == 0);
+	struct store_eval_row w = { .run_id = run, .repeat = 0, .attempt = 1, .task_id = "t", .pass = true,
+				    .prompt_tokens = -1, .completion_tokens = 3, .seconds = 1, .failure_class = "pass" };
+	int outcome = 9;
+	CHECK(store_eval_put(s, &w, &outcome) == 0 && outcome == 1);
+	w.seconds = 2; /* timing is not the outcome */
+	CHECK(store_eval_put(s, &w, &outcome) == 0 && outcome == 0);
+	w.pass = false;
+	w.failure_class = "wrong";
+	CHECK(store_eval_put(s, &w, &outcome) == 0 && outcome == -1);
+	CHECK_EQ_INT(count(path, "SELECT count(*) FROM eval_rows WHERE pass = 1 AND seconds = 1"), 1);
+	store_close(s);
+	unlink(path);
+}
+
 int main(void)
 {
 	test_migrate_v1();
 	test_readers();
+	test_merge_writers();
 	char path[] = "/tmp/sixi-test-store-XXXXXX";
 	int fd = mkstemp(path);
 	close(fd);

@@ -56,6 +56,7 @@ static int side_load(struct side *s, const char *path, int threads, char *err, s
 	return s->m ? 0 : -EINVAL;
 }
 
+/* The text file, which must be UTF-8; NULL with a message. */
 static char *read_text(const char *path, size_t *n, char *err, size_t errlen)
 {
 	char *text = buf_load_file(path, n);
@@ -65,6 +66,12 @@ static char *read_text(const char *path, size_t *n, char *err, size_t errlen)
 		err_set(err, errlen, "%s: error reading the text", path);
 	else if (!text)
 		err_set(err, errlen, "%s: cannot read the text: %s", path, strerror(errno));
+	if (text && tok_utf8_error_offset(text, *n) != *n) {
+		err_set(err, errlen, "%s: not UTF-8 (first bad byte at offset %zu); give a UTF-8 text", path,
+			tok_utf8_error_offset(text, *n));
+		free(text);
+		return NULL;
+	}
 	return text;
 }
 
@@ -217,11 +224,6 @@ int kl_run(const struct kl_opts *o, struct store *st, struct kl_result *res, cha
 	}
 	if (!(text = read_text(o->text, &n_text, err, errlen)))
 		goto out;
-	if (tok_utf8_error_offset(text, n_text) != n_text) {
-		err_set(err, errlen, "%s: not UTF-8 (first bad byte at offset %zu); give a UTF-8 text", o->text,
-			tok_utf8_error_offset(text, n_text));
-		goto out;
-	}
 	if ((rc = side_load(&ref, o->reference, o->threads, err, errlen)) ||
 	    (rc = side_load(&cand, o->candidate, o->threads, err, errlen)))
 		goto out;
@@ -479,11 +481,6 @@ int kl_run_api(const struct kl_api_opts *o, struct store *st, struct kl_result *
 	struct api_side ra = { 0 }, ca = { 0 };
 	if (!(text = read_text(o->text, &n_text, err, errlen)))
 		goto out;
-	if (tok_utf8_error_offset(text, n_text) != n_text) {
-		err_set(err, errlen, "%s: not UTF-8 (first bad byte at offset %zu); give a UTF-8 text", o->text,
-			tok_utf8_error_offset(text, n_text));
-		goto out;
-	}
 	/* toks is indexed by position + 1, as store_all reads it */
 	for (size_t at = 0; at < n_text && (o->max_positions <= 0 || n_pt < (size_t)o->max_positions);) {
 		size_t end = chunk_end(text, n_text, at, (size_t)o->chunk_chars);

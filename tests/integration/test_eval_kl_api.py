@@ -18,6 +18,9 @@ served by its own sixi-server on 127.0.0.1 (port 0, stopped by PID). Checks:
 usage: test_eval_kl_api.py BUILD_ROOT"""
 import json, math, os, signal, sqlite3, subprocess, sys, tempfile, time, urllib.error, urllib.request
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kl_files import write_models, write_text, close  # noqa: E402
+
 build = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("SIXI_BUILD_ROOT", "build")
 src = os.environ.get("SIXI_SOURCE_ROOT", ".")
 server, ev, rep = (os.path.join(build, "src", p) for p in ("sixi-server", "sixi-eval", "sixi-report"))
@@ -31,10 +34,6 @@ def check(ok, what):
         fails += 1
         print("FAIL: " + what)
     return ok
-
-
-def close(a, b, rel):
-    return abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
 
 
 def start(d, name, gguf):
@@ -89,17 +88,11 @@ def kl_run(*args):
 procs = []
 with tempfile.TemporaryDirectory(prefix="sixi-test-klapi-") as d:
     try:
-        files, urls = {}, {}
+        files, urls = write_models(server, d), {}
         for t in ("F32", "Q8_0", "Q4_0"):
-            files[t] = os.path.join(d, t + ".gguf")
-            subprocess.run([server, "--write-tiny", files[t], "--moe", "--type", t], check=True, capture_output=True)
             p, urls[t] = start(d, t, files[t])
             procs.append(p)
-        text = os.path.join(d, "text.txt")
-        with open(os.path.join(src, "README.md"), "rb") as f:
-            body = f.read(1500).decode("utf-8", "ignore")
-        with open(text, "w") as f:
-            f.write(body)
+        text, body = write_text(src, d, 1500)
 
         # ---- the server side ----
         st, j = post(urls["F32"], {"prompt": body[:200], "max_tokens": 1, "prompt_logprobs": VOCAB,

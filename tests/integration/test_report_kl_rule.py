@@ -17,6 +17,9 @@ overhead can only bring the two closer, never past the 10 % line). Checks:
 No verdict depends on how fast this machine is. usage: test_report_kl_rule.py BUILD_ROOT"""
 import json, os, signal, sqlite3, subprocess, sys, tempfile, time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kl_files import write_models, write_text, close as close_rel  # noqa: E402
+
 build = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("SIXI_BUILD_ROOT", "build")
 src = os.environ.get("SIXI_SOURCE_ROOT", ".")
 server, ev, rep, bench = (os.path.join(build, "src", p) for p in ("sixi-server", "sixi-eval", "sixi-report", "sixi-bench"))
@@ -74,19 +77,12 @@ def agg_tok_s(con, bench_run):
 
 
 def close(a, b, rel=1e-9):
-    return abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
+    return close_rel(a, b, rel)
 
 
 with tempfile.TemporaryDirectory(prefix="sixi-test-klrule-") as d:
-    files = {}
-    for t in ("F32", "Q8_0", "Q4_0"):
-        files[t] = os.path.join(d, t + ".gguf")
-        subprocess.run([server, "--write-tiny", files[t], "--moe", "--type", t], check=True, capture_output=True)
-    text = os.path.join(d, "text.txt")
-    with open(os.path.join(src, "README.md"), "rb") as f:
-        body = f.read(2000)
-    with open(text, "wb") as f:
-        f.write(body.decode("utf-8", "ignore").encode("utf-8"))
+    files = write_models(server, d)
+    text, _ = write_text(src, d, 2000)
     db = os.path.join(d, "kl.db")
     kl = {}
     for ref, t in (("F32", "Q8_0"), ("F32", "Q4_0"), ("Q8_0", "Q4_0")):

@@ -9,6 +9,9 @@ the standard library): the tiny qwen35moe model in F32, Q8_0 and Q4_0 (sixi-serv
 usage: test_eval_kl.py BUILD_ROOT (meson passes it; SIXI_SOURCE_ROOT gives the text)."""
 import json, math, os, sqlite3, subprocess, sys, tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from kl_files import write_models, write_text, close as close_rel  # noqa: E402
+
 build = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("SIXI_BUILD_ROOT", "build")
 src = os.environ.get("SIXI_SOURCE_ROOT", ".")
 server, ev, rep = (os.path.join(build, "src", p) for p in ("sixi-server", "sixi-eval", "sixi-report"))
@@ -23,19 +26,12 @@ def check(ok, what):
 
 
 def close(a, b, rel=1e-12):
-    return abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
+    return close_rel(a, b, rel)
 
 
 with tempfile.TemporaryDirectory(prefix="sixi-test-klpy-") as d:
-    files = {}
-    for t in ("F32", "Q8_0", "Q4_0"):
-        files[t] = os.path.join(d, t + ".gguf")
-        subprocess.run([server, "--write-tiny", files[t], "--moe", "--type", t], check=True, capture_output=True)
-    text = os.path.join(d, "text.txt")
-    with open(os.path.join(src, "README.md"), "rb") as f:
-        body = f.read(4000)
-    with open(text, "wb") as f:
-        f.write(body.decode("utf-8", "ignore").encode("utf-8"))
+    files = write_models(server, d)
+    text, _ = write_text(src, d, 4000)
     db = os.path.join(d, "kl.db")
     live = {}
     for t in ("F32", "Q8_0", "Q4_0"):

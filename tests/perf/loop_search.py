@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Does the trained sixi-small loop? A search for replies that repeat until max_tokens.
 
-    python3 tests/perf/loop_search.py BUILD_DIR [--fuzz N] [--sampled N] [--max-tokens N] [--seed S]
+    python3 tests/perf/loop_search.py BUILD_DIR [--fuzz N] [--sampled N] [--no-eos N] [--max-tokens N] [--seed S]
 
 Writes sixi-small as GGUF (sixi-server --write-tiny --from), starts sixi-server on it on
 127.0.0.1 (one thread) and sends, one request at a time through /v1/chat/completions:
@@ -14,9 +14,10 @@ Writes sixi-small as GGUF (sixi-server --write-tiny --from), starts sixi-server 
             concatenated, a word or sentence repeated, numbers made large, a number replaced
             by a list, words shuffled or deleted), greedy;
   sampled   N demo, sixi-math and training-kind prompts at a temperature drawn from 0.3 to 2.0;
-  no-eos    the demo's tasks and the first 8 of sixi-math with "ignore_eos": true (the model's
-            end-of-turn token not honoured, as with a GGUF whose end token is set wrong),
-            greedy, through /v1/completions with the ChatML prompt.
+  no-eos    the demo's tasks and the first 8 of sixi-math, the training data's chat turns and
+            N training-kind prompts with "ignore_eos": true (the model's end-of-turn token not
+            honoured, as with a GGUF whose end token is set wrong), greedy, through
+            /v1/completions with the ChatML prompt.
 
 For each reply it prints a line when the reply ran to max_tokens or its tail repeats: the
 finish reason, completion tokens, the shortest period p of the repeating tail and how many
@@ -136,6 +137,7 @@ def main():
     ap.add_argument("build")
     ap.add_argument("--fuzz", type=int, default=2000)
     ap.add_argument("--sampled", type=int, default=1500)
+    ap.add_argument("--no-eos", type=int, default=300)
     ap.add_argument("--max-tokens", type=int, default=512)
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
@@ -182,7 +184,8 @@ def main():
             phases.append(("sampled", [(r.choice(tasks) if r.random() < 0.5 else base(),
                                         r.choice([0.3, 0.5, 0.7, 1.0, 1.3, 1.6, 2.0]), False)
                                        for _ in range(a.sampled)]))
-            phases.append(("no-eos", [(p, 0, True) for p in tasks[:14]]))
+            ne = tasks[:14] + [u for u, _ in md.CHAT] + [base() for _ in range(a.no_eos)]
+            phases.append(("no-eos", [(p, 0, True) for p in ne]))
             for name, items in phases:
                 t0, n, length, loops, fired, longest = time.monotonic(), 0, 0, 0, 0, 0
                 for prompt, temp, no_eos in items:

@@ -4,7 +4,8 @@
 # 127.0.0.1, sweeps it with sixi-bench at 1, 4, 16 and 32 streams, evaluates the demo task
 # set plus eight sixi-math tasks under three conditions (greedy, temperature 0.7, and
 # temperature 0.7 with a 24-token budget; 3 repeats each), compares greedy with 0.7 and the
-# large budget with the small one, and renders the reports from the stored rows. Without a
+# large budget with the small one, counts the loop class, and renders the reports from the
+# stored rows. Without a
 # built sixi-server it falls back to the scripted OpenAI-compatible test server and skips
 # the eval.
 set -eu
@@ -96,4 +97,21 @@ explain "$ROOT/reports/demo-eval-temperature.sixi.json" "greedy vs temperature 0
 echo "  (sampling at 0.7 rarely moves this model off the answers it has learnt, so 42 attempts show no change)"
 explain "$ROOT/reports/demo-eval-budget.sixi.json" "max_tokens 160 vs 24"
 echo "  (24 tokens cut most replies before their final answer: the class 'truncated' above, not 'wrong')"
+# The loop class from the same stored rows: this model ends its replies, so the detector has
+# nothing to fire on (tests/perf/loop_search.py: src/model/trained/README.md, "Does it loop?").
+for C in greedy t0.7 t0.7-short; do
+	"$BUILD/src/sixi-eval" summary "$(cat "$TMP/run-$C")" --json --db "$DB"
+done | python3 -c '
+import json, sys
+dec, text, rows = json.JSONDecoder(), sys.stdin.read(), []
+i = 0
+while i < len(text):
+    if text[i].isspace():
+        i += 1
+        continue
+    o, i = dec.raw_decode(text, i)
+    rows.append(o.get("eval", o))
+loop, graded = sum(r["classes"]["loop"] for r in rows), sum(r["graded"] for r in rows)
+print("loop class: %d of %d graded attempts in the three conditions" % (loop, graded))'
+echo "  (sixi-small ends every reply with its end token; no prompt tried made it repeat until max_tokens)"
 echo "reports: reports/demo-eval-temperature.md and reports/demo-eval-budget.md (and .html)"

@@ -178,6 +178,9 @@ def test_faults(tmp, sandbox_ok):
 
 
 def test_loop_guard(tmp):
+    # A scripted loop, not a model's: the trained sixi-small was not found looping (greedy or
+    # sampled, tests/perf/loop_search.py), and its loops with the end token ignored repeat
+    # units shorter than the ratio's 41-character sentences (src/model/trained/README.md).
     script = rules({})
     sentence = ("Alternatively, perhaps think of the expression as the sum over all pairs of indices i and j. "
                 "Hmm, but I am not sure.")
@@ -510,8 +513,8 @@ def stop_sixi_server(proc, log):
 
 
 def test_sixi_server_tiny(tmp):
-    """The real server with its tiny model: a 3-repeat run stores every row and raw
-    text; the prompt is rendered with the GGUF's own chat template."""
+    """The real server with its random tiny model (structural: rows, not answers): a 3-repeat
+    run stores every row and raw text; the prompt is rendered with the GGUF's own chat template."""
     exe = os.path.join(BUILD, "src", "sixi-server")
     if not os.access(exe, os.X_OK):
         print("note: sixi-server is not built; the tiny-model check is left out")

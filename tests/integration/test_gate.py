@@ -6,9 +6,14 @@
    (PASS) and whose needle gate is not (FAIL); then the bundled
    protocols/gate.json, which the scripted model fails gate by gate (exit 3),
    and its --json form.
-2. sixi-server, simulated (no model) and with its embedded tiny model: a small
+2. sixi-server, simulated (no model) and with its random tiny model: a small
    gate run completes and prints a line per gate (the models fail them: the
-   pipeline is tested).
+   pipeline is tested; structural).
+3. sixi-server with the trained sixi-small (src/model/trained/), greedy, on the
+   eight sixi-math tasks of the demo: the model answers six (two of them wrong:
+   average-score 101 for 78, consecutive-sum 54 for 50), so a gate needing 6
+   passes, one needing 7 fails naming average-score's answer, and a sixi-code
+   gate fails (behaviour: the verdict follows what the model answers).
 Servers listen on 127.0.0.1, port 0, and are stopped by PID.
 """
 import json
@@ -242,6 +247,54 @@ def test_sixi_server(tmp, mode):
         log.close()
 
 
+DEMO_MATH = ("bakery-trays", "handshakes", "lcm-buses", "sequence-term", "average-score", "hexagon-diagonals",
+             "trapezoid-area", "consecutive-sum")
+
+
+def test_trained(tmp):
+    """Gates whose verdicts follow the trained model's (greedy, deterministic) answers."""
+    exe = os.path.join(BUILD, "src", "sixi-server")
+    if not os.access(exe, os.X_OK):
+        print("note: sixi-server is not built; the trained model's gate run is left out")
+        return
+    gguf = os.path.join(tmp, "small.gguf")
+    w = subprocess.run([exe, "--write-tiny", gguf, "--from", os.path.join(SRC, "src", "model", "trained", "sixi-small")],
+                       capture_output=True, text=True, timeout=60)
+    if not check(w.returncode == 0, "sixi-server --write-tiny --from: %s" % w.stderr.strip()):
+        return
+    with open(os.path.join(SRC, "datasets", "sixi-math", "tasks.jsonl")) as f:
+        rows = [line for line in f if json.loads(line)["id"].split("/")[1] in DEMO_MATH]
+    check(len(rows) == 8, "the demo's eight sixi-math tasks")
+    with open(os.path.join(tmp, "math8.jsonl"), "w") as f:
+        f.writelines(rows)
+    port_file, pid_file = os.path.join(tmp, "trained.port"), os.path.join(tmp, "trained.pid")
+    log = open(os.path.join(tmp, "trained.log"), "w")
+    proc = subprocess.Popen([exe, "--model", gguf, "--threads", "1", "--port", "0", "--port-file", port_file,
+                             "--pid-file", pid_file], stderr=log)
+    try:
+        url = "http://127.0.0.1:%d" % wait_port(port_file, proc)
+        proto = {"name": "trained", "model": "sixi-small", "max_tokens": 160, "temperature": 0, "timeout_s": 60,
+                 "seed": 1, "gates": [
+                     {"name": "math6", "kind": "dataset", "dataset": "math8.jsonl", "min_passed": 6},
+                     {"name": "math7", "kind": "dataset", "dataset": "math8.jsonl", "min_passed": 7},
+                     {"name": "code", "kind": "dataset", "dataset": os.path.join(SRC, "datasets", "sixi-code"),
+                      "tasks": 2, "min_passed": 1}]}
+        pp = os.path.join(tmp, "trained.json")
+        with open(pp, "w") as f:
+            json.dump(proto, f)
+        r = gate(pp, "--url", url, timeout=300)
+        print(r.stdout)
+        lines = gate_lines(r.stdout)
+        check(lines == {"math6": "PASS", "math7": "FAIL", "code": "FAIL"}, "trained: verdicts %s %s"
+              % (lines, r.stderr[-500:]))
+        check(r.returncode == 3, "trained: exit 3 when a gate fails, got %d" % r.returncode)
+        check("6/8 passed" in r.stdout and "sixi-math/average-score: answer 101, expected 78" in r.stdout,
+              "trained: the math line counts 6 of 8 and names the first wrong answer: %s" % r.stdout)
+    finally:
+        stop(proc)
+        log.close()
+
+
 def main():
     if not os.access(EVAL, os.X_OK):
         print("SKIP: %s is not built" % EVAL)
@@ -251,6 +304,7 @@ def main():
         test_structured_calls(tmp)
         test_sixi_server(tmp, "simulate")
         test_sixi_server(tmp, "tiny")
+        test_trained(tmp)
     print("%d checks, %d failed" % (checks, failures))
     return 1 if failures else 0
 

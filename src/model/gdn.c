@@ -87,6 +87,14 @@ size_t gdn_chunk_scratch_floats(int chunk, int d_k, int d_v)
 	return (size_t)chunk + (size_t)chunk * chunk + (size_t)chunk * d_v + (size_t)chunk * d_k;
 }
 
+/* e^x for the chunk's exponents (all <= 0): below -104 the float result is +0 (the smallest
+ * subnormal is e^-103.3), which glibc's expf reaches only through its slow underflow path
+ * (errno set, a few per cent of a prefill's time with strongly decaying gates). */
+static inline float exp_decay(float x)
+{
+	return x < -104.0f ? 0.0f : expf(x);
+}
+
 /* One chunk of L rows (L <= chunk size). Notation of gdn.h; G is the running sum of g
  * inside the chunk. With A[i][j] = β_i e^{G_i−G_j} (k_i·k_j) for j < i, the row updates
  * u_i satisfy u_i + Σ_{j<i} A_ij u_j = β_i v_i − β_i e^{G_i} S0ᵀ k_i, so
@@ -110,11 +118,11 @@ static void chunk_step(float *st, int d_k, int d_v, float scale, const struct gd
 	}
 	for (int i = 0; i < L; i++)
 		for (int j = 0; j < i; j++)
-			A[(size_t)i * chunk + j] = B(i) * expf(G[i] - G[j]) * vo.dot(K(i), K(j), d_k);
+			A[(size_t)i * chunk + j] = B(i) * exp_decay(G[i] - G[j]) * vo.dot(K(i), K(j), d_k);
 	/* Forward substitution for U and W. */
 	for (int i = 0; i < L; i++) {
 		float *ui = U + (size_t)i * d_v, *wi = W + (size_t)i * d_k;
-		float bi = B(i), eg = bi * expf(G[i]);
+		float bi = B(i), eg = bi * exp_decay(G[i]);
 		for (int c = 0; c < d_v; c++)
 			ui[c] = bi * V(i)[c];
 		for (int c = 0; c < d_k; c++)
@@ -136,24 +144,24 @@ static void chunk_step(float *st, int d_k, int d_v, float scale, const struct gd
 	/* Outputs: A's strict lower triangle is no longer needed, reuse it for e^{G_i−G_j} q_i·k_j. */
 	for (int i = 0; i < L; i++) {
 		float *o = r->o + (size_t)(t0 + i) * r->o_stride;
-		float egi = expf(G[i]);
+		float egi = exp_decay(G[i]);
 		for (int c = 0; c < d_v; c++)
 			o[c] = egi * vo.dot(st + (size_t)c * d_k, Q(i), d_k);
 		for (int j = 0; j <= i; j++) {
-			float a = expf(G[i] - G[j]) * vo.dot(Q(i), K(j), d_k);
+			float a = exp_decay(G[i] - G[j]) * vo.dot(Q(i), K(j), d_k);
 			vo.axpy(o, a, U + (size_t)j * d_v, d_v);
 		}
 		for (int c = 0; c < d_v; c++)
 			o[c] *= scale;
 	}
 	/* State at the end of the chunk. */
-	float egl = expf(G[L - 1]);
+	float egl = exp_decay(G[L - 1]);
 	for (int c = 0; c < d_v; c++) {
 		float *s = st + (size_t)c * d_k;
 		for (int x = 0; x < d_k; x++)
 			s[x] *= egl;
 		for (int j = 0; j < L; j++) {
-			float a = expf(G[L - 1] - G[j]) * U[(size_t)j * d_v + c];
+			float a = exp_decay(G[L - 1] - G[j]) * U[(size_t)j * d_v + c];
 			vo.axpy(s, a, K(j), d_k);
 		}
 	}

@@ -324,6 +324,7 @@ struct model {
 	int n_threads;
 	void *wmap;                      /* weight matrices copied into huge pages (or NULL) */
 	size_t wmap_len;                 /* bytes mapped at wmap */
+	float *wf32;                     /* F16/BF16 matrices stored as F32 (model_matrices_f32), or NULL */
 };
 
 static uint64_t row_bytes(uint32_t type, uint64_t n)
@@ -508,6 +509,7 @@ void model_free(struct model *m)
 		gguf_close(m->gguf);
 	if (m->wmap)
 		munmap(m->wmap, m->wmap_len);
+	free(m->wf32);
 	free(m);
 }
 
@@ -588,6 +590,58 @@ static void weights_to_huge_pages(struct model *m)
 #else
 	(void)m;
 #endif
+}
+
+/* ---- small models: matrices stored as F32 ---- */
+
+int model_matrices_f32(struct model *m, size_t max_bytes)
+{
+	struct kern_mat *mats[16];
+	size_t total = 0;
+	if (m->wf32)
+		return 0;
+	for (int pass = 0; pass < 2; pass++) { /* 0: count the floats, 1: convert */
+		float *at = m->wf32;
+		for (int il = -1; il < m->cfg.n_layer; il++) {
+			size_t n = 0;
+			if (il < 0) {
+				mats[n++] = &m->output;
+			} else {
+				struct layer *l = &m->layers[il];
+				struct kern_mat *all[] = { &l->qkv, &l->z, &l->beta, &l->alpha, &l->ssm_out, &l->wq,
+							   &l->wk, &l->wv, &l->wo, &l->ffn_gate, &l->ffn_up, &l->ffn_down,
+							   &l->router, &l->shexp_gate };
+				for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+					mats[n++] = all[i];
+			}
+			for (size_t i = 0; i < n; i++) {
+				struct kern_mat *w = mats[i];
+				if (!w->data || (w->type != GGUF_TENSOR_F16 && w->type != GGUF_TENSOR_BF16))
+					continue;
+				size_t floats = (size_t)w->n_out * (size_t)w->n_in;
+				if (pass == 0) {
+					total += floats;
+					continue;
+				}
+				for (int r = 0; r < w->n_out; r++)
+					kern_row_to_f32(w->type, (const uint8_t *)w->data + (size_t)r * w->row_bytes,
+							at + (size_t)r * w->n_in, w->n_in);
+				*w = (struct kern_mat){ .data = at, .type = GGUF_TENSOR_F32, .n_in = w->n_in,
+							.n_out = w->n_out, .row_bytes = (size_t)w->n_in * sizeof(float) };
+				at += floats;
+			}
+		}
+		if (pass == 0) {
+			if (total == 0)
+				return 0;
+			if (total > max_bytes / sizeof(float))
+				return -E2BIG;
+			m->wf32 = malloc(total * sizeof(float));
+			if (!m->wf32)
+				return -ENOMEM;
+		}
+	}
+	return 0;
 }
 
 static int load_layer(struct model *m, struct loader *ld, int il)

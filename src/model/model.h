@@ -77,6 +77,14 @@ const char *model_isa(const struct model *m);
  * them). The per-sequence vector work always takes the widest path the CPU has. */
 int model_set_isa(struct model *m, const char *isa);
 
+/* Stores every F16 and BF16 weight matrix (not the token embedding) as F32, converted once,
+ * when together they take at most max_bytes as F32; otherwise -E2BIG and nothing changes
+ * (-ENOMEM likewise). Exact (both types widen to F32 without rounding) and the pass computes
+ * the same floats, but no longer widens every row of every matrix on each pass: for a model
+ * of a few MB, one-row passes run about twice as fast (a draft model, say). Call before the
+ * first pass, from the thread that owns the model. */
+int model_matrices_f32(struct model *m, size_t max_bytes);
+
 /* ---- the state pool ---- */
 /* Per slot: for each GDN layer the recurrent state [H_v][d_v][d_k] and the conv window
  * [conv_kernel-1][conv_dim]; for each attention layer a KV cache of n_ctx rows. Kernels read

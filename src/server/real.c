@@ -13,6 +13,7 @@
 #include "server/spec_draft.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,6 +125,21 @@ void real_rows_finish(struct real_rows *s)
 	memset(s, 0, sizeof *s);
 }
 
+/* The draft's share of a pass (spec_draft_feed), run beside the target's. */
+struct feed_job {
+	struct spec_draft *d;
+	const struct model_batch *b;
+	const uint8_t *keep;
+};
+
+static void *feed_main(void *arg)
+{
+	struct feed_job *j = arg;
+	/* a failure only leaves the rows to the draft's own catch-up */
+	(void)spec_draft_feed(j->d, j->b->tokens, j->b->slots, j->b->pos, j->keep, j->b->n_rows);
+	return NULL;
+}
+
 static int forward_rows(struct engine *e, const struct engine_row *rows, size_t n, const uint8_t *keep,
 			float *logits)
 {
@@ -132,7 +148,21 @@ static int forward_rows(struct engine *e, const struct engine_row *rows, size_t 
 	int rc = real_rows_batch(&r->rows, rows, n, e->n_slots, r->used, &b);
 	if (rc != 0)
 		return rc;
-	return keep ? model_forward_keep(r->m, r->st, &b, keep, logits) : model_forward(r->m, r->st, &b, logits);
+	/* Prompt rows (segments not kept) go to the draft model too, on a second thread while the
+	 * target runs them: otherwise the draft reads a whole prompt serially before its first
+	 * draft, which at a few dozen generated tokens a request costs more than speculation saves. */
+	bool feed = false;
+	for (size_t i = 0; r->draft && !feed && i < n; i++)
+		feed = !keep || !keep[i];
+	struct feed_job job = { r->draft, &b, keep };
+	pthread_t th;
+	bool threaded = feed && pthread_create(&th, NULL, feed_main, &job) == 0;
+	if (feed && !threaded)
+		feed_main(&job);
+	rc = keep ? model_forward_keep(r->m, r->st, &b, keep, logits) : model_forward(r->m, r->st, &b, logits);
+	if (threaded)
+		pthread_join(th, NULL);
+	return rc;
 }
 
 static int real_forward(struct engine *e, const struct engine_row *rows, size_t n, float *logits)

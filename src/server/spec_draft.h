@@ -38,6 +38,14 @@ struct spec_draft *spec_draft_open(const char *path, const struct model *target,
 void spec_draft_free(struct spec_draft *d);
 /* Forgets what the slot consumed (a new sequence takes it). */
 void spec_draft_reset(struct spec_draft *d, int slot);
+/* Feeds the draft rows its target consumes anyway (prompt chunks) so that the draft need not
+ * catch up on them when it drafts: rows (tokens, slots, pos: n each, a slot's rows consecutive
+ * and in order) whose segment has keep set are skipped, and so are a slot's rows unless the
+ * first continues what the slot consumed (pos == ids consumed); spec_draft_run's catch-up
+ * handles whatever was skipped. No logits. Meant to run on a second thread while the target
+ * runs the same rows (one call at a time per draft still). 0 or -errno (nothing consumed). */
+int spec_draft_feed(struct spec_draft *d, const int32_t *tokens, const int32_t *slots, const int32_t *pos,
+		    const uint8_t *keep, int n);
 /* Drafts for n requests (distinct slots). 0 or -errno. */
 int spec_draft_run(struct spec_draft *d, struct spec_draft_req *r, size_t n);
 /* Bytes of the draft's state pool (all slots), for the memory report. */

@@ -3,12 +3,17 @@
 
     python3 tests/perf/spec_trained.py BUILD_DIR [--threads N] [--rounds N] [--draft-max N] [--type T]
 
-Writes the trained sixi-small and its draft as GGUF (sixi-server --write-tiny --from), then
-for each of two servers on 127.0.0.1 (plain, and --draft with the trained draft) sends the
-prompts of datasets/demo and datasets/sixi-math (the first 20), one request at a time,
+Writes the trained sixi-small and its draft as GGUF (sixi-server --write-tiny --from), starts
+two servers on 127.0.0.1 (plain, and --draft with the trained draft) and sends them the
+prompts of datasets/demo and datasets/sixi-math (the first 20), one request at a time, the
+two servers taking turns request by request (both see the same load on a shared machine),
 greedy, max_tokens 96, through /v1/chat/completions, `rounds` times, and prints: generated
 tokens, wall seconds, tokens per second (sum of tokens / sum of request wall time), the
-ratio, and the server's acceptance rate from /metrics. Greedy speculation gives the same
+ratio, and the server's acceptance rate from /metrics. A second line per server splits the
+wall time at each request's first token (the server's sixi_prefill_wait_seconds, read before
+and after): the mean time to the first token (the prompt's prefill, the same work in both
+servers) and the decode rate after it (tokens after the first / the time after it), which is
+what speculation changes. Greedy speculation gives the same
 text as plain decoding; the script checks that each reply is equal in both servers.
 Output: reports/perf/spec-trained.md holds a run and its command.
 """
@@ -45,6 +50,13 @@ def metric(url, name):
             if line.startswith(name + " "):
                 return float(line.split()[1])
     return None
+
+
+def metric_sum(url, name):
+    """Sum of a metric's series over all its labels."""
+    with urllib.request.urlopen(url + "/metrics", timeout=30) as r:
+        return sum(float(line.split()[-1]) for line in r.read().decode().splitlines()
+                   if line.startswith(name + "{") or line.startswith(name + " "))
 
 
 def serve(server, model, extra, threads, tmp, tag):
@@ -98,16 +110,34 @@ def main():
             subprocess.run([server, "--write-tiny", out, "--from", os.path.join(ROOT, "src/model/trained", d),
                             "--type", a.type],
                            check=True, stderr=subprocess.DEVNULL)
-        res = {}
-        for tag, extra in (("plain", []), ("draft", ["--draft", draft, "--draft-max", str(a.draft_max)])):
-            p, url = serve(server, big, extra, a.threads, tmp, tag)
-            try:
-                run(url, ps[:2], 1)  # warm-up, not counted
-                toks, wall, texts = run(url, ps, a.rounds)
-                res[tag] = {"tokens": toks, "wall_s": wall, "tok_s": toks / wall, "texts": texts,
-                            "accept_rate": metric(url, "sixi_spec_accept_rate"),
-                            "accept_len": metric(url, "sixi_spec_accept_len")}
-            finally:
+        tags = ("plain", "draft")
+        extras = {"plain": [], "draft": ["--draft", draft, "--draft-max", str(a.draft_max)]}
+        procs, urls = {}, {}
+        try:
+            for tag in tags:
+                procs[tag], urls[tag] = serve(server, big, extras[tag], a.threads, tmp, tag)
+            for tag in tags:
+                run(urls[tag], ps[:2], 1)  # warm-up, not counted
+            first0 = {tag: metric_sum(urls[tag], "sixi_prefill_wait_seconds_sum") for tag in tags}
+            res = {tag: {"tokens": 0, "wall_s": 0.0, "texts": []} for tag in tags}
+            # One request at a time, the two servers taking turns (which goes first alternates),
+            # so that both see the same load on a shared machine.
+            for i, prompt in enumerate(ps * a.rounds):
+                for tag in (tags if i % 2 == 0 else tags[::-1]):
+                    toks, wall, texts = run(urls[tag], [prompt], 1)
+                    res[tag]["tokens"] += toks
+                    res[tag]["wall_s"] += wall
+                    res[tag]["texts"] += texts
+            n_req = len(ps) * a.rounds
+            for tag in tags:
+                r = res[tag]
+                first = metric_sum(urls[tag], "sixi_prefill_wait_seconds_sum") - first0[tag]
+                r.update({"tok_s": r["tokens"] / r["wall_s"], "ttft_ms": 1e3 * first / n_req,
+                          "decode_tok_s": (r["tokens"] - n_req) / (r["wall_s"] - first),
+                          "accept_rate": metric(urls[tag], "sixi_spec_accept_rate"),
+                          "accept_len": metric(urls[tag], "sixi_spec_accept_len")})
+        finally:
+            for p in procs.values():
                 p.terminate()
                 p.wait()
     same = sum(x == y for x, y in zip(res["plain"]["texts"], res["draft"]["texts"]))
@@ -120,8 +150,12 @@ def main():
             tag, r["tokens"], r["wall_s"], r["tok_s"],
             "   acceptance rate %.3f, %.2f tokens a step" % (r["accept_rate"], r["accept_len"])
             if tag == "draft" and r["accept_rate"] is not None else ""))
-    print("speed-up %.2fx; replies equal in both servers: %d of %d" % (
-        res["draft"]["tok_s"] / res["plain"]["tok_s"], same, n))
+    for tag in ("plain", "draft"):
+        r = res[tag]
+        print("%-6s first token %6.2f ms a request, then %8.1f tok/s" % (tag, r["ttft_ms"], r["decode_tok_s"]))
+    print("speed-up %.2fx (after the first token %.2fx); replies equal in both servers: %d of %d" % (
+        res["draft"]["tok_s"] / res["plain"]["tok_s"], res["draft"]["decode_tok_s"] / res["plain"]["decode_tok_s"],
+        same, n))
     return 0 if same == n else 1
 
 

@@ -223,6 +223,16 @@ static void check_gguf_types(struct hf_model *h, const struct ref *r, const floa
 		CHECK(e < tol[i]);
 		CHECK(agree >= r->len[2] * agree12[i] / 12);
 		CHECK(e > 0); /* the weights really were stored in the narrower type */
+		if (types[i] != GGUF_TENSOR_Q8_0) {
+			/* widened once to F32 (model_matrices_f32): exactly the same logits */
+			CHECK_EQ_INT(model_matrices_f32(m, 1), -E2BIG);
+			CHECK_EQ_INT(model_matrices_f32(m, SIZE_MAX), 0);
+			float *wide = run_prefill(m, r, 2);
+			bool same = memcmp(wide, out, sizeof(float) * (size_t)r->len[2] * (size_t)r->vocab) == 0;
+			printf("  its matrices stored as F32: the same logits: %s\n", same ? "yes" : "NO");
+			CHECK(same);
+			free(wide);
+		}
 		free(out);
 		model_free(m);
 	}

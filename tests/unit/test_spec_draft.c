@@ -3,7 +3,8 @@
  * follows (as a verification would), its drafts always equal greedy decoding of the draft
  * model from scratch on the same history, for two slots drafted in the same calls, including
  * a history that diverges further back than the kept rows (start over), and a request over
- * the draft width is refused. (A draft of another vocabulary: test_spec.) */
+ * the draft width is refused. A prompt fed beforehand in chunks (spec_draft_feed, as the target
+ * runs it) gives the same drafts; rows that do not continue a slot, or are kept, are skipped. (A draft of another vocabulary: test_spec.) */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,6 +84,30 @@ int main(void)
 	       bad ? "NO" : "yes", n[0], n[1]);
 	CHECK_EQ_INT(bad, 0);
 	CHECK_EQ_INT(restarts, 1);
+	/* a prompt fed in chunks beside the target, as real.c does: slot 1, which is fresh */
+	{
+		int32_t pr[40], tk[40], sl[40], ps[40];
+		uint8_t kp[40] = { 0 };
+		for (int i = 0; i < 40; i++)
+			pr[i] = rnd(V);
+		for (int i = 0; i < 40; i++) {
+			tk[i] = pr[i];
+			sl[i] = 1;
+			ps[i] = i;
+		}
+		CHECK_EQ_INT(spec_draft_feed(d, tk, sl, ps, NULL, 25), 0);
+		CHECK_EQ_INT(spec_draft_feed(d, tk + 30, sl, ps + 30, NULL, 5), 0); /* a gap: skipped */
+		kp[25] = 1;
+		CHECK_EQ_INT(spec_draft_feed(d, tk + 25, sl, ps + 25, kp + 25, 5), 0); /* kept: skipped */
+		CHECK_EQ_INT(spec_draft_feed(d, tk + 25, sl, ps + 25, NULL, 14), 0);
+		struct spec_draft_req r1 = { .slot = 1, .hist = pr, .n_hist = 40, .k = K, .out = out[0] };
+		CHECK_EQ_INT(spec_draft_run(d, &r1, 1), 0);
+		CHECK_EQ_INT(r1.n_out, K);
+		CHECK(greedy_reference(ref, pr, 40, K, want) == 0);
+		CHECK(memcmp(want, out[0], sizeof(int32_t) * K) == 0);
+		printf("a prompt fed in chunks beforehand: drafts equal to greedy from scratch: %s\n",
+		       memcmp(want, out[0], sizeof(int32_t) * K) == 0 ? "yes" : "NO");
+	}
 	/* bad requests */
 	struct spec_draft_req big = { .slot = 0, .hist = hist[0], .n_hist = n[0], .k = K + 1, .out = out[0] };
 	CHECK_EQ_INT(spec_draft_run(d, &big, 1), -EINVAL);

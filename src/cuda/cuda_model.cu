@@ -60,6 +60,7 @@ extern "C" {
 #define MAX_KW 16     /* conv widths the window kernels hold in registers */
 #define SMALL_ROWS 32 /* default: passes up to this many rows take the warp-per-output product */
 #define GRAPHS 16     /* captured pass shapes kept */
+#define TC_ROWS 8     /* default: passes of this many rows or more take the tensor-core product */
 
 /* ======== weights ======== */
 
@@ -94,6 +95,7 @@ struct cuda_model {
 	unsigned graph_clock;
 	int use_graphs;
 	int small_rows;                  /* widest pass for mm_small (cuda_model_set_small_rows) */
+	int tc_rows;                     /* narrowest pass for mm_tc, 0: never (cuda_model_set_tc_rows) */
 	int fused;                       /* CUDA_FUSE_* parts of the fused set in use (cuda_model_set_fuse_mask) */
 	int pdl;                         /* kernels launched with programmatic dependent launch */
 	int gdn_cols;                    /* value columns a lane group holds in the GDN kernel (0: its default) */
@@ -869,6 +871,123 @@ __global__ void __launch_bounds__(256) mm_tiled(struct mm_args a)
 	}
 }
 
+/* ---- tensor-core products for wide passes (tc_rows rows or more) ----
+ * A block of 8 warps computes 16 outputs of one matrix for 8 NT rows of the pass (mma.sync
+ * m16n8: the weights are the A operand, 16 outputs; the rows the B operand, 8 a tile); its 8
+ * warps split the inputs (warp w takes the steps w, w + 8, ...) and their sums are added in
+ * warp order through shared memory, so an output's floats do not depend on the pass's other
+ * rows or on N (the grid only repeats blocks over more row tiles). Loads go from global memory
+ * straight into the fragments: a thread of lane group t loads 8 (Q8_0: 8 bytes) or 8 (BF16: 16
+ * bytes) consecutive inputs of its rows, which the fragments' k positions take in a fixed
+ * permutation, the same for weights and rows (a dot product's terms in another order).
+ *  - BF16 weights: the rows rounded to BF16 as they are loaded (fp32 -> bf16, nearest even),
+ *    m16n8k16 BF16 products with fp32 accumulation, 32 inputs a step.
+ *  - Q8_0 weights: the rows' Q8_0 activations (act_q8_kernel), m16n8k32 s8 products, one Q8_0
+ *    block a step: the integer dot of a block is exact, then added to the fp32 sum times
+ *    (weight scale * activation scale) as q8_rows does: the CPU's per-block term, bit for bit;
+ *    only the order of the fp32 sum over blocks differs. The dequantisation is this scaling. */
+__device__ __forceinline__ void mma_bf16(float *c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+					 uint32_t b1)
+{
+	asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+		     "{%0,%1,%2,%3};"
+		     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+		     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ void mma_s8(int *c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+				       uint32_t b1)
+{
+	asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+		     "{%0,%1,%2,%3};"
+		     : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+		     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ uint32_t bf16x2(float lo, float hi)
+{
+	__nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+	return *reinterpret_cast<uint32_t *>(&v);
+}
+
+#define TC_STEPS 8 /* warps of a block, each taking every 8th step of the inputs */
+
+/* Fragment layouts (PTX ISA, mma.m16n8k16 / m16n8k32): lane = 4 g + t; A registers 0/2 hold
+ * row g, 1/3 row g + 8; B registers hold column (row of the pass) g; C registers 0, 1 hold
+ * output g, rows 2t and 2t + 1; 2, 3 the same for output g + 8. */
+template <int NT> __global__ void __launch_bounds__(256) mm_tc(struct mm_args a)
+{
+	pdl_enter();
+	__shared__ float red[TC_STEPS][NT * 4][32]; /* [warp][n-tile * 4 + register][lane] */
+	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+	int base, k = mm_pick(a, blockIdx.y, &base);
+	const struct dmat &w = a.w[k];
+	const int o0 = (blockIdx.y - base) * 16, r0 = blockIdx.x * 8 * NT, n_in = w.n_in;
+	const int oa = min(o0 + g, w.n_out - 1), ob = min(o0 + g + 8, w.n_out - 1); /* loads stay inside */
+	float acc[NT][4];
+#pragma unroll
+	for (int j = 0; j < NT; j++)
+		acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+	if (w.type == GGUF_TENSOR_Q8_0) { /* uniform per block: one matrix */
+		const int nb = n_in / 32;
+		const int8_t *wa = (const int8_t *)w.w + (size_t)oa * n_in + t * 8;
+		const int8_t *wb = (const int8_t *)w.w + (size_t)ob * n_in + t * 8;
+#pragma unroll 2
+		for (int b = warp; b < nb; b += TC_STEPS) {
+			int2 A0 = __ldg(reinterpret_cast<const int2 *>(wa + (size_t)b * 32));
+			int2 A1 = __ldg(reinterpret_cast<const int2 *>(wb + (size_t)b * 32));
+			float da = __half2float(w.d[(size_t)oa * nb + b]), db = __half2float(w.d[(size_t)ob * nb + b]);
+#pragma unroll
+			for (int j = 0; j < NT; j++) {
+				int rb = min(r0 + j * 8 + g, a.N - 1), rc0 = min(r0 + j * 8 + 2 * t, a.N - 1);
+				int rc1 = min(r0 + j * 8 + 2 * t + 1, a.N - 1);
+				int2 B = __ldg(reinterpret_cast<const int2 *>(a.xq + (size_t)rb * a.nq + (size_t)b * 32 + t * 8));
+				float x0 = __ldg(a.xd + (size_t)rc0 * nb + b), x1 = __ldg(a.xd + (size_t)rc1 * nb + b);
+				int s[4] = { 0, 0, 0, 0 };
+				mma_s8(s, (uint32_t)A0.x, (uint32_t)A1.x, (uint32_t)A0.y, (uint32_t)A1.y, (uint32_t)B.x,
+				       (uint32_t)B.y);
+				acc[j][0] += __fmul_rn(da, x0) * (float)s[0];
+				acc[j][1] += __fmul_rn(da, x1) * (float)s[1];
+				acc[j][2] += __fmul_rn(db, x0) * (float)s[2];
+				acc[j][3] += __fmul_rn(db, x1) * (float)s[3];
+			}
+		}
+	} else { /* BF16 */
+		const uint16_t *wa = (const uint16_t *)w.w + (size_t)oa * n_in + t * 8;
+		const uint16_t *wb = (const uint16_t *)w.w + (size_t)ob * n_in + t * 8;
+#pragma unroll 2
+		for (int i = warp * 32; i < n_in; i += TC_STEPS * 32) {
+			uint4 A0 = __ldg(reinterpret_cast<const uint4 *>(wa + i));
+			uint4 A1 = __ldg(reinterpret_cast<const uint4 *>(wb + i));
+#pragma unroll
+			for (int j = 0; j < NT; j++) {
+				int rb = min(r0 + j * 8 + g, a.N - 1);
+				const float4 *xp = reinterpret_cast<const float4 *>(a.x + (size_t)rb * a.xs + i + t * 8);
+				float4 p = __ldg(xp), q = __ldg(xp + 1);
+				mma_bf16(acc[j], A0.x, A1.x, A0.y, A1.y, bf16x2(p.x, p.y), bf16x2(p.z, p.w));
+				mma_bf16(acc[j], A0.z, A1.z, A0.w, A1.w, bf16x2(q.x, q.y), bf16x2(q.z, q.w));
+			}
+		}
+	}
+	/* the 8 warps' sums, in warp order */
+#pragma unroll
+	for (int j = 0; j < NT; j++)
+#pragma unroll
+		for (int q = 0; q < 4; q++)
+			red[warp][j * 4 + q][lane] = acc[j][q];
+	__syncthreads();
+	for (int v = threadIdx.x; v < NT * 4 * 32; v += blockDim.x) {
+		int reg = v / 32, ln = v % 32, j = reg / 4, q = reg % 4;
+		float s = 0.f;
+#pragma unroll
+		for (int ww = 0; ww < TC_STEPS; ww++)
+			s += red[ww][reg][ln];
+		int o = o0 + (ln >> 2) + (q >= 2 ? 8 : 0), r = r0 + j * 8 + 2 * (ln & 3) + (q & 1);
+		if (o < w.n_out && r < a.N)
+			a.y[k][(size_t)r * a.ys[k] + o] = s;
+	}
+}
+
 
 /* Token rows of the embedding. Grid: rows. */
 __global__ void embed_kernel(struct dmat e, const int *tokens, float *x, int E)
@@ -1298,6 +1417,36 @@ struct norm_next {
 
 #define AN_ROWS 4 /* widest pass whose add_norm the product's last block does (one block's work) */
 
+/* Whether the n products of an N-row pass take mm_tc: N >= tc_rows, every matrix BF16 or Q8_0,
+ * inputs a multiple of 32 and rows of x 16-byte aligned (F32/F16 weights keep the fp32 kernels). */
+static int use_tc(const struct cuda_model *m, int n, const struct dmat *const *w, int xs, int N)
+{
+	if (m->tc_rows <= 0 || N < m->tc_rows || w[0]->n_in % 32 || xs % 4)
+		return 0;
+	long tiles = 0;
+	for (int i = 0; i < n; i++) {
+		if (w[i]->type != GGUF_TENSOR_BF16 && w[i]->type != GGUF_TENSOR_Q8_0)
+			return 0;
+		tiles += (w[i]->n_out + 15) / 16;
+	}
+	return tiles <= 65535; /* the grid's y */
+}
+
+/* mm_tc with NT row tiles of 8 a block (up to 64 rows; wider passes repeat the blocks of an
+ * output tile over the rows, next to each other in the grid, so the second read of a weight
+ * tile finds it in L2). */
+static void launch_tc(struct cuda_model *m, const struct mm_args &a, unsigned tiles)
+{
+	int nt = a.N <= 8 ? 1 : a.N <= 16 ? 2 : a.N <= 32 ? 4 : 8;
+	dim3 grid((unsigned)((a.N + 8 * nt - 1) / (8 * nt)), tiles);
+	switch (nt) {
+	case 1: launch(m, mm_tc<1>, grid, 256, a); break;
+	case 2: launch(m, mm_tc<2>, grid, 256, a); break;
+	case 4: launch(m, mm_tc<4>, grid, 256, a); break;
+	default: launch(m, mm_tc<8>, grid, 256, a); break;
+	}
+}
+
 /* y_k = W_k x for n matrices of the same input; pair: n = 2 and y_0 = silu(W_0 x) * (W_1 x)
  * (only for passes that take the small kernel, see matmul_swiglu); then nn, inside the product
  * (fused, small kernel, up to AN_ROWS rows) or as add_norm_kernel. */
@@ -1311,7 +1460,8 @@ static void matmul_n(struct cuda_model *m, int n, const struct dmat *const *w, c
 	a.xs = xs;
 	a.N = N;
 	a.pair = pair;
-	int acc = 0, tiled = N > m->small_rows, q8 = 0;
+	int tc = !pair && use_tc(m, n, w, xs, N);
+	int acc = 0, tiled = !tc && N > m->small_rows, q8 = 0;
 	for (int i = 0; i < n; i++)
 		q8 |= w[i]->type == GGUF_TENSOR_Q8_0;
 	if (q8) { /* the input quantised once for the launch's Q8_0 matrices (all read the same x) */
@@ -1325,24 +1475,26 @@ static void matmul_n(struct cuda_model *m, int n, const struct dmat *const *w, c
 		a.y[i] = y[i];
 		a.ys[i] = ys[i];
 		if (!pair || i == 0)
-			acc += tiled ? (w[i]->n_out + 63) / 64 : w[i]->n_out;
+			acc += tc ? (w[i]->n_out + 15) / 16 : tiled ? (w[i]->n_out + 63) / 64 : w[i]->n_out;
 		a.end[i] = acc;
 	}
 	/* enough warps to fill the device (~64 a multiprocessor): a product of few outputs splits
 	 * its inputs over up to 8 warps an output (a warp's step: 256 inputs, Q8_0 1024) */
 	int min_in = w[0]->n_in;
 	a.kw = 1;
-	while (!tiled && a.kw < 8 && (long)acc * a.kw < 64L * m->n_sm && min_in >= (q8 ? 2048 : 512) * a.kw)
+	while (!tiled && !tc && a.kw < 8 && (long)acc * a.kw < 64L * m->n_sm && min_in >= (q8 ? 2048 : 512) * a.kw)
 		a.kw *= 2;
 	unsigned blocks = (unsigned)(((long)acc * a.kw + 7) / 8);
 	const struct model_config *c = &m->cfg;
-	int inside = nn && (m->fused & CUDA_FUSE_NORM) && !tiled && N <= AN_ROWS && nn->rows <= N;
+	int inside = nn && (m->fused & CUDA_FUSE_NORM) && !tiled && !tc && N <= AN_ROWS && nn->rows <= N;
 	if (inside) {
 		a.an_count = m->an_count;
 		a.an_x = m->x, a.an_h = m->h, a.an_y = m->y, a.an_w = nn->w, a.an_map = nn->map;
 		a.an_rows = nn->rows, a.an_E = c->n_embd, a.an_add = 1, a.an_eps = c->norm_eps;
 	}
-	if (tiled)
+	if (tc)
+		launch_tc(m, a, (unsigned)acc);
+	else if (tiled)
 		launch(m, mm_tiled, dim3((unsigned)((N + 63) / 64), (unsigned)acc), 256, a);
 	else if (pair)
 		launch_small<2>(m, a, blocks);
@@ -1367,7 +1519,7 @@ static void matmul_swiglu(struct cuda_model *m, const struct dlayer *l, int N)
 	const struct dmat *w[2] = { &l->ffn_gate, &l->ffn_up };
 	float *y[2] = { m->a1, m->a2 };
 	int ys[2] = { m->w1, m->w2 };
-	if ((m->fused & CUDA_FUSE_SWIGLU) && N <= m->small_rows) {
+	if ((m->fused & CUDA_FUSE_SWIGLU) && N <= m->small_rows && !use_tc(m, 2, w, c->n_embd, N)) {
 		matmul_n(m, 2, w, m->h, c->n_embd, N, y, ys, 1, NULL);
 		return;
 	}
@@ -1729,6 +1881,17 @@ extern "C" int cuda_model_small_rows(const struct cuda_model *m)
 	return m->small_rows;
 }
 
+extern "C" void cuda_model_set_tc_rows(struct cuda_model *m, int rows)
+{
+	m->tc_rows = rows > 0 ? rows : 0;
+	graphs_drop(m);
+}
+
+extern "C" int cuda_model_tc_rows(const struct cuda_model *m)
+{
+	return m->tc_rows;
+}
+
 extern "C" void cuda_model_set_fused(struct cuda_model *m, int on)
 {
 	cuda_model_set_fuse_mask(m, on ? CUDA_FUSE_ALL : 0);
@@ -2028,6 +2191,10 @@ extern "C" struct cuda_model *cuda_model_create(int dev, const struct model_conf
 	   * and SIXI_CUDA_PDL=0|1 override. */
 		int narrow = c->n_embd < 4096;
 		const char *f = getenv("SIXI_CUDA_FUSED"), *p = getenv("SIXI_CUDA_PDL"), *gc = getenv("SIXI_CUDA_GDN_COLS");
+		const char *tcr = getenv("SIXI_CUDA_TC_ROWS");
+		m->tc_rows = tcr ? (int)strtol(tcr, NULL, 10) : TC_ROWS;
+		if (m->tc_rows < 0)
+			m->tc_rows = 0;
 		m->fused = !f ? (narrow ? CUDA_FUSE_GDN | CUDA_FUSE_SWIGLU : 0)
 			   : strcmp(f, "1") == 0 ? CUDA_FUSE_ALL
 			   : f[0] == 'm' ? (int)strtol(f + 1, NULL, 0) & CUDA_FUSE_ALL : 0;

@@ -96,6 +96,8 @@ struct cuda_model {
 	int use_graphs;
 	int small_rows;                  /* widest pass for mm_small (cuda_model_set_small_rows) */
 	int tc_rows;                     /* narrowest pass for mm_tc, 0: never (cuda_model_set_tc_rows) */
+	__nv_bfloat16 *dq;               /* cuda_model_set_tc_dequant: a Q8_0 matrix widened to BF16, or NULL */
+	size_t max_mat;                  /* the largest matrix's elements (its size) */
 	int fused;                       /* CUDA_FUSE_* parts of the fused set in use (cuda_model_set_fuse_mask) */
 	int pdl;                         /* kernels launched with programmatic dependent launch */
 	int gdn_cols;                    /* value columns a lane group holds in the GDN kernel (0: its default) */
@@ -225,6 +227,8 @@ static int get_mat(struct cuda_model *m, struct loader *ld, struct dmat *d, cons
 	d->type = (int)t->type;
 	d->n_in = n_in;
 	d->n_out = n_out;
+	if ((size_t)n_in * (size_t)n_out > m->max_mat)
+		m->max_mat = (size_t)n_in * (size_t)n_out;
 	d->d = NULL;
 	if (t->type != GGUF_TENSOR_Q8_0) {
 		d->w = upload(m, t->data, t->n_bytes, ld->err, ld->errlen);
@@ -912,6 +916,25 @@ __device__ __forceinline__ uint32_t bf16x2(float lo, float hi)
 
 #define TC_STEPS 8 /* warps of a block, each taking every 8th step of the inputs */
 
+/* The measured alternative for Q8_0 (cuda_model_set_tc_dequant): the whole matrix widened to
+ * BF16 (q * d rounded to BF16) in scratch, then the BF16 product. 8 quants a thread. */
+__global__ void dequant_bf16_kernel(struct dmat w, __nv_bfloat16 *out)
+{
+	pdl_enter();
+	size_t i = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * 8;
+	if (i >= (size_t)w.n_out * w.n_in)
+		return;
+	int2 q = __ldg(reinterpret_cast<const int2 *>((const int8_t *)w.w + i));
+	float d = __half2float(w.d[i / 32]);
+	const int8_t *qb = reinterpret_cast<const int8_t *>(&q);
+	uint4 o;
+	uint32_t *ow = reinterpret_cast<uint32_t *>(&o);
+#pragma unroll
+	for (int j = 0; j < 4; j++)
+		ow[j] = bf16x2(d * (float)qb[2 * j], d * (float)qb[2 * j + 1]);
+	*reinterpret_cast<uint4 *>(out + i) = o;
+}
+
 /* Fragment layouts (PTX ISA, mma.m16n8k16 / m16n8k32): lane = 4 g + t; A registers 0/2 hold
  * row g, 1/3 row g + 8; B registers hold column (row of the pass) g; C registers 0, 1 hold
  * output g, rows 2t and 2t + 1; 2, 3 the same for output g + 8. */
@@ -1464,6 +1487,25 @@ static void matmul_n(struct cuda_model *m, int n, const struct dmat *const *w, c
 	int acc = 0, tiled = !tc && N > m->small_rows, q8 = 0;
 	for (int i = 0; i < n; i++)
 		q8 |= w[i]->type == GGUF_TENSOR_Q8_0;
+	if (tc && m->dq) { /* the measured alternative: each Q8_0 matrix widened to BF16, then its product */
+		for (int i = 0; i < n; i++) {
+			struct dmat bw = *w[i];
+			if (bw.type == GGUF_TENSOR_Q8_0) {
+				size_t cnt = (size_t)bw.n_out * bw.n_in;
+				launch(m, dequant_bf16_kernel, dim3((unsigned)((cnt / 8 + 255) / 256)), 256, bw, m->dq);
+				bw.type = GGUF_TENSOR_BF16, bw.w = m->dq, bw.d = NULL;
+			}
+			const struct dmat *one = &bw;
+			__nv_bfloat16 *dq = m->dq;
+			m->dq = NULL; /* the single product below takes the plain path */
+			matmul_n(m, 1, &one, x, xs, N, &y[i], &ys[i], 0, NULL);
+			m->dq = dq;
+		}
+		if (nn)
+			launch(m, add_norm_kernel, dim3((unsigned)nn->rows), 256, m->x, (const float *)m->y, nn->w, m->h,
+			       m->cfg.n_embd, m->cfg.norm_eps, 1, nn->map);
+		return;
+	}
 	if (q8) { /* the input quantised once for the launch's Q8_0 matrices (all read the same x) */
 		int n_in = w[0]->n_in;
 		launch(m, act_q8_kernel, dim3((unsigned)((n_in / 32 + 7) / 8), (unsigned)N), 256, x, xs, n_in, m->xq,
@@ -1892,6 +1934,20 @@ extern "C" int cuda_model_tc_rows(const struct cuda_model *m)
 	return m->tc_rows;
 }
 
+extern "C" int cuda_model_set_tc_dequant(struct cuda_model *m, int on)
+{
+	graphs_drop(m);
+	if (!on) {
+		cudaFree(m->dq);
+		m->dq = NULL;
+		return 0;
+	}
+	if (m->dq)
+		return 0;
+	cudaError_t e = cudaMalloc((void **)&m->dq, 2 * m->max_mat);
+	return e == cudaSuccess ? 0 : cuda_fail(m, e, "dequantisation scratch");
+}
+
 extern "C" void cuda_model_set_fused(struct cuda_model *m, int on)
 {
 	cuda_model_set_fuse_mask(m, on ? CUDA_FUSE_ALL : 0);
@@ -2286,6 +2342,7 @@ extern "C" void cuda_model_destroy(struct cuda_model *m)
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		cudaFree(bufs[i]);
 	cudaFree(m->xq);
+	cudaFree(m->dq);
 	cudaFree(m->meta);
 	cudaFree(m->an_count);
 	cudaFreeHost(m->hmeta);

@@ -55,6 +55,10 @@ int cuda_model_small_rows(const struct cuda_model *m);
  * the fp32 kernels. Default at create: 8 (SIXI_CUDA_TC_ROWS=N overrides, 0: off). */
 void cuda_model_set_tc_rows(struct cuda_model *m, int rows);
 int cuda_model_tc_rows(const struct cuda_model *m);
+/* Measurement only: on, the tensor-core product takes each Q8_0 matrix widened to BF16 in a
+ * scratch buffer of the largest matrix's size (q * d rounded to BF16; the rows rounded to BF16,
+ * not quantised) instead of the int8 product; off frees it. 0, or -EIO (no memory). */
+int cuda_model_set_tc_dequant(struct cuda_model *m, int on);
 /* The fused kernels: conv, norms and gates of a GDN layer in one kernel, the gated norm with
  * the window update, SwiGLU inside the gate/up product, several weight loads in flight in the
  * matrix kernel, the add_norm after a product done by its last block (passes up to 4 rows).

@@ -345,18 +345,28 @@ static int tc_compare(const char *label, const struct model_config *c, uint32_t 
 	uint8_t *want = malloc(SLOTS * PROMPT);
 	float *lg = cuda_host_alloc(lg_bytes), *ref = malloc(lg_bytes);
 	int rc = tok && slot && want && lg && ref ? 0 : 1, def = cuda_model_tc_rows(m);
-	printf("(engine defaults: tensor-core product from %d rows, warp-per-output product up to %d rows)\n\n"
-	       "| %s | streams | fp32 kernels ms/pass | tensor cores ms/pass | fp32 tok/s | tensor cores tok/s | speed-up |\n"
-	       "|---|---:|---:|---:|---:|---:|---:|\n", def, cuda_model_small_rows(m), label);
+	int q8 = type == GGUF_TENSOR_Q8_0, nv = q8 ? 3 : 2;
+	printf("(engine defaults: tensor-core product from %d rows, warp-per-output product up to %d rows%s)\n\n"
+	       "| %s | streams | fp32 kernels ms/pass | tensor cores ms/pass | fp32 tok/s | tensor cores tok/s | speed-up |%s\n"
+	       "|---|---:|---:|---:|---:|---:|---:|%s\n", def, cuda_model_small_rows(m),
+	       q8 ? "; last column: each Q8_0 matrix widened to BF16 in scratch, then the BF16 tensor-core product" : "",
+	       label, q8 ? " dequantised to BF16 ms/pass |" : "", q8 ? "---:|" : "");
 	for (size_t k = 0; !rc && k < sizeof streams / sizeof streams[0]; k++) {
 		int S = streams[k];
-		double ms[2] = { 0, 0 };
-		for (int v = 0; v < 2 && !rc; v++) {
-			cuda_model_set_tc_rows(m, v); /* 0: fp32 kernels, 1: tensor cores at every width */
+		double ms[3] = { 0, 0, 0 };
+		for (int v = 0; v < nv && !rc; v++) {
+			cuda_model_set_tc_rows(m, v ? 1 : 0); /* 0: fp32 kernels, 1: tensor cores at every width */
+			if (v == 2 && (rc = cuda_model_set_tc_dequant(m, 1)))
+				break;
 			if (!(rc = prefill(m, S, tok, slot, want, lg, c->n_vocab)))
 				ms[v] = time_decode(m, S, 31, tok, slot, want, lg, c->n_vocab, &rc);
+			if (v == 2)
+				cuda_model_set_tc_dequant(m, 0);
 		}
-		if (!rc)
+		if (!rc && q8)
+			printf("| %s | %d | %.3f | %.3f | %.0f | %.0f | %.2fx | %.3f |\n", label, S, ms[0], ms[1],
+			       S * 1000.0 / ms[0], S * 1000.0 / ms[1], ms[0] / ms[1], ms[2]);
+		else if (!rc)
 			printf("| %s | %d | %.3f | %.3f | %.0f | %.0f | %.2fx |\n", label, S, ms[0], ms[1], S * 1000.0 / ms[0],
 			       S * 1000.0 / ms[1], ms[0] / ms[1]);
 	}

@@ -11,16 +11,21 @@
  * fp32 sum over a row's blocks is in another order. Norm weights are used as stored (the GGUF
  * holds 1+w); V-heads are tiled (V-head h uses K-head h mod H_k).
  *
- * Matrix products: two kernels of our own, both reading each weight once per pass and
+ * Matrix products: three kernels of our own, all reading each weight once per pass and
  * dequantising in registers (the weight type is a per-matrix switch, uniform per warp, so a
  * new type is one more case of load8):
- *  - up to 32 rows (decode): a warp (or up to 8 warps, splitting the inputs) per output, 16-byte weight loads, the pass's rows in
- *    registers; bandwidth-bound, which is what decode is.
- *  - wider passes (prefill chunks, many streams): 64x64 tiles through shared memory, fp32 FMA.
- * cuBLAS is not used: it reads no Q8_0 (a dequantised copy per matrix would cost memory and a
- * pass over the weights), and its fast paths are TF32/BF16 tensor-core products whose rounding
- * would leave the fp32 numerics the CPU engine has; fp32 SGEMM would be no faster than the tiles
- * at the widths a server runs. Revisit for the tensor-core verify step (issue item 2).
+ *  - narrow passes (decode of a few streams): a warp (or up to 8 warps, splitting the inputs) per
+ *    output, 16-byte weight loads, the pass's rows in registers; bandwidth-bound, which is what
+ *    decode is; fp32 sums, as the CPU engine.
+ *  - passes of tc_rows rows or more (default 8: many streams, prefill chunks) with BF16 or Q8_0
+ *    matrices: mm_tc, tensor cores through mma.sync. BF16 weights meet the rows rounded to BF16
+ *    (fp32 sums); Q8_0 weights meet the Q8_0 activations in int8 products whose per-block terms
+ *    are the CPU's. Not cuBLAS: a cuBLAS BF16 GEMM would need the activations converted by a
+ *    kernel of their own and Q8_0 widened to BF16 in scratch first (measured as the alternative
+ *    for Q8_0, cuda_model_set_tc_dequant), and its kernel, and so a row's floats, change with the
+ *    pass's width; mm_tc converts the rows as it loads them, reads Q8_0 as stored, and gives a
+ *    row the same floats at any width (the rollback check relies on it).
+ *  - F32/F16 matrices in wide passes: 64x64 tiles through shared memory, fp32 FMA.
  *
  * Q8_0 is repacked once at upload into int8 quants [n_out][n_in] and f16 scales
  * [n_out][n_in/32] (values unchanged) so a block's quants load as two aligned 16-byte words

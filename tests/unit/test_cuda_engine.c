@@ -15,9 +15,15 @@
  * percents of the largest logit. The CPU engine against itself (portable against its default
  * kernels, the same file and tokens) shows it: measured here and printed, 0.0207 on a Debian 12
  * x86-64 host against 1.21e-6 for BF16. So Q8_0's bound is 3 x that spread of the CPU
- * engine's own (at least 2e-3), and greedy text is counted, not required to be equal. Rollback
- * vs recomputation on the GPU: exact, as every pass there has at most 16 rows, where a row's
- * floats do not depend on the batch. */
+ * engine's own (at least 2e-3), and greedy text is counted, not required to be equal.
+ * The tensor-core product (passes of 8 rows or more by default; the 40-row prefill here, 18 rows
+ * of the greedy prompts) rounds a BF16 model's activations to BF16: at most 2^-9 of an input,
+ * less than half the step (amax / 127 of its block) at which the CPU engine itself quantises
+ * the inputs of Q8_0 products; so BF16 on tensor cores takes Q8_0's bound and counted greedy
+ * text, and BF16 and Q8_0 are checked on the fp32 kernels too (SIXI_CUDA_TC_ROWS=0), BF16 there
+ * with 2e-3 and equal text. Rollback vs recomputation on the GPU: exact, on an engine whose
+ * passes compute a row alike at any width: the fp32 kernels (every pass there has at most 16
+ * rows) or the tensor-core product at every width (SIXI_CUDA_TC_ROWS=1). */
 #include "test.h"
 #include "greedy.h"
 #include "core/buf.h"

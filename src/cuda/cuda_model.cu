@@ -101,6 +101,7 @@ struct cuda_model {
 	int use_graphs;
 	int small_rows;                  /* widest pass for mm_small (cuda_model_set_small_rows) */
 	int tc_rows;                     /* narrowest pass for mm_tc, 0: never (cuda_model_set_tc_rows) */
+	int tc_mt;                       /* mm_tc's output tiles of 16 a block: 1, 2, 0: by the launch's size */
 	__nv_bfloat16 *dq;               /* cuda_model_set_tc_dequant: a Q8_0 matrix widened to BF16, or NULL */
 	size_t max_mat;                  /* the largest matrix's elements (its size) */
 	int fused;                       /* CUDA_FUSE_* parts of the fused set in use (cuda_model_set_fuse_mask) */
@@ -943,76 +944,101 @@ __global__ void dequant_bf16_kernel(struct dmat w, __nv_bfloat16 *out)
 /* Fragment layouts (PTX ISA, mma.m16n8k16 / m16n8k32): lane = 4 g + t; A registers 0/2 hold
  * row g, 1/3 row g + 8; B registers hold column (row of the pass) g; C registers 0, 1 hold
  * output g, rows 2t and 2t + 1; 2, 3 the same for output g + 8. */
-template <int NT> __global__ void __launch_bounds__(256) mm_tc(struct mm_args a)
+template <int MT, int NT> __global__ void __launch_bounds__(256) mm_tc(struct mm_args a)
 {
 	pdl_enter();
-	__shared__ float red[TC_STEPS][NT * 4][32]; /* [warp][n-tile * 4 + register][lane] */
+	__shared__ float red[TC_STEPS][NT * 4][32]; /* [warp][n-tile * 4 + register][lane], an m-tile a round */
 	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
 	int base, k = mm_pick(a, blockIdx.y, &base);
 	const struct dmat &w = a.w[k];
-	const int o0 = (blockIdx.y - base) * 16, r0 = blockIdx.x * 8 * NT, n_in = w.n_in;
-	const int oa = min(o0 + g, w.n_out - 1), ob = min(o0 + g + 8, w.n_out - 1); /* loads stay inside */
-	float acc[NT][4];
+	const int o0 = (blockIdx.y - base) * 16 * MT, r0 = blockIdx.x * 8 * NT, n_in = w.n_in;
+	int oa[MT], ob[MT]; /* the fragments' rows g and g + 8 of each m-tile; loads stay inside */
 #pragma unroll
-	for (int j = 0; j < NT; j++)
-		acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+	for (int mt = 0; mt < MT; mt++)
+		oa[mt] = min(o0 + 16 * mt + g, w.n_out - 1), ob[mt] = min(o0 + 16 * mt + g + 8, w.n_out - 1);
+	float acc[MT][NT][4];
+#pragma unroll
+	for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+		for (int j = 0; j < NT; j++)
+			acc[mt][j][0] = acc[mt][j][1] = acc[mt][j][2] = acc[mt][j][3] = 0.f;
 	if (w.type == GGUF_TENSOR_Q8_0) { /* uniform per block: one matrix */
 		const int nb = n_in / 32;
-		const int8_t *wa = (const int8_t *)w.w + (size_t)oa * n_in + t * 8;
-		const int8_t *wb = (const int8_t *)w.w + (size_t)ob * n_in + t * 8;
+		const int8_t *wq = (const int8_t *)w.w + t * 8;
 #pragma unroll 2
 		for (int b = warp; b < nb; b += TC_STEPS) {
-			int2 A0 = __ldg(reinterpret_cast<const int2 *>(wa + (size_t)b * 32));
-			int2 A1 = __ldg(reinterpret_cast<const int2 *>(wb + (size_t)b * 32));
-			float da = __half2float(w.d[(size_t)oa * nb + b]), db = __half2float(w.d[(size_t)ob * nb + b]);
+			int2 A0[MT], A1[MT];
+			float da[MT], db[MT];
+#pragma unroll
+			for (int mt = 0; mt < MT; mt++) {
+				A0[mt] = __ldg(reinterpret_cast<const int2 *>(wq + (size_t)oa[mt] * n_in + (size_t)b * 32));
+				A1[mt] = __ldg(reinterpret_cast<const int2 *>(wq + (size_t)ob[mt] * n_in + (size_t)b * 32));
+				da[mt] = __half2float(w.d[(size_t)oa[mt] * nb + b]);
+				db[mt] = __half2float(w.d[(size_t)ob[mt] * nb + b]);
+			}
 #pragma unroll
 			for (int j = 0; j < NT; j++) {
 				int rb = min(r0 + j * 8 + g, a.N - 1), rc0 = min(r0 + j * 8 + 2 * t, a.N - 1);
 				int rc1 = min(r0 + j * 8 + 2 * t + 1, a.N - 1);
 				int2 B = __ldg(reinterpret_cast<const int2 *>(a.xq + (size_t)rb * a.nq + (size_t)b * 32 + t * 8));
 				float x0 = __ldg(a.xd + (size_t)rc0 * nb + b), x1 = __ldg(a.xd + (size_t)rc1 * nb + b);
-				int s[4] = { 0, 0, 0, 0 };
-				mma_s8(s, (uint32_t)A0.x, (uint32_t)A1.x, (uint32_t)A0.y, (uint32_t)A1.y, (uint32_t)B.x,
-				       (uint32_t)B.y);
-				acc[j][0] += __fmul_rn(da, x0) * (float)s[0];
-				acc[j][1] += __fmul_rn(da, x1) * (float)s[1];
-				acc[j][2] += __fmul_rn(db, x0) * (float)s[2];
-				acc[j][3] += __fmul_rn(db, x1) * (float)s[3];
+#pragma unroll
+				for (int mt = 0; mt < MT; mt++) {
+					int s[4] = { 0, 0, 0, 0 };
+					mma_s8(s, (uint32_t)A0[mt].x, (uint32_t)A1[mt].x, (uint32_t)A0[mt].y, (uint32_t)A1[mt].y,
+					       (uint32_t)B.x, (uint32_t)B.y);
+					acc[mt][j][0] += __fmul_rn(da[mt], x0) * (float)s[0];
+					acc[mt][j][1] += __fmul_rn(da[mt], x1) * (float)s[1];
+					acc[mt][j][2] += __fmul_rn(db[mt], x0) * (float)s[2];
+					acc[mt][j][3] += __fmul_rn(db[mt], x1) * (float)s[3];
+				}
 			}
 		}
 	} else { /* BF16 */
-		const uint16_t *wa = (const uint16_t *)w.w + (size_t)oa * n_in + t * 8;
-		const uint16_t *wb = (const uint16_t *)w.w + (size_t)ob * n_in + t * 8;
+		const uint16_t *wh = (const uint16_t *)w.w + t * 8;
 #pragma unroll 2
 		for (int i = warp * 32; i < n_in; i += TC_STEPS * 32) {
-			uint4 A0 = __ldg(reinterpret_cast<const uint4 *>(wa + i));
-			uint4 A1 = __ldg(reinterpret_cast<const uint4 *>(wb + i));
+			uint4 A0[MT], A1[MT];
+#pragma unroll
+			for (int mt = 0; mt < MT; mt++) {
+				A0[mt] = __ldg(reinterpret_cast<const uint4 *>(wh + (size_t)oa[mt] * n_in + i));
+				A1[mt] = __ldg(reinterpret_cast<const uint4 *>(wh + (size_t)ob[mt] * n_in + i));
+			}
 #pragma unroll
 			for (int j = 0; j < NT; j++) {
 				int rb = min(r0 + j * 8 + g, a.N - 1);
 				const float4 *xp = reinterpret_cast<const float4 *>(a.x + (size_t)rb * a.xs + i + t * 8);
 				float4 p = __ldg(xp), q = __ldg(xp + 1);
-				mma_bf16(acc[j], A0.x, A1.x, A0.y, A1.y, bf16x2(p.x, p.y), bf16x2(p.z, p.w));
-				mma_bf16(acc[j], A0.z, A1.z, A0.w, A1.w, bf16x2(q.x, q.y), bf16x2(q.z, q.w));
+				uint32_t b0 = bf16x2(p.x, p.y), b1 = bf16x2(p.z, p.w), b2 = bf16x2(q.x, q.y), b3 = bf16x2(q.z, q.w);
+#pragma unroll
+				for (int mt = 0; mt < MT; mt++) {
+					mma_bf16(acc[mt][j], A0[mt].x, A1[mt].x, A0[mt].y, A1[mt].y, b0, b1);
+					mma_bf16(acc[mt][j], A0[mt].z, A1[mt].z, A0[mt].w, A1[mt].w, b2, b3);
+				}
 			}
 		}
 	}
-	/* the 8 warps' sums, in warp order */
+	/* the 8 warps' sums, in warp order, an m-tile a round */
 #pragma unroll
-	for (int j = 0; j < NT; j++)
+	for (int mt = 0; mt < MT; mt++) {
+		if (mt)
+			__syncthreads();
 #pragma unroll
-		for (int q = 0; q < 4; q++)
-			red[warp][j * 4 + q][lane] = acc[j][q];
-	__syncthreads();
-	for (int v = threadIdx.x; v < NT * 4 * 32; v += blockDim.x) {
-		int reg = v / 32, ln = v % 32, j = reg / 4, q = reg % 4;
-		float s = 0.f;
+		for (int j = 0; j < NT; j++)
 #pragma unroll
-		for (int ww = 0; ww < TC_STEPS; ww++)
-			s += red[ww][reg][ln];
-		int o = o0 + (ln >> 2) + (q >= 2 ? 8 : 0), r = r0 + j * 8 + 2 * (ln & 3) + (q & 1);
-		if (o < w.n_out && r < a.N)
-			a.y[k][(size_t)r * a.ys[k] + o] = s;
+			for (int q = 0; q < 4; q++)
+				red[warp][j * 4 + q][lane] = acc[mt][j][q];
+		__syncthreads();
+		for (int v = threadIdx.x; v < NT * 4 * 32; v += blockDim.x) {
+			int reg = v / 32, ln = v % 32, j = reg / 4, q = reg % 4;
+			float s = 0.f;
+#pragma unroll
+			for (int ww = 0; ww < TC_STEPS; ww++)
+				s += red[ww][reg][ln];
+			int o = o0 + 16 * mt + (ln >> 2) + (q >= 2 ? 8 : 0), r = r0 + j * 8 + 2 * (ln & 3) + (q & 1);
+			if (o < w.n_out && r < a.N)
+				a.y[k][(size_t)r * a.ys[k] + o] = s;
+		}
 	}
 }
 
@@ -1460,19 +1486,31 @@ static int use_tc(const struct cuda_model *m, int n, const struct dmat *const *w
 	return tiles <= 65535; /* the grid's y */
 }
 
-/* mm_tc with NT row tiles of 8 a block (up to 64 rows; wider passes repeat the blocks of an
- * output tile over the rows, next to each other in the grid, so the second read of a weight
- * tile finds it in L2). */
-static void launch_tc(struct cuda_model *m, const struct mm_args &a, unsigned tiles)
+/* mm_tc with MT tiles of 16 outputs and NT tiles of 8 rows a block (up to 64 rows; wider
+ * passes repeat the blocks of an output tile over the rows, next to each other in the grid, so
+ * the second read of a weight tile finds it in L2). tiles: of 16 outputs * MT. */
+template <int MT> static void launch_tc_mt(struct cuda_model *m, const struct mm_args &a, unsigned tiles)
 {
 	int nt = a.N <= 8 ? 1 : a.N <= 16 ? 2 : a.N <= 32 ? 4 : 8;
 	dim3 grid((unsigned)((a.N + 8 * nt - 1) / (8 * nt)), tiles);
 	switch (nt) {
-	case 1: launch(m, mm_tc<1>, grid, 256, a); break;
-	case 2: launch(m, mm_tc<2>, grid, 256, a); break;
-	case 4: launch(m, mm_tc<4>, grid, 256, a); break;
-	default: launch(m, mm_tc<8>, grid, 256, a); break;
+	case 1: launch(m, mm_tc<MT, 1>, grid, 256, a); break;
+	case 2: launch(m, mm_tc<MT, 2>, grid, 256, a); break;
+	case 4: launch(m, mm_tc<MT, 4>, grid, 256, a); break;
+	default: launch(m, mm_tc<MT, 8>, grid, 256, a); break;
 	}
+}
+
+/* 32 outputs a block (each row's fragments used twice: half the reads of the rows) where the
+ * launch has enough blocks anyway, 16 otherwise (cuda_model_set_tc_mt forces one). */
+static int tc_mt(const struct cuda_model *m, int n, const struct dmat *const *w)
+{
+	if (m->tc_mt)
+		return m->tc_mt;
+	long outs = 0;
+	for (int i = 0; i < n; i++)
+		outs += w[i]->n_out;
+	return outs >= 32L * 8 * m->n_sm ? 2 : 1; /* 8 blocks a multiprocessor or more at 32 outputs */
 }
 
 /* y_k = W_k x for n matrices of the same input; pair: n = 2 and y_0 = silu(W_0 x) * (W_1 x)
@@ -1488,7 +1526,7 @@ static void matmul_n(struct cuda_model *m, int n, const struct dmat *const *w, c
 	a.xs = xs;
 	a.N = N;
 	a.pair = pair;
-	int tc = !pair && use_tc(m, n, w, xs, N);
+	int tc = !pair && use_tc(m, n, w, xs, N), mt = tc ? tc_mt(m, n, w) : 1;
 	int acc = 0, tiled = !tc && N > m->small_rows, q8 = 0;
 	for (int i = 0; i < n; i++)
 		q8 |= w[i]->type == GGUF_TENSOR_Q8_0;
@@ -1522,7 +1560,7 @@ static void matmul_n(struct cuda_model *m, int n, const struct dmat *const *w, c
 		a.y[i] = y[i];
 		a.ys[i] = ys[i];
 		if (!pair || i == 0)
-			acc += tc ? (w[i]->n_out + 15) / 16 : tiled ? (w[i]->n_out + 63) / 64 : w[i]->n_out;
+			acc += tc ? (w[i]->n_out + 16 * mt - 1) / (16 * mt) : tiled ? (w[i]->n_out + 63) / 64 : w[i]->n_out;
 		a.end[i] = acc;
 	}
 	/* enough warps to fill the device (~64 a multiprocessor): a product of few outputs splits
@@ -1539,8 +1577,10 @@ static void matmul_n(struct cuda_model *m, int n, const struct dmat *const *w, c
 		a.an_x = m->x, a.an_h = m->h, a.an_y = m->y, a.an_w = nn->w, a.an_map = nn->map;
 		a.an_rows = nn->rows, a.an_E = c->n_embd, a.an_add = 1, a.an_eps = c->norm_eps;
 	}
-	if (tc)
-		launch_tc(m, a, (unsigned)acc);
+	if (tc && mt == 2)
+		launch_tc_mt<2>(m, a, (unsigned)acc);
+	else if (tc)
+		launch_tc_mt<1>(m, a, (unsigned)acc);
 	else if (tiled)
 		launch(m, mm_tiled, dim3((unsigned)((N + 63) / 64), (unsigned)acc), 256, a);
 	else if (pair)
@@ -1937,6 +1977,12 @@ extern "C" void cuda_model_set_tc_rows(struct cuda_model *m, int rows)
 extern "C" int cuda_model_tc_rows(const struct cuda_model *m)
 {
 	return m->tc_rows;
+}
+
+extern "C" void cuda_model_set_tc_mt(struct cuda_model *m, int mt)
+{
+	m->tc_mt = mt == 1 || mt == 2 ? mt : 0;
+	graphs_drop(m);
 }
 
 extern "C" int cuda_model_set_tc_dequant(struct cuda_model *m, int on)

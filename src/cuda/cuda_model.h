@@ -55,6 +55,9 @@ int cuda_model_small_rows(const struct cuda_model *m);
  * the fp32 kernels. Default at create: 8 (SIXI_CUDA_TC_ROWS=N overrides, 0: off). */
 void cuda_model_set_tc_rows(struct cuda_model *m, int rows);
 int cuda_model_tc_rows(const struct cuda_model *m);
+/* The tensor-core product's outputs a block: 16 (mt 1) or 32 (mt 2), 0: by the launch's size
+ * (32 where that still gives 8 blocks a multiprocessor). Benchmarks compare them. */
+void cuda_model_set_tc_mt(struct cuda_model *m, int mt);
 /* Measurement only: on, the tensor-core product takes each Q8_0 matrix widened to BF16 in a
  * scratch buffer of the largest matrix's size (q * d rounded to BF16; the rows rounded to BF16,
  * not quantised) instead of the int8 product; off frees it. 0, or -EIO (no memory). */

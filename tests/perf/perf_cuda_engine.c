@@ -345,30 +345,44 @@ static int tc_compare(const char *label, const struct model_config *c, uint32_t 
 	uint8_t *want = malloc(SLOTS * PROMPT);
 	float *lg = cuda_host_alloc(lg_bytes), *ref = malloc(lg_bytes);
 	int rc = tok && slot && want && lg && ref ? 0 : 1, def = cuda_model_tc_rows(m);
-	int q8 = type == GGUF_TENSOR_Q8_0, nv = q8 ? 3 : 2;
-	printf("(engine defaults: tensor-core product from %d rows, warp-per-output product up to %d rows%s)\n\n"
-	       "| %s | streams | fp32 kernels ms/pass | tensor cores ms/pass | fp32 tok/s | tensor cores tok/s | speed-up |%s\n"
-	       "|---|---:|---:|---:|---:|---:|---:|%s\n", def, cuda_model_small_rows(m),
-	       q8 ? "; last column: each Q8_0 matrix widened to BF16 in scratch, then the BF16 tensor-core product" : "",
-	       label, q8 ? " dequantised to BF16 ms/pass |" : "", q8 ? "---:|" : "");
+	/* variants: fp32 kernels; tensor cores (the engine's choice of outputs a block, then 16 and
+	 * 32 forced); Q8_0 also widened to BF16 in scratch before the BF16 tensor-core product */
+	static const struct { int tc, mt, dq; const char *name; } var[] = {
+		{ 0, 0, 0, "fp32 kernels" }, { 1, 0, 0, "tensor cores" }, { 1, 1, 0, "tc, 16 outputs a block" },
+		{ 1, 2, 0, "tc, 32 outputs a block" }, { 1, 0, 1, "tc, Q8_0 widened to BF16 first" },
+	};
+	int nv = type == GGUF_TENSOR_Q8_0 ? 5 : 4;
+	printf("(engine defaults: tensor-core product from %d rows, warp-per-output product up to %d rows; ms per pass, "
+	       "aggregate tok/s of the first two in brackets)\n\n| %s | streams |", def, cuda_model_small_rows(m), label);
+	for (int v = 0; v < nv; v++)
+		printf(" %s |", var[v].name);
+	printf(" speed-up (tensor cores) |\n|---|---:|");
+	for (int v = 0; v <= nv; v++)
+		printf("---:|");
+	printf("\n");
 	for (size_t k = 0; !rc && k < sizeof streams / sizeof streams[0]; k++) {
 		int S = streams[k];
-		double ms[3] = { 0, 0, 0 };
+		double ms[5] = { 0, 0, 0, 0, 0 };
 		for (int v = 0; v < nv && !rc; v++) {
-			cuda_model_set_tc_rows(m, v ? 1 : 0); /* 0: fp32 kernels, 1: tensor cores at every width */
-			if (v == 2 && (rc = cuda_model_set_tc_dequant(m, 1)))
+			cuda_model_set_tc_rows(m, var[v].tc); /* 0: fp32 kernels, 1: tensor cores at every width */
+			cuda_model_set_tc_mt(m, var[v].mt);
+			if (var[v].dq && (rc = cuda_model_set_tc_dequant(m, 1)))
 				break;
 			if (!(rc = prefill(m, S, tok, slot, want, lg, c->n_vocab)))
 				ms[v] = time_decode(m, S, 31, tok, slot, want, lg, c->n_vocab, &rc);
-			if (v == 2)
+			if (var[v].dq)
 				cuda_model_set_tc_dequant(m, 0);
 		}
-		if (!rc && q8)
-			printf("| %s | %d | %.3f | %.3f | %.0f | %.0f | %.2fx | %.3f |\n", label, S, ms[0], ms[1],
-			       S * 1000.0 / ms[0], S * 1000.0 / ms[1], ms[0] / ms[1], ms[2]);
-		else if (!rc)
-			printf("| %s | %d | %.3f | %.3f | %.0f | %.0f | %.2fx |\n", label, S, ms[0], ms[1], S * 1000.0 / ms[0],
-			       S * 1000.0 / ms[1], ms[0] / ms[1]);
+		cuda_model_set_tc_mt(m, 0);
+		if (rc)
+			break;
+		printf("| %s | %d |", label, S);
+		for (int v = 0; v < nv; v++)
+			if (v < 2)
+				printf(" %.3f (%.0f) |", ms[v], S * 1000.0 / ms[v]);
+			else
+				printf(" %.3f |", ms[v]);
+		printf(" %.2fx |\n", ms[0] / ms[1]);
 	}
 	double worst = 0;
 	for (int v = 0; v < 2 && !rc; v++) { /* the same 32 streams' prompts and one decode step through both */

@@ -17,7 +17,7 @@
  *  - narrow passes (decode of a few streams): a warp (or up to 8 warps, splitting the inputs) per
  *    output, 16-byte weight loads, the pass's rows in registers; bandwidth-bound, which is what
  *    decode is; fp32 sums, as the CPU engine.
- *  - passes of tc_rows rows or more (default 8: many streams, prefill chunks) with BF16 or Q8_0
+ *  - passes of tc_rows rows or more (SIXI_CUDA_TC_ROWS; off by default until measured) with BF16 or Q8_0
  *    matrices: mm_tc, tensor cores through mma.sync. BF16 weights meet the rows rounded to BF16
  *    (fp32 sums); Q8_0 weights meet the Q8_0 activations in int8 products whose per-block terms
  *    are the CPU's. Not cuBLAS: a cuBLAS BF16 GEMM would need the activations converted by a
@@ -65,7 +65,9 @@ extern "C" {
 #define MAX_KW 16     /* conv widths the window kernels hold in registers */
 #define SMALL_ROWS 32 /* default: passes up to this many rows take the warp-per-output product */
 #define GRAPHS 16     /* captured pass shapes kept */
-#define TC_ROWS 8     /* default: passes of this many rows or more take the tensor-core product */
+#define TC_ROWS 0     /* default: passes of this many rows or more take the tensor-core product; 0 (off)
+		       * until it has passed the agreement test and its threshold is measured on a GPU
+		       * (reports/perf/cuda-engine-h200.md, sixth step); SIXI_CUDA_TC_ROWS=8 turns it on */
 
 /* ======== weights ======== */
 

@@ -52,7 +52,8 @@ int cuda_model_small_rows(const struct cuda_model *m);
 /* Passes of `rows` rows or more (0: none) take the tensor-core product (mma.sync: BF16 weights
  * against the rows rounded to BF16, fp32 sums; Q8_0 weights against the rows' Q8_0 activations,
  * int8 products, the CPU's per-block terms) for their BF16 and Q8_0 matrices; F32 and F16 keep
- * the fp32 kernels. Default at create: 8 (SIXI_CUDA_TC_ROWS=N overrides, 0: off). */
+ * the fp32 kernels. Default at create: 0, off (SIXI_CUDA_TC_ROWS=N overrides; 8 is the intended
+ * threshold, not yet measured). */
 void cuda_model_set_tc_rows(struct cuda_model *m, int rows);
 int cuda_model_tc_rows(const struct cuda_model *m);
 /* The tensor-core product's outputs a block: 16 (mt 1) or 32 (mt 2), 0: by the launch's size

@@ -11,16 +11,21 @@
  * fp32 sum over a row's blocks is in another order. Norm weights are used as stored (the GGUF
  * holds 1+w); V-heads are tiled (V-head h uses K-head h mod H_k).
  *
- * Matrix products: two kernels of our own, both reading each weight once per pass and
+ * Matrix products: three kernels of our own, all reading each weight once per pass and
  * dequantising in registers (the weight type is a per-matrix switch, uniform per warp, so a
  * new type is one more case of load8):
- *  - up to 32 rows (decode): a warp (or up to 8 warps, splitting the inputs) per output, 16-byte weight loads, the pass's rows in
- *    registers; bandwidth-bound, which is what decode is.
- *  - wider passes (prefill chunks, many streams): 64x64 tiles through shared memory, fp32 FMA.
- * cuBLAS is not used: it reads no Q8_0 (a dequantised copy per matrix would cost memory and a
- * pass over the weights), and its fast paths are TF32/BF16 tensor-core products whose rounding
- * would leave the fp32 numerics the CPU engine has; fp32 SGEMM would be no faster than the tiles
- * at the widths a server runs. Revisit for the tensor-core verify step (issue item 2).
+ *  - narrow passes (decode of a few streams): a warp (or up to 8 warps, splitting the inputs) per
+ *    output, 16-byte weight loads, the pass's rows in registers; bandwidth-bound, which is what
+ *    decode is; fp32 sums, as the CPU engine.
+ *  - passes of tc_rows rows or more (SIXI_CUDA_TC_ROWS; off by default until measured) with BF16 or Q8_0
+ *    matrices: mm_tc, tensor cores through mma.sync. BF16 weights meet the rows rounded to BF16
+ *    (fp32 sums); Q8_0 weights meet the Q8_0 activations in int8 products whose per-block terms
+ *    are the CPU's. Not cuBLAS: a cuBLAS BF16 GEMM would need the activations converted by a
+ *    kernel of their own and Q8_0 widened to BF16 in scratch first (measured as the alternative
+ *    for Q8_0, cuda_model_set_tc_dequant), and its kernel, and so a row's floats, change with the
+ *    pass's width; mm_tc converts the rows as it loads them, reads Q8_0 as stored, and gives a
+ *    row the same floats at any width (the rollback check relies on it).
+ *  - F32/F16 matrices in wide passes: 64x64 tiles through shared memory, fp32 FMA.
  *
  * Q8_0 is repacked once at upload into int8 quants [n_out][n_in] and f16 scales
  * [n_out][n_in/32] (values unchanged) so a block's quants load as two aligned 16-byte words
@@ -60,6 +65,9 @@ extern "C" {
 #define MAX_KW 16     /* conv widths the window kernels hold in registers */
 #define SMALL_ROWS 32 /* default: passes up to this many rows take the warp-per-output product */
 #define GRAPHS 16     /* captured pass shapes kept */
+#define TC_ROWS 0     /* default: passes of this many rows or more take the tensor-core product; 0 (off)
+		       * until it has passed the agreement test and its threshold is measured on a GPU
+		       * (reports/perf/cuda-engine-h200.md, sixth step); SIXI_CUDA_TC_ROWS=8 turns it on */
 
 /* ======== weights ======== */
 
@@ -94,6 +102,10 @@ struct cuda_model {
 	unsigned graph_clock;
 	int use_graphs;
 	int small_rows;                  /* widest pass for mm_small (cuda_model_set_small_rows) */
+	int tc_rows;                     /* narrowest pass for mm_tc, 0: never (cuda_model_set_tc_rows) */
+	int tc_mt;                       /* mm_tc's output tiles of 16 a block: 1, 2, 0: by the launch's size */
+	__nv_bfloat16 *dq;               /* cuda_model_set_tc_dequant: a Q8_0 matrix widened to BF16, or NULL */
+	size_t max_mat;                  /* the largest matrix's elements (its size) */
 	int fused;                       /* CUDA_FUSE_* parts of the fused set in use (cuda_model_set_fuse_mask) */
 	int pdl;                         /* kernels launched with programmatic dependent launch */
 	int gdn_cols;                    /* value columns a lane group holds in the GDN kernel (0: its default) */
@@ -223,6 +235,8 @@ static int get_mat(struct cuda_model *m, struct loader *ld, struct dmat *d, cons
 	d->type = (int)t->type;
 	d->n_in = n_in;
 	d->n_out = n_out;
+	if ((size_t)n_in * (size_t)n_out > m->max_mat)
+		m->max_mat = (size_t)n_in * (size_t)n_out;
 	d->d = NULL;
 	if (t->type != GGUF_TENSOR_Q8_0) {
 		d->w = upload(m, t->data, t->n_bytes, ld->err, ld->errlen);
@@ -869,6 +883,167 @@ __global__ void __launch_bounds__(256) mm_tiled(struct mm_args a)
 	}
 }
 
+/* ---- tensor-core products for wide passes (tc_rows rows or more) ----
+ * A block of 8 warps computes 16 outputs of one matrix for 8 NT rows of the pass (mma.sync
+ * m16n8: the weights are the A operand, 16 outputs; the rows the B operand, 8 a tile); its 8
+ * warps split the inputs (warp w takes the steps w, w + 8, ...) and their sums are added in
+ * warp order through shared memory, so an output's floats do not depend on the pass's other
+ * rows or on N (the grid only repeats blocks over more row tiles). Loads go from global memory
+ * straight into the fragments: a thread of lane group t loads 8 (Q8_0: 8 bytes) or 8 (BF16: 16
+ * bytes) consecutive inputs of its rows, which the fragments' k positions take in a fixed
+ * permutation, the same for weights and rows (a dot product's terms in another order).
+ *  - BF16 weights: the rows rounded to BF16 as they are loaded (fp32 -> bf16, nearest even),
+ *    m16n8k16 BF16 products with fp32 accumulation, 32 inputs a step.
+ *  - Q8_0 weights: the rows' Q8_0 activations (act_q8_kernel), m16n8k32 s8 products, one Q8_0
+ *    block a step: the integer dot of a block is exact, then added to the fp32 sum times
+ *    (weight scale * activation scale) as q8_rows does: the CPU's per-block term, bit for bit;
+ *    only the order of the fp32 sum over blocks differs. The dequantisation is this scaling. */
+__device__ __forceinline__ void mma_bf16(float *c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+					 uint32_t b1)
+{
+	asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+		     "{%0,%1,%2,%3};"
+		     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+		     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ void mma_s8(int *c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+				       uint32_t b1)
+{
+	asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+		     "{%0,%1,%2,%3};"
+		     : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+		     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ uint32_t bf16x2(float lo, float hi)
+{
+	__nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+	return *reinterpret_cast<uint32_t *>(&v);
+}
+
+#define TC_STEPS 8 /* warps of a block, each taking every 8th step of the inputs */
+
+/* The measured alternative for Q8_0 (cuda_model_set_tc_dequant): the whole matrix widened to
+ * BF16 (q * d rounded to BF16) in scratch, then the BF16 product. 8 quants a thread. */
+__global__ void dequant_bf16_kernel(struct dmat w, __nv_bfloat16 *out)
+{
+	pdl_enter();
+	size_t i = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * 8;
+	if (i >= (size_t)w.n_out * w.n_in)
+		return;
+	int2 q = __ldg(reinterpret_cast<const int2 *>((const int8_t *)w.w + i));
+	float d = __half2float(w.d[i / 32]);
+	const int8_t *qb = reinterpret_cast<const int8_t *>(&q);
+	uint4 o;
+	uint32_t *ow = reinterpret_cast<uint32_t *>(&o);
+#pragma unroll
+	for (int j = 0; j < 4; j++)
+		ow[j] = bf16x2(d * (float)qb[2 * j], d * (float)qb[2 * j + 1]);
+	*reinterpret_cast<uint4 *>(out + i) = o;
+}
+
+/* Fragment layouts (PTX ISA, mma.m16n8k16 / m16n8k32): lane = 4 g + t; A registers 0/2 hold
+ * row g, 1/3 row g + 8; B registers hold column (row of the pass) g; C registers 0, 1 hold
+ * output g, rows 2t and 2t + 1; 2, 3 the same for output g + 8. */
+template <int MT, int NT> __global__ void __launch_bounds__(256) mm_tc(struct mm_args a)
+{
+	pdl_enter();
+	__shared__ float red[TC_STEPS][NT * 4][32]; /* [warp][n-tile * 4 + register][lane], an m-tile a round */
+	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+	int base, k = mm_pick(a, blockIdx.y, &base);
+	const struct dmat &w = a.w[k];
+	const int o0 = (blockIdx.y - base) * 16 * MT, r0 = blockIdx.x * 8 * NT, n_in = w.n_in;
+	int oa[MT], ob[MT]; /* the fragments' rows g and g + 8 of each m-tile; loads stay inside */
+#pragma unroll
+	for (int mt = 0; mt < MT; mt++)
+		oa[mt] = min(o0 + 16 * mt + g, w.n_out - 1), ob[mt] = min(o0 + 16 * mt + g + 8, w.n_out - 1);
+	float acc[MT][NT][4];
+#pragma unroll
+	for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+		for (int j = 0; j < NT; j++)
+			acc[mt][j][0] = acc[mt][j][1] = acc[mt][j][2] = acc[mt][j][3] = 0.f;
+	if (w.type == GGUF_TENSOR_Q8_0) { /* uniform per block: one matrix */
+		const int nb = n_in / 32;
+		const int8_t *wq = (const int8_t *)w.w + t * 8;
+#pragma unroll 2
+		for (int b = warp; b < nb; b += TC_STEPS) {
+			int2 A0[MT], A1[MT];
+			float da[MT], db[MT];
+#pragma unroll
+			for (int mt = 0; mt < MT; mt++) {
+				A0[mt] = __ldg(reinterpret_cast<const int2 *>(wq + (size_t)oa[mt] * n_in + (size_t)b * 32));
+				A1[mt] = __ldg(reinterpret_cast<const int2 *>(wq + (size_t)ob[mt] * n_in + (size_t)b * 32));
+				da[mt] = __half2float(w.d[(size_t)oa[mt] * nb + b]);
+				db[mt] = __half2float(w.d[(size_t)ob[mt] * nb + b]);
+			}
+#pragma unroll
+			for (int j = 0; j < NT; j++) {
+				int rb = min(r0 + j * 8 + g, a.N - 1), rc0 = min(r0 + j * 8 + 2 * t, a.N - 1);
+				int rc1 = min(r0 + j * 8 + 2 * t + 1, a.N - 1);
+				int2 B = __ldg(reinterpret_cast<const int2 *>(a.xq + (size_t)rb * a.nq + (size_t)b * 32 + t * 8));
+				float x0 = __ldg(a.xd + (size_t)rc0 * nb + b), x1 = __ldg(a.xd + (size_t)rc1 * nb + b);
+#pragma unroll
+				for (int mt = 0; mt < MT; mt++) {
+					int s[4] = { 0, 0, 0, 0 };
+					mma_s8(s, (uint32_t)A0[mt].x, (uint32_t)A1[mt].x, (uint32_t)A0[mt].y, (uint32_t)A1[mt].y,
+					       (uint32_t)B.x, (uint32_t)B.y);
+					acc[mt][j][0] += __fmul_rn(da[mt], x0) * (float)s[0];
+					acc[mt][j][1] += __fmul_rn(da[mt], x1) * (float)s[1];
+					acc[mt][j][2] += __fmul_rn(db[mt], x0) * (float)s[2];
+					acc[mt][j][3] += __fmul_rn(db[mt], x1) * (float)s[3];
+				}
+			}
+		}
+	} else { /* BF16 */
+		const uint16_t *wh = (const uint16_t *)w.w + t * 8;
+#pragma unroll 2
+		for (int i = warp * 32; i < n_in; i += TC_STEPS * 32) {
+			uint4 A0[MT], A1[MT];
+#pragma unroll
+			for (int mt = 0; mt < MT; mt++) {
+				A0[mt] = __ldg(reinterpret_cast<const uint4 *>(wh + (size_t)oa[mt] * n_in + i));
+				A1[mt] = __ldg(reinterpret_cast<const uint4 *>(wh + (size_t)ob[mt] * n_in + i));
+			}
+#pragma unroll
+			for (int j = 0; j < NT; j++) {
+				int rb = min(r0 + j * 8 + g, a.N - 1);
+				const float4 *xp = reinterpret_cast<const float4 *>(a.x + (size_t)rb * a.xs + i + t * 8);
+				float4 p = __ldg(xp), q = __ldg(xp + 1);
+				uint32_t b0 = bf16x2(p.x, p.y), b1 = bf16x2(p.z, p.w), b2 = bf16x2(q.x, q.y), b3 = bf16x2(q.z, q.w);
+#pragma unroll
+				for (int mt = 0; mt < MT; mt++) {
+					mma_bf16(acc[mt][j], A0[mt].x, A1[mt].x, A0[mt].y, A1[mt].y, b0, b1);
+					mma_bf16(acc[mt][j], A0[mt].z, A1[mt].z, A0[mt].w, A1[mt].w, b2, b3);
+				}
+			}
+		}
+	}
+	/* the 8 warps' sums, in warp order, an m-tile a round */
+#pragma unroll
+	for (int mt = 0; mt < MT; mt++) {
+		if (mt)
+			__syncthreads();
+#pragma unroll
+		for (int j = 0; j < NT; j++)
+#pragma unroll
+			for (int q = 0; q < 4; q++)
+				red[warp][j * 4 + q][lane] = acc[mt][j][q];
+		__syncthreads();
+		for (int v = threadIdx.x; v < NT * 4 * 32; v += blockDim.x) {
+			int reg = v / 32, ln = v % 32, j = reg / 4, q = reg % 4;
+			float s = 0.f;
+#pragma unroll
+			for (int ww = 0; ww < TC_STEPS; ww++)
+				s += red[ww][reg][ln];
+			int o = o0 + 16 * mt + (ln >> 2) + (q >= 2 ? 8 : 0), r = r0 + j * 8 + 2 * (ln & 3) + (q & 1);
+			if (o < w.n_out && r < a.N)
+				a.y[k][(size_t)r * a.ys[k] + o] = s;
+		}
+	}
+}
+
 
 /* Token rows of the embedding. Grid: rows. */
 __global__ void embed_kernel(struct dmat e, const int *tokens, float *x, int E)
@@ -1298,6 +1473,48 @@ struct norm_next {
 
 #define AN_ROWS 4 /* widest pass whose add_norm the product's last block does (one block's work) */
 
+/* Whether the n products of an N-row pass take mm_tc: N >= tc_rows, every matrix BF16 or Q8_0,
+ * inputs a multiple of 32 and rows of x 16-byte aligned (F32/F16 weights keep the fp32 kernels). */
+static int use_tc(const struct cuda_model *m, int n, const struct dmat *const *w, int xs, int N)
+{
+	if (m->tc_rows <= 0 || N < m->tc_rows || w[0]->n_in % 32 || xs % 4)
+		return 0;
+	long tiles = 0;
+	for (int i = 0; i < n; i++) {
+		if (w[i]->type != GGUF_TENSOR_BF16 && w[i]->type != GGUF_TENSOR_Q8_0)
+			return 0;
+		tiles += (w[i]->n_out + 15) / 16;
+	}
+	return tiles <= 65535; /* the grid's y */
+}
+
+/* mm_tc with MT tiles of 16 outputs and NT tiles of 8 rows a block (up to 64 rows; wider
+ * passes repeat the blocks of an output tile over the rows, next to each other in the grid, so
+ * the second read of a weight tile finds it in L2). tiles: of 16 outputs * MT. */
+template <int MT> static void launch_tc_mt(struct cuda_model *m, const struct mm_args &a, unsigned tiles)
+{
+	int nt = a.N <= 8 ? 1 : a.N <= 16 ? 2 : a.N <= 32 ? 4 : 8;
+	dim3 grid((unsigned)((a.N + 8 * nt - 1) / (8 * nt)), tiles);
+	switch (nt) {
+	case 1: launch(m, mm_tc<MT, 1>, grid, 256, a); break;
+	case 2: launch(m, mm_tc<MT, 2>, grid, 256, a); break;
+	case 4: launch(m, mm_tc<MT, 4>, grid, 256, a); break;
+	default: launch(m, mm_tc<MT, 8>, grid, 256, a); break;
+	}
+}
+
+/* 32 outputs a block (each row's fragments used twice: half the reads of the rows) where the
+ * launch has enough blocks anyway, 16 otherwise (cuda_model_set_tc_mt forces one). */
+static int tc_mt(const struct cuda_model *m, int n, const struct dmat *const *w)
+{
+	if (m->tc_mt)
+		return m->tc_mt;
+	long outs = 0;
+	for (int i = 0; i < n; i++)
+		outs += w[i]->n_out;
+	return outs >= 32L * 8 * m->n_sm ? 2 : 1; /* 8 blocks a multiprocessor or more at 32 outputs */
+}
+
 /* y_k = W_k x for n matrices of the same input; pair: n = 2 and y_0 = silu(W_0 x) * (W_1 x)
  * (only for passes that take the small kernel, see matmul_swiglu); then nn, inside the product
  * (fused, small kernel, up to AN_ROWS rows) or as add_norm_kernel. */
@@ -1311,9 +1528,29 @@ static void matmul_n(struct cuda_model *m, int n, const struct dmat *const *w, c
 	a.xs = xs;
 	a.N = N;
 	a.pair = pair;
-	int acc = 0, tiled = N > m->small_rows, q8 = 0;
+	int tc = !pair && use_tc(m, n, w, xs, N), mt = tc ? tc_mt(m, n, w) : 1;
+	int acc = 0, tiled = !tc && N > m->small_rows, q8 = 0;
 	for (int i = 0; i < n; i++)
 		q8 |= w[i]->type == GGUF_TENSOR_Q8_0;
+	if (tc && m->dq) { /* the measured alternative: each Q8_0 matrix widened to BF16, then its product */
+		for (int i = 0; i < n; i++) {
+			struct dmat bw = *w[i];
+			if (bw.type == GGUF_TENSOR_Q8_0) {
+				size_t cnt = (size_t)bw.n_out * bw.n_in;
+				launch(m, dequant_bf16_kernel, dim3((unsigned)((cnt / 8 + 255) / 256)), 256, bw, m->dq);
+				bw.type = GGUF_TENSOR_BF16, bw.w = m->dq, bw.d = NULL;
+			}
+			const struct dmat *one = &bw;
+			__nv_bfloat16 *dq = m->dq;
+			m->dq = NULL; /* the single product below takes the plain path */
+			matmul_n(m, 1, &one, x, xs, N, &y[i], &ys[i], 0, NULL);
+			m->dq = dq;
+		}
+		if (nn)
+			launch(m, add_norm_kernel, dim3((unsigned)nn->rows), 256, m->x, (const float *)m->y, nn->w, m->h,
+			       m->cfg.n_embd, m->cfg.norm_eps, 1, nn->map);
+		return;
+	}
 	if (q8) { /* the input quantised once for the launch's Q8_0 matrices (all read the same x) */
 		int n_in = w[0]->n_in;
 		launch(m, act_q8_kernel, dim3((unsigned)((n_in / 32 + 7) / 8), (unsigned)N), 256, x, xs, n_in, m->xq,
@@ -1325,24 +1562,28 @@ static void matmul_n(struct cuda_model *m, int n, const struct dmat *const *w, c
 		a.y[i] = y[i];
 		a.ys[i] = ys[i];
 		if (!pair || i == 0)
-			acc += tiled ? (w[i]->n_out + 63) / 64 : w[i]->n_out;
+			acc += tc ? (w[i]->n_out + 16 * mt - 1) / (16 * mt) : tiled ? (w[i]->n_out + 63) / 64 : w[i]->n_out;
 		a.end[i] = acc;
 	}
 	/* enough warps to fill the device (~64 a multiprocessor): a product of few outputs splits
 	 * its inputs over up to 8 warps an output (a warp's step: 256 inputs, Q8_0 1024) */
 	int min_in = w[0]->n_in;
 	a.kw = 1;
-	while (!tiled && a.kw < 8 && (long)acc * a.kw < 64L * m->n_sm && min_in >= (q8 ? 2048 : 512) * a.kw)
+	while (!tiled && !tc && a.kw < 8 && (long)acc * a.kw < 64L * m->n_sm && min_in >= (q8 ? 2048 : 512) * a.kw)
 		a.kw *= 2;
 	unsigned blocks = (unsigned)(((long)acc * a.kw + 7) / 8);
 	const struct model_config *c = &m->cfg;
-	int inside = nn && (m->fused & CUDA_FUSE_NORM) && !tiled && N <= AN_ROWS && nn->rows <= N;
+	int inside = nn && (m->fused & CUDA_FUSE_NORM) && !tiled && !tc && N <= AN_ROWS && nn->rows <= N;
 	if (inside) {
 		a.an_count = m->an_count;
 		a.an_x = m->x, a.an_h = m->h, a.an_y = m->y, a.an_w = nn->w, a.an_map = nn->map;
 		a.an_rows = nn->rows, a.an_E = c->n_embd, a.an_add = 1, a.an_eps = c->norm_eps;
 	}
-	if (tiled)
+	if (tc && mt == 2)
+		launch_tc_mt<2>(m, a, (unsigned)acc);
+	else if (tc)
+		launch_tc_mt<1>(m, a, (unsigned)acc);
+	else if (tiled)
 		launch(m, mm_tiled, dim3((unsigned)((N + 63) / 64), (unsigned)acc), 256, a);
 	else if (pair)
 		launch_small<2>(m, a, blocks);
@@ -1367,7 +1608,7 @@ static void matmul_swiglu(struct cuda_model *m, const struct dlayer *l, int N)
 	const struct dmat *w[2] = { &l->ffn_gate, &l->ffn_up };
 	float *y[2] = { m->a1, m->a2 };
 	int ys[2] = { m->w1, m->w2 };
-	if ((m->fused & CUDA_FUSE_SWIGLU) && N <= m->small_rows) {
+	if ((m->fused & CUDA_FUSE_SWIGLU) && N <= m->small_rows && !use_tc(m, 2, w, c->n_embd, N)) {
 		matmul_n(m, 2, w, m->h, c->n_embd, N, y, ys, 1, NULL);
 		return;
 	}
@@ -1729,6 +1970,37 @@ extern "C" int cuda_model_small_rows(const struct cuda_model *m)
 	return m->small_rows;
 }
 
+extern "C" void cuda_model_set_tc_rows(struct cuda_model *m, int rows)
+{
+	m->tc_rows = rows > 0 ? rows : 0;
+	graphs_drop(m);
+}
+
+extern "C" int cuda_model_tc_rows(const struct cuda_model *m)
+{
+	return m->tc_rows;
+}
+
+extern "C" void cuda_model_set_tc_mt(struct cuda_model *m, int mt)
+{
+	m->tc_mt = mt == 1 || mt == 2 ? mt : 0;
+	graphs_drop(m);
+}
+
+extern "C" int cuda_model_set_tc_dequant(struct cuda_model *m, int on)
+{
+	graphs_drop(m);
+	if (!on) {
+		cudaFree(m->dq);
+		m->dq = NULL;
+		return 0;
+	}
+	if (m->dq)
+		return 0;
+	cudaError_t e = cudaMalloc((void **)&m->dq, 2 * m->max_mat);
+	return e == cudaSuccess ? 0 : cuda_fail(m, e, "dequantisation scratch");
+}
+
 extern "C" void cuda_model_set_fused(struct cuda_model *m, int on)
 {
 	cuda_model_set_fuse_mask(m, on ? CUDA_FUSE_ALL : 0);
@@ -2028,6 +2300,10 @@ extern "C" struct cuda_model *cuda_model_create(int dev, const struct model_conf
 	   * and SIXI_CUDA_PDL=0|1 override. */
 		int narrow = c->n_embd < 4096;
 		const char *f = getenv("SIXI_CUDA_FUSED"), *p = getenv("SIXI_CUDA_PDL"), *gc = getenv("SIXI_CUDA_GDN_COLS");
+		const char *tcr = getenv("SIXI_CUDA_TC_ROWS");
+		m->tc_rows = tcr ? (int)strtol(tcr, NULL, 10) : TC_ROWS;
+		if (m->tc_rows < 0)
+			m->tc_rows = 0;
 		m->fused = !f ? (narrow ? CUDA_FUSE_GDN | CUDA_FUSE_SWIGLU : 0)
 			   : strcmp(f, "1") == 0 ? CUDA_FUSE_ALL
 			   : f[0] == 'm' ? (int)strtol(f + 1, NULL, 0) & CUDA_FUSE_ALL : 0;
@@ -2119,6 +2395,7 @@ extern "C" void cuda_model_destroy(struct cuda_model *m)
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		cudaFree(bufs[i]);
 	cudaFree(m->xq);
+	cudaFree(m->dq);
 	cudaFree(m->meta);
 	cudaFree(m->an_count);
 	cudaFreeHost(m->hmeta);

@@ -11,6 +11,7 @@
  * Exits 77 without a GPU. Usage: perf_cuda_engine [0.8b|9b|all [STREAMS]] (default all; STREAMS: only
  * that many streams); perf_cuda_engine masks [0.8b|9b|all] (the fused set's parts one at a time);
  * perf_cuda_engine profile 0.8b|9b bf16|q8_0 STREAMS MASK COLS PDL (one pass for ncu);
+ * perf_cuda_engine tc [0.8b|9b|all] [bf16|q8_0|all] (fp32 against tensor-core products, 1..128 streams);
  * perf_cuda_engine gguf FILE [STREAMS [STEPS]] (a GGUF through the engine, for
  * tests/perf/cuda_vs_llama.sh). */
 #include "core/clock.h"
@@ -315,6 +316,110 @@ static int run(const char *label, const struct model_config *c, uint32_t type, d
 	return rc ? 1 : 0;
 }
 
+/* ---- the tensor-core product against the fp32 kernels (mode "tc") ---- */
+
+/* ms per pass at 1..128 streams with the engine's defaults, once with the products' fp32
+ * kernels (tc_rows 0: warp per output, 64x64 tiles above small_rows) and once with the
+ * tensor-core product at every width (tc_rows 1), so that the threshold can be read off; then
+ * the last logits of 32 streams' decode step through both, largest difference relative to the
+ * row's largest logit (graphs on, logits into page-locked memory). */
+static int tc_compare(const char *label, const struct model_config *c, uint32_t type)
+{
+	static struct mem_model mm;
+	char err[1024];
+	if (build(&mm, c, type)) {
+		fprintf(stderr, "perf_cuda_engine: out of host memory for %s\n", label);
+		release(&mm);
+		return 1;
+	}
+	enum { SLOTS = 128, CTX = 256 };
+	struct cuda_model *m = cuda_model_create(0, c, find, &mm, label, SLOTS, CTX, 0, err, sizeof err);
+	release(&mm);
+	if (!m) {
+		fprintf(stderr, "perf_cuda_engine: %s: %s\n", label, err);
+		return 1;
+	}
+	static const int streams[] = { 1, 2, 4, 8, 16, 32, 64, 128 };
+	size_t lg_bytes = sizeof(float) * (size_t)SLOTS * c->n_vocab;
+	int32_t *tok = malloc(sizeof(int32_t) * SLOTS * PROMPT), *slot = malloc(sizeof(int32_t) * SLOTS * PROMPT);
+	uint8_t *want = malloc(SLOTS * PROMPT);
+	float *lg = cuda_host_alloc(lg_bytes), *ref = malloc(lg_bytes);
+	int rc = tok && slot && want && lg && ref ? 0 : 1, def = cuda_model_tc_rows(m);
+	/* variants: fp32 kernels; tensor cores (the engine's choice of outputs a block, then 16 and
+	 * 32 forced); Q8_0 also widened to BF16 in scratch before the BF16 tensor-core product */
+	static const struct { int tc, mt, dq; const char *name; } var[] = {
+		{ 0, 0, 0, "fp32 kernels" }, { 1, 0, 0, "tensor cores" }, { 1, 1, 0, "tc, 16 outputs a block" },
+		{ 1, 2, 0, "tc, 32 outputs a block" }, { 1, 0, 1, "tc, Q8_0 widened to BF16 first" },
+	};
+	int nv = type == GGUF_TENSOR_Q8_0 ? 5 : 4;
+	printf("(engine defaults: tensor-core product from %d rows, warp-per-output product up to %d rows; ms per pass, "
+	       "aggregate tok/s of the first two in brackets)\n\n| %s | streams |", def, cuda_model_small_rows(m), label);
+	for (int v = 0; v < nv; v++)
+		printf(" %s |", var[v].name);
+	printf(" speed-up (tensor cores) |\n|---|---:|");
+	for (int v = 0; v <= nv; v++)
+		printf("---:|");
+	printf("\n");
+	for (size_t k = 0; !rc && k < sizeof streams / sizeof streams[0]; k++) {
+		int S = streams[k];
+		double ms[5] = { 0, 0, 0, 0, 0 };
+		for (int v = 0; v < nv && !rc; v++) {
+			cuda_model_set_tc_rows(m, var[v].tc); /* 0: fp32 kernels, 1: tensor cores at every width */
+			cuda_model_set_tc_mt(m, var[v].mt);
+			if (var[v].dq && (rc = cuda_model_set_tc_dequant(m, 1)))
+				break;
+			if (!(rc = prefill(m, S, tok, slot, want, lg, c->n_vocab)))
+				ms[v] = time_decode(m, S, 31, tok, slot, want, lg, c->n_vocab, &rc);
+			if (var[v].dq)
+				cuda_model_set_tc_dequant(m, 0);
+		}
+		cuda_model_set_tc_mt(m, 0);
+		if (rc)
+			break;
+		printf("| %s | %d |", label, S);
+		for (int v = 0; v < nv; v++)
+			if (v < 2)
+				printf(" %.3f (%.0f) |", ms[v], S * 1000.0 / ms[v]);
+			else
+				printf(" %.3f |", ms[v]);
+		printf(" %.2fx |\n", ms[0] / ms[1]);
+	}
+	double worst = 0;
+	for (int v = 0; v < 2 && !rc; v++) { /* the same 32 streams' prompts and one decode step through both */
+		cuda_model_set_tc_rows(m, v);
+		if ((rc = prefill(m, 32, tok, slot, want, lg, c->n_vocab)))
+			break;
+		for (int s = 0; s < 32; s++)
+			tok[s] = (int32_t)((s * 31 + 5) % c->n_vocab), slot[s] = s, want[s] = 1;
+		struct model_batch d = { .n_rows = 32, .tokens = tok, .slots = slot, .want_logits = want };
+		if ((rc = cuda_model_forward(m, &d, NULL, v ? lg : ref)))
+			break;
+		for (int s = 0; v && s < 32; s++) {
+			const float *a = ref + (size_t)s * c->n_vocab, *b = lg + (size_t)s * c->n_vocab;
+			double mx = 0, dd = 0;
+			for (int i = 0; i < c->n_vocab; i++) {
+				mx = fabs(a[i]) > mx ? fabs(a[i]) : mx;
+				double e = fabs((double)b[i] - a[i]);
+				dd = e > dd || isnan(e) ? e : dd;
+			}
+			dd = mx > 0 ? dd / mx : dd;
+			worst = dd > worst ? dd : worst;
+		}
+	}
+	if (rc)
+		fprintf(stderr, "perf_cuda_engine: %s: pass failed (%d): %s\n", label, rc, cuda_model_error(m));
+	else
+		printf("\n%s: tensor cores vs fp32 kernels, 32 streams' 16-token prompts and one decode step: largest logit "
+		       "difference %.3g of the row's largest logit\n\n", label, worst);
+	free(tok);
+	free(slot);
+	free(want);
+	cuda_host_free(lg);
+	free(ref);
+	cuda_model_destroy(m);
+	return rc ? 1 : 0;
+}
+
 /* ---- the fused set's parts one at a time (mode "masks") ---- */
 
 /* ms per pass at 1 and 8 streams for every CUDA_FUSE_* mask, with and without programmatic
@@ -511,6 +616,20 @@ int main(int argc, char **argv)
 		return profile(strcmp(argv[2], "9b") == 0 ? &perf_shape_9b : &perf_shape_08b,
 			       strcmp(argv[3], "q8_0") == 0 ? GGUF_TENSOR_Q8_0 : GGUF_TENSOR_BF16, atoi(argv[4]), atoi(argv[5]),
 			       atoi(argv[6]), atoi(argv[7]));
+	}
+	if (strcmp(which, "tc") == 0) { /* tc [0.8b|9b|all] [bf16|q8_0|all] */
+		const char *w = argc > 2 ? argv[2] : "all", *t = argc > 3 ? argv[3] : "all";
+		int rc = 0, bf = strcmp(t, "q8_0") != 0, q8 = strcmp(t, "bf16") != 0;
+		printf("device: %s\n\n", name);
+		if (strcmp(w, "9b") != 0) {
+			rc |= bf ? tc_compare("0.8B-shape BF16", &perf_shape_08b, GGUF_TENSOR_BF16) : 0;
+			rc |= q8 ? tc_compare("0.8B-shape Q8_0", &perf_shape_08b, GGUF_TENSOR_Q8_0) : 0;
+		}
+		if (strcmp(w, "0.8b") != 0) {
+			rc |= bf ? tc_compare("9B-shape BF16", &perf_shape_9b, GGUF_TENSOR_BF16) : 0;
+			rc |= q8 ? tc_compare("9B-shape Q8_0", &perf_shape_9b, GGUF_TENSOR_Q8_0) : 0;
+		}
+		return rc;
 	}
 	if (strcmp(which, "masks") == 0) { /* masks [0.8b|9b|all] */
 		const char *w = argc > 2 ? argv[2] : "0.8b";

@@ -15,9 +15,15 @@
  * percents of the largest logit. The CPU engine against itself (portable against its default
  * kernels, the same file and tokens) shows it: measured here and printed, 0.0207 on a Debian 12
  * x86-64 host against 1.21e-6 for BF16. So Q8_0's bound is 3 x that spread of the CPU
- * engine's own (at least 2e-3), and greedy text is counted, not required to be equal. Rollback
- * vs recomputation on the GPU: exact, as every pass there has at most 16 rows, where a row's
- * floats do not depend on the batch. */
+ * engine's own (at least 2e-3), and greedy text is counted, not required to be equal.
+ * The tensor-core product (SIXI_CUDA_TC_ROWS=8: passes of 8 rows or more; the 40-row prefill
+ * here, 18 rows of the greedy prompts) rounds a BF16 model's activations to BF16: at most 2^-9 of an input,
+ * less than half the step (amax / 127 of its block) at which the CPU engine itself quantises
+ * the inputs of Q8_0 products; so BF16 on tensor cores takes Q8_0's bound and counted greedy
+ * text, and BF16 and Q8_0 are checked on the fp32 kernels too (SIXI_CUDA_TC_ROWS=0), BF16 there
+ * with 2e-3 and equal text. Rollback vs recomputation on the GPU: exact, on an engine whose
+ * passes compute a row alike at any width: the fp32 kernels (every pass there has at most 16
+ * rows) or the tensor-core product at every width (SIXI_CUDA_TC_ROWS=1). */
 #include "test.h"
 #include "greedy.h"
 #include "core/buf.h"
@@ -280,7 +286,24 @@ static void check_rollback(struct engine *gpu, const char *name)
 	free(lb);
 }
 
-static void check_model(const char *path, const char *name)
+/* The CUDA engine on path with SIXI_CUDA_TC_ROWS=tc (NULL: the default). */
+static struct engine *gpu_open(const char *path, const char *tc, char *err, size_t errlen)
+{
+	if (tc)
+		setenv("SIXI_CUDA_TC_ROWS", tc, 1);
+	else
+		unsetenv("SIXI_CUDA_TC_ROWS");
+	struct engine *e = cuda_engine_open(path, 0, 8, 256, 9, err, errlen);
+	unsetenv("SIXI_CUDA_TC_ROWS");
+	return e;
+}
+
+/* The checks on path with the tensor-core product from tc rows (SIXI_CUDA_TC_ROWS; NULL: the
+ * engine's default). The rollback check needs every pass's rows computed alike whatever the
+ * pass's width (recomputation feeds the rows in passes of other widths), so it runs on an engine
+ * with rb_tc instead where that differs: "0" (fp32 kernels, passes of at most 16 rows here) or
+ * "1" (tensor cores at every width). */
+static void check_model(const char *path, const char *name, const char *tc, const char *rb_tc)
 {
 	char err[1024];
 	struct engine *cpu = real_engine_open(path, 8, 256, 0, err, sizeof err);
@@ -288,7 +311,7 @@ static void check_model(const char *path, const char *name)
 		fprintf(stderr, "cpu: %s\n", err);
 		return;
 	}
-	struct engine *gpu = cuda_engine_open(path, 0, 8, 256, 9, err, sizeof err);
+	struct engine *gpu = gpu_open(path, tc, err, sizeof err);
 	if (!CHECK(gpu != NULL)) {
 		fprintf(stderr, "gpu: %s\n", err);
 		engine_destroy(cpu);
@@ -299,7 +322,20 @@ static void check_model(const char *path, const char *name)
 	worst_rel = 0;
 	check_batches(cpu, gpu, name);
 	check_greedy(cpu, gpu, name);
-	check_rollback(gpu, name);
+	if (rb_tc) {
+		struct engine *g2 = gpu_open(path, rb_tc, err, sizeof err);
+		if (CHECK(g2 != NULL)) {
+			char nm[200];
+			snprintf(nm, sizeof nm, "%s (tensor-core product %s)", name,
+				 strcmp(rb_tc, "0") == 0 ? "off" : "at every width");
+			check_rollback(g2, nm);
+			engine_destroy(g2);
+		} else {
+			fprintf(stderr, "gpu: %s\n", err);
+		}
+	} else {
+		check_rollback(gpu, name);
+	}
 	/* the engine's pieces of text are the CPU engine's */
 	struct buf b1, b2;
 	buf_init(&b1);
@@ -456,16 +492,19 @@ int main(void)
 	    !CHECK_EQ_INT(model_write_random(q8, &c100, GGUF_TENSOR_Q8_0, 7, err, sizeof err), 0)) {
 		fprintf(stderr, "%s\n", err);
 	} else {
-		check_model(tiny, "tiny (F32)");
-		check_model(bf16, "~100M BF16");
+		check_model(tiny, "tiny (F32)", NULL, NULL); /* F32: never the tensor-core product */
+		check_model(bf16, "~100M BF16, fp32 kernels", "0", NULL);
 		double sb = cpu_self_spread(bf16), sq = cpu_self_spread(q8);
 		CHECK(sb >= 0 && sq >= 0);
 		printf("the CPU engine against itself (portable vs default kernels, 40-token prefill): BF16 %.3g, Q8_0 %.3g of "
 		       "the largest logit\n", sb, sq);
 		tol = sq > 2e-3 / 3 ? 3 * sq : 2e-3;
 		greedy_exact = 0;
-		printf("~100M Q8_0: bound %.3g of the largest logit (3 x the CPU's own Q8_0 spread, at least 2e-3)\n", tol);
-		check_model(q8, "~100M Q8_0");
+		printf("Q8_0, and BF16 on tensor cores: bound %.3g of the largest logit (3 x the CPU's own Q8_0 spread, at "
+		       "least 2e-3)\n", tol);
+		check_model(bf16, "~100M BF16, tensor cores from 8 rows", "8", "1");
+		check_model(q8, "~100M Q8_0, fp32 kernels", "0", NULL);
+		check_model(q8, "~100M Q8_0, tensor cores from 8 rows", "8", "1");
 	}
 	unlink(tiny);
 	unlink(bf16);

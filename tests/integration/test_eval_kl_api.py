@@ -16,10 +16,11 @@ served by its own sixi-server on 127.0.0.1 (port 0, stopped by PID). Checks:
  - KL grows from Q8_0 to Q4_0 in both forms; sixi-report kl reads the API runs;
  - bad input: exit 2 (options) or 1 (an endpoint), a message naming it, nothing stored.
 usage: test_eval_kl_api.py BUILD_ROOT"""
-import json, math, os, signal, sqlite3, subprocess, sys, tempfile, time, urllib.error, urllib.request
+import json, math, os, sqlite3, subprocess, sys, tempfile, urllib.error, urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from kl_files import write_models, write_text, close  # noqa: E402
+from server_proc import Server  # noqa: E402
 
 build = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("SIXI_BUILD_ROOT", "build")
 src = os.environ.get("SIXI_SOURCE_ROOT", ".")
@@ -34,19 +35,6 @@ def check(ok, what):
         fails += 1
         print("FAIL: " + what)
     return ok
-
-
-def start(d, name, gguf):
-    pf = os.path.join(d, name + ".port")
-    p = subprocess.Popen([server, "--model", gguf, "--host", "127.0.0.1", "--port", "0", "--port-file", pf],
-                         stdout=subprocess.DEVNULL, stderr=open(os.path.join(d, name + ".log"), "w"))
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and p.poll() is None:
-        if os.path.exists(pf) and open(pf).read().strip():
-            return p, "http://127.0.0.1:%s" % open(pf).read().strip()
-        time.sleep(0.05)
-    p.kill()
-    raise SystemExit("sixi-server %s did not start (see %s.log)" % (name, name))
 
 
 def post(url, body):
@@ -90,8 +78,8 @@ with tempfile.TemporaryDirectory(prefix="sixi-test-klapi-") as d:
     try:
         files, urls = write_models(server, d), {}
         for t in ("F32", "Q8_0", "Q4_0"):
-            p, urls[t] = start(d, t, files[t])
-            procs.append(p)
+            procs.append(Server(server, ["--model", files[t]], d, t, timeout_s=60))
+            urls[t] = procs[-1].url
         text, body = write_text(src, d, 1500)
 
         # ---- the server side ----
@@ -210,8 +198,7 @@ with tempfile.TemporaryDirectory(prefix="sixi-test-klapi-") as d:
                                                                              p.stderr, n))
     finally:
         for p in procs:
-            os.kill(p.pid, signal.SIGTERM)
-            p.wait(timeout=30)
+            p.stop()
 
 print("%d failed" % fails if fails else "ok")
 sys.exit(1 if fails else 0)

@@ -14,11 +14,12 @@ measured times. Servers are stopped by PID; every run is bounded by a timeout.
 import json
 import math
 import os
-import signal
 import subprocess
 import sys
 import tempfile
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from server_proc import Server  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_eval_run as ev  # noqa: E402  (the scripted eval server)
@@ -57,24 +58,9 @@ def same(printed, live, digits, what):
           "%s: report %r, live %r (printed with %d decimals)" % (what, printed, live, digits))
 
 
-class Sim:
+class Sim(Server):
     def __init__(self):
-        pf = os.path.join(TMP, "port")
-        self.log = open(os.path.join(TMP, "server.log"), "w")
-        self.proc = subprocess.Popen([EXE["server"], "--simulate", "thor", "--time-scale", "10", "--host",
-                                      "127.0.0.1", "--port", "0", "--port-file", pf], stderr=self.log,
-                                     stdout=subprocess.DEVNULL)
-        deadline = time.monotonic() + 30
-        while not (os.path.exists(pf) and open(pf).read().strip()):
-            if time.monotonic() > deadline or self.proc.poll() is not None:
-                raise SystemExit("sixi-server --simulate did not start (see %s)" % self.log.name)
-            time.sleep(0.02)
-        self.url = "http://127.0.0.1:" + open(pf).read().strip()
-
-    def stop(self):
-        os.kill(self.proc.pid, signal.SIGTERM)
-        self.proc.wait(timeout=30)
-        self.log.close()
+        super().__init__(EXE["server"], ["--simulate", "thor", "--time-scale", "10"], TMP)
 
 
 def bench_case(url):

@@ -20,13 +20,14 @@ import io
 import json
 import math
 import os
-import signal
 import sqlite3
 import subprocess
 import sys
 import tempfile
-import time
 import xml.etree.ElementTree as ET
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from server_proc import Server  # noqa: E402
 
 BUILD = os.environ.get("SIXI_BUILD_ROOT", "build")
 EXE = {p: os.path.join(BUILD, "src", "sixi-" + p) for p in ("bench", "report", "server")}
@@ -53,23 +54,9 @@ def run(*args, timeout=300):
     return p.returncode, p.stdout, p.stderr
 
 
-class Sim:
+class Sim(Server):
     def __init__(self, *args):
-        pf = os.path.join(TMP, "port-%d" % time.monotonic_ns())
-        self.log = open(os.path.join(TMP, "server.log"), "a")
-        self.proc = subprocess.Popen([EXE["server"], "--simulate", *args, "--host", "127.0.0.1", "--port", "0",
-                                      "--port-file", pf], stderr=self.log, stdout=subprocess.DEVNULL)
-        deadline = time.monotonic() + 30
-        while not (os.path.exists(pf) and open(pf).read().strip()):
-            if time.monotonic() > deadline or self.proc.poll() is not None:
-                raise SystemExit("sixi-server --simulate did not start (see %s)" % self.log.name)
-            time.sleep(0.02)
-        self.url = "http://127.0.0.1:" + open(pf).read().strip()
-
-    def stop(self):
-        os.kill(self.proc.pid, signal.SIGTERM)
-        self.proc.wait(timeout=30)
-        self.log.close()
+        super().__init__(EXE["server"], ["--simulate", *args], TMP)
 
 
 # ---- numpy's definitions, written out ----

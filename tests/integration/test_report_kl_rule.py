@@ -15,10 +15,11 @@ overhead can only bring the two closer, never past the 10 % line). Checks:
    run, a kl run given as the bench run, a shown run without a pair, runs against other
    references.
 No verdict depends on how fast this machine is. usage: test_report_kl_rule.py BUILD_ROOT"""
-import json, os, signal, sqlite3, subprocess, sys, tempfile, time
+import json, os, sqlite3, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from kl_files import write_models, write_text, close as close_rel  # noqa: E402
+from server_proc import Server  # noqa: E402
 
 build = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("SIXI_BUILD_ROOT", "build")
 src = os.environ.get("SIXI_SOURCE_ROOT", ".")
@@ -43,22 +44,7 @@ def start_sim(d, name, weight_gb):
     with open(cfg, "w") as f:
         json.dump({"base": "thor", "weight_gb": weight_gb, "bandwidth_gbps": 25, "decode_row_ms": 0,
                    "prefill_row_ms": 0, "host_row_ms": 0, "slots": 4, "context": 4096}, f)
-    pf = os.path.join(d, name + ".port")
-    log = open(os.path.join(d, name + ".log"), "w")
-    p = subprocess.Popen([server, "--simulate", cfg, "--host", "127.0.0.1", "--port", "0", "--port-file", pf],
-                         stdout=subprocess.DEVNULL, stderr=log)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and p.poll() is None:
-        if os.path.exists(pf) and open(pf).read().strip():
-            return p, "http://127.0.0.1:%s" % open(pf).read().strip()
-        time.sleep(0.05)
-    p.kill()
-    raise SystemExit("sixi-server --simulate did not start (see %s.log)" % name)
-
-
-def stop(p):
-    os.kill(p.pid, signal.SIGTERM)
-    p.wait(timeout=30)
+    return Server(server, ["--simulate", cfg], d, name)
 
 
 def agg_tok_s(con, bench_run):
@@ -95,12 +81,12 @@ with tempfile.TemporaryDirectory(prefix="sixi-test-klrule-") as d:
 
     runs = {}
     for name, gb in (("fast", 1), ("slow", 2)):
-        p, url = start_sim(d, name, gb)
+        srv = start_sim(d, name, gb)
         try:
-            r = run(bench, "sweep", "--url", url, "--model", "sim", "--concurrency", "1,2", "--max-tokens", "8",
+            r = run(bench, "sweep", "--url", srv.url, "--model", "sim", "--concurrency", "1,2", "--max-tokens", "8",
                     "--rounds", "3", "--warmup", "1", "--db", db, "--no-plots", "--json")
         finally:
-            stop(p)
+            srv.stop()
         check(r.returncode == 0, "sixi-bench sweep on the %s device: %s" % (name, r.stderr[-2000:]))
         runs[name] = json.loads(r.stdout)["run"]
     con = sqlite3.connect(db)

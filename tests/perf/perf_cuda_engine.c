@@ -203,22 +203,35 @@ static int decode_fixed(struct cuda_model *m, int32_t *tok, int32_t *slot, uint8
 	return rc;
 }
 
-static int run(const char *label, const struct model_config *c, uint32_t type, double bw)
+/* A random model of c's shape in type, uploaded to GPU 0 with slots x ctx of state; NULL
+ * after saying why on stderr. The host copy is released either way; *matrix_bytes (may be
+ * NULL) gets what a pass reads of the matrices. */
+static struct cuda_model *open_engine(const char *label, const struct model_config *c, uint32_t type, int slots,
+				      int ctx, size_t *matrix_bytes)
 {
 	static struct mem_model mm;
 	char err[1024];
 	if (build(&mm, c, type)) {
 		fprintf(stderr, "perf_cuda_engine: out of host memory for %s\n", label);
 		release(&mm);
-		return 1;
+		return NULL;
 	}
-	enum { SLOTS = 128, CTX = 256 };
-	struct cuda_model *m = cuda_model_create(0, c, find, &mm, label, SLOTS, CTX, 0, err, sizeof err);
+	struct cuda_model *m = cuda_model_create(0, c, find, &mm, label, slots, ctx, 0, err, sizeof err);
+	if (matrix_bytes)
+		*matrix_bytes = mm.matrix_bytes;
 	release(&mm);
-	if (!m) {
+	if (!m)
 		fprintf(stderr, "perf_cuda_engine: %s: %s\n", label, err);
+	return m;
+}
+
+static int run(const char *label, const struct model_config *c, uint32_t type, double bw)
+{
+	enum { SLOTS = 128, CTX = 256 };
+	size_t matrix_bytes = 0;
+	struct cuda_model *m = open_engine(label, c, type, SLOTS, CTX, &matrix_bytes);
+	if (!m)
 		return 1;
-	}
 	struct model_state_memory sm;
 	size_t wbytes = 0;
 	cuda_model_memory(m, &sm, &wbytes);
@@ -295,7 +308,7 @@ static int run(const char *label, const struct model_config *c, uint32_t type, d
 	} else {
 		/* one stream at position ~PROMPT+STEPS: the matrices, the GDN states read and written, the KV rows read */
 		double kv = (double)sm.kv / SLOTS / CTX * (PROMPT + STEPS);
-		double bytes = (double)mm.matrix_bytes + 2.0 * (double)sm.gdn_state / SLOTS + kv;
+		double bytes = (double)matrix_bytes + 2.0 * (double)sm.gdn_state / SLOTS + kv;
 		double floor_ms = bytes / bw * 1e3; /* bw counts a copy's bytes read + written: what DRAM moves */
 		printf("\n%s one-stream decode: %.3f ms/token; floor %.3f ms (%.1f MB read at %.2f TB/s) = %.0f %% of the floor's "
 		       "speed; weights on the GPU %.2f GB\n", label, one_ms, floor_ms, bytes / 1e6, bw / 1e12,
@@ -325,20 +338,10 @@ static int run(const char *label, const struct model_config *c, uint32_t type, d
  * row's largest logit (graphs on, logits into page-locked memory). */
 static int tc_compare(const char *label, const struct model_config *c, uint32_t type)
 {
-	static struct mem_model mm;
-	char err[1024];
-	if (build(&mm, c, type)) {
-		fprintf(stderr, "perf_cuda_engine: out of host memory for %s\n", label);
-		release(&mm);
-		return 1;
-	}
 	enum { SLOTS = 128, CTX = 256 };
-	struct cuda_model *m = cuda_model_create(0, c, find, &mm, label, SLOTS, CTX, 0, err, sizeof err);
-	release(&mm);
-	if (!m) {
-		fprintf(stderr, "perf_cuda_engine: %s: %s\n", label, err);
+	struct cuda_model *m = open_engine(label, c, type, SLOTS, CTX, NULL);
+	if (!m)
 		return 1;
-	}
 	static const int streams[] = { 1, 2, 4, 8, 16, 32, 64, 128 };
 	size_t lg_bytes = sizeof(float) * (size_t)SLOTS * c->n_vocab;
 	int32_t *tok = malloc(sizeof(int32_t) * SLOTS * PROMPT), *slot = malloc(sizeof(int32_t) * SLOTS * PROMPT);
@@ -427,20 +430,10 @@ static int tc_compare(const char *label, const struct model_config *c, uint32_t 
  * fused set wins or loses, measured apart (graphs on, logits into page-locked memory). */
 static int masks(const char *label, const struct model_config *c, uint32_t type)
 {
-	static struct mem_model mm;
-	char err[1024];
-	if (build(&mm, c, type)) {
-		fprintf(stderr, "perf_cuda_engine: out of host memory for %s\n", label);
-		release(&mm);
-		return 1;
-	}
 	enum { SLOTS = 8, CTX = 256 };
-	struct cuda_model *m = cuda_model_create(0, c, find, &mm, label, SLOTS, CTX, 0, err, sizeof err);
-	release(&mm);
-	if (!m) {
-		fprintf(stderr, "perf_cuda_engine: %s: %s\n", label, err);
+	struct cuda_model *m = open_engine(label, c, type, SLOTS, CTX, NULL);
+	if (!m)
 		return 1;
-	}
 	int32_t tok[SLOTS * PROMPT], slot[SLOTS * PROMPT];
 	uint8_t want[SLOTS * PROMPT];
 	float *lg = cuda_host_alloc(sizeof(float) * (size_t)SLOTS * c->n_vocab);

@@ -8,6 +8,25 @@
 
 static int64_t count(const char *path, const char *sql) { return test_sql_i64(path, sql); }
 
+/* Turns the mkstemp template in path into a fresh name no file has (the store creates it). */
+static void temp_name(char *path)
+{
+	int fd = mkstemp(path);
+	close(fd);
+	unlink(path);
+}
+
+/* A new store at a fresh name from the template; NULL (a failed check) when it cannot open. */
+static struct store *open_temp(char *path)
+{
+	char err[512] = "";
+	temp_name(path);
+	struct store *s = store_open(path, err, sizeof err);
+	if (!CHECK(s != NULL))
+		fprintf(stderr, "%s\n", err);
+	return s;
+}
+
 /* A version-1 file as sixi 0.1 wrote it (bench rows in a rowid table with a
  * (run, level) index, ids global), two runs with interleaved rows; opening it
  * must migrate to version 2 keeping every row and id, and number new rows of
@@ -15,9 +34,7 @@ static int64_t count(const char *path, const char *sql) { return test_sql_i64(pa
 static void test_migrate_v1(void)
 {
 	char path[] = "/tmp/sixi-test-store-v1-XXXXXX";
-	int fd = mkstemp(path);
-	close(fd);
-	unlink(path);
+	temp_name(path);
 	sqlite3 *db;
 	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
 	CHECK(sqlite3_exec(db,
@@ -112,13 +129,10 @@ static int stop_at_two(void *ctx, const struct store_eval_read *r)
 static void test_readers(void)
 {
 	char path[] = "/tmp/sixi-test-store-read-XXXXXX";
-	int fd = mkstemp(path);
-	close(fd);
-	unlink(path);
-	char err[512] = "";
-	struct store *s = store_open(path, err, sizeof err);
-	if (!CHECK(s != NULL))
+	struct store *s = open_temp(path);
+	if (!s)
 		return;
+	char err[512] = "";
 	int64_t run = 0, other = 0;
 	struct store_run r = { .kind = "eval", .workload = "eval", .protocol_json = "{\"a\":1}", .model = "m" };
 	struct store_run b = { .kind = "bench", .workload = "sweep", .protocol_json = "{}" };
@@ -175,13 +189,10 @@ static void test_readers(void)
 static void test_merge_writers(void)
 {
 	char path[] = "/tmp/sixi-test-store-merge-XXXXXX";
-	int fd = mkstemp(path);
-	close(fd);
-	unlink(path);
-	char err[512] = "";
-	struct store *s = store_open(path, err, sizeof err);
-	if (!CHECK(s != NULL))
+	struct store *s = open_temp(path);
+	if (!s)
 		return;
+	char err[512] = "";
 	int64_t run = 0, found = -1;
 	struct store_run r = { .kind = "eval", .workload = "eval", .protocol_json = "{}" };
 	CHECK(store_run_begin(s, &r, &run) == 0);
@@ -209,9 +220,7 @@ int main(void)
 	test_readers();
 	test_merge_writers();
 	char path[] = "/tmp/sixi-test-store-XXXXXX";
-	int fd = mkstemp(path);
-	close(fd);
-	unlink(path);
+	temp_name(path);
 	char err[512];
 	struct store *s = store_open(path, err, sizeof err);
 	if (!CHECK(s != NULL)) fprintf(stderr, "%s\n", err);

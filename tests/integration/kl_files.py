@@ -26,3 +26,8 @@ def write_text(src, d, n_bytes):
 
 def close(a, b, rel):
     return abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
+
+
+def close_within(rel):
+    """close(a, b) with rel fixed, for tests that compare at one tolerance throughout."""
+    return lambda a, b, r=rel: close(a, b, r)

@@ -18,7 +18,7 @@ No verdict depends on how fast this machine is. usage: test_report_kl_rule.py BU
 import json, os, sqlite3, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kl_files import write_models, write_text, close as close_rel  # noqa: E402
+from kl_files import write_models, write_text, close_within  # noqa: E402
 from server_proc import Server  # noqa: E402
 
 build = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("SIXI_BUILD_ROOT", "build")
@@ -62,8 +62,7 @@ def agg_tok_s(con, bench_run):
     return out
 
 
-def close(a, b, rel=1e-9):
-    return close_rel(a, b, rel)
+close = close_within(1e-9)
 
 
 with tempfile.TemporaryDirectory(prefix="sixi-test-klrule-") as d:

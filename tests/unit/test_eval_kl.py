@@ -10,7 +10,7 @@ usage: test_eval_kl.py BUILD_ROOT (meson passes it; SIXI_SOURCE_ROOT gives the t
 import json, math, os, sqlite3, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from kl_files import write_models, write_text, close as close_rel  # noqa: E402
+from kl_files import write_models, write_text, close_within  # noqa: E402
 
 build = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("SIXI_BUILD_ROOT", "build")
 src = os.environ.get("SIXI_SOURCE_ROOT", ".")
@@ -25,8 +25,7 @@ def check(ok, what):
         print("FAIL: " + what)
 
 
-def close(a, b, rel=1e-12):
-    return close_rel(a, b, rel)
+close = close_within(1e-12)
 
 
 with tempfile.TemporaryDirectory(prefix="sixi-test-klpy-") as d:

@@ -17,7 +17,7 @@
  *  - narrow passes (decode of a few streams): a warp (or up to 8 warps, splitting the inputs) per
  *    output, 16-byte weight loads, the pass's rows in registers; bandwidth-bound, which is what
  *    decode is; fp32 sums, as the CPU engine.
- *  - passes of tc_rows rows or more (SIXI_CUDA_TC_ROWS; off by default until measured) with BF16 or Q8_0
+ *  - passes of 2 rows or more (BF16 matrices) or 4 (Q8_0; SIXI_CUDA_TC_ROWS overrides) on those
  *    matrices: mm_tc, tensor cores through mma.sync. BF16 weights meet the rows rounded to BF16
  *    (fp32 sums); Q8_0 weights meet the Q8_0 activations in int8 products whose per-block terms
  *    are the CPU's. Not cuBLAS: a cuBLAS BF16 GEMM would need the activations converted by a
@@ -65,9 +65,13 @@ extern "C" {
 #define MAX_KW 16     /* conv widths the window kernels hold in registers */
 #define SMALL_ROWS 32 /* default: passes up to this many rows take the warp-per-output product */
 #define GRAPHS 16     /* captured pass shapes kept */
-#define TC_ROWS 0     /* default: passes of this many rows or more take the tensor-core product; 0 (off)
-		       * until it has passed the agreement test and its threshold is measured on a GPU
-		       * (reports/perf/cuda-engine-h200.md, sixth step); SIXI_CUDA_TC_ROWS=8 turns it on */
+/* Default thresholds of the tensor-core product, measured on an H100 (reports/perf/cuda-engine-h200.md,
+ * sixth step: perf_cuda_engine tc, 0.8B and 9B shapes): BF16 matrices gain from 2 rows (1.19-1.20x;
+ * one row keeps the fp32 kernels, which agree with the CPU engine to fp32 rounding), Q8_0 from 4 rows
+ * (1.02x at 4, 1.18-1.30x at 8; 0.85-0.91x below). SIXI_CUDA_TC_ROWS=N sets one threshold for both,
+ * 0 turns the product off. */
+#define TC_ROWS_BF16 2
+#define TC_ROWS_Q8 4
 
 /* ======== weights ======== */
 
@@ -102,7 +106,7 @@ struct cuda_model {
 	unsigned graph_clock;
 	int use_graphs;
 	int small_rows;                  /* widest pass for mm_small (cuda_model_set_small_rows) */
-	int tc_rows;                     /* narrowest pass for mm_tc, 0: never (cuda_model_set_tc_rows) */
+	int tc_rows;                     /* narrowest pass for mm_tc, 0: never, -1: by type (TC_ROWS_*) */
 	int tc_mt;                       /* mm_tc's output tiles of 16 a block: 1, 2, 0: by the launch's size */
 	__nv_bfloat16 *dq;               /* cuda_model_set_tc_dequant: a Q8_0 matrix widened to BF16, or NULL */
 	size_t max_mat;                  /* the largest matrix's elements (its size) */
@@ -1477,11 +1481,13 @@ struct norm_next {
  * inputs a multiple of 32 and rows of x 16-byte aligned (F32/F16 weights keep the fp32 kernels). */
 static int use_tc(const struct cuda_model *m, int n, const struct dmat *const *w, int xs, int N)
 {
-	if (m->tc_rows <= 0 || N < m->tc_rows || w[0]->n_in % 32 || xs % 4)
+	if (m->tc_rows == 0 || N < m->tc_rows || w[0]->n_in % 32 || xs % 4)
 		return 0;
 	long tiles = 0;
 	for (int i = 0; i < n; i++) {
 		if (w[i]->type != GGUF_TENSOR_BF16 && w[i]->type != GGUF_TENSOR_Q8_0)
+			return 0;
+		if (m->tc_rows < 0 && N < (w[i]->type == GGUF_TENSOR_BF16 ? TC_ROWS_BF16 : TC_ROWS_Q8))
 			return 0;
 		tiles += (w[i]->n_out + 15) / 16;
 	}
@@ -1503,16 +1509,16 @@ template <int MT> static void launch_tc_mt(struct cuda_model *m, const struct mm
 	}
 }
 
-/* 32 outputs a block (each row's fragments used twice: half the reads of the rows) where the
- * launch has enough blocks anyway, 16 otherwise (cuda_model_set_tc_mt forces one). */
-static int tc_mt(const struct cuda_model *m, int n, const struct dmat *const *w)
+/* 32 outputs a block (each row's fragments used twice: half the reads of the rows) or 16, by the
+ * pass's row tiles as measured on an H100 (sixth step, 0.8B and 9B shapes, BF16 and Q8_0): 32 won
+ * at 9-16 rows (by 4-6 %) and above 32 rows (by 3-28 %), lost at 1-8 rows and at 17-32 rows (by
+ * 5-13 %) in all four cases. An output's floats are the same either way (cuda_model_set_tc_mt
+ * forces one for the benchmarks). */
+static int tc_mt(const struct cuda_model *m, int N)
 {
 	if (m->tc_mt)
 		return m->tc_mt;
-	long outs = 0;
-	for (int i = 0; i < n; i++)
-		outs += w[i]->n_out;
-	return outs >= 32L * 8 * m->n_sm ? 2 : 1; /* 8 blocks a multiprocessor or more at 32 outputs */
+	return (N > 8 && N <= 16) || N > 32 ? 2 : 1;
 }
 
 /* y_k = W_k x for n matrices of the same input; pair: n = 2 and y_0 = silu(W_0 x) * (W_1 x)
@@ -1528,7 +1534,7 @@ static void matmul_n(struct cuda_model *m, int n, const struct dmat *const *w, c
 	a.xs = xs;
 	a.N = N;
 	a.pair = pair;
-	int tc = !pair && use_tc(m, n, w, xs, N), mt = tc ? tc_mt(m, n, w) : 1;
+	int tc = !pair && use_tc(m, n, w, xs, N), mt = tc ? tc_mt(m, N) : 1;
 	int acc = 0, tiled = !tc && N > m->small_rows, q8 = 0;
 	for (int i = 0; i < n; i++)
 		q8 |= w[i]->type == GGUF_TENSOR_Q8_0;
@@ -1972,7 +1978,7 @@ extern "C" int cuda_model_small_rows(const struct cuda_model *m)
 
 extern "C" void cuda_model_set_tc_rows(struct cuda_model *m, int rows)
 {
-	m->tc_rows = rows > 0 ? rows : 0;
+	m->tc_rows = rows < 0 ? -1 : rows;
 	graphs_drop(m);
 }
 
@@ -2301,8 +2307,8 @@ extern "C" struct cuda_model *cuda_model_create(int dev, const struct model_conf
 		int narrow = c->n_embd < 4096;
 		const char *f = getenv("SIXI_CUDA_FUSED"), *p = getenv("SIXI_CUDA_PDL"), *gc = getenv("SIXI_CUDA_GDN_COLS");
 		const char *tcr = getenv("SIXI_CUDA_TC_ROWS");
-		m->tc_rows = tcr ? (int)strtol(tcr, NULL, 10) : TC_ROWS;
-		if (m->tc_rows < 0)
+		m->tc_rows = tcr ? (int)strtol(tcr, NULL, 10) : -1;
+		if (tcr && m->tc_rows < 0)
 			m->tc_rows = 0;
 		m->fused = !f ? (narrow ? CUDA_FUSE_GDN | CUDA_FUSE_SWIGLU : 0)
 			   : strcmp(f, "1") == 0 ? CUDA_FUSE_ALL

@@ -49,15 +49,15 @@ void cuda_model_set_graphs(struct cuda_model *m, int on);
  * warp-per-output matrix kernel, wider ones the tiled one (benchmarks compare them). */
 void cuda_model_set_small_rows(struct cuda_model *m, int rows);
 int cuda_model_small_rows(const struct cuda_model *m);
-/* Passes of `rows` rows or more (0: none) take the tensor-core product (mma.sync: BF16 weights
+/* Passes of `rows` rows or more (0: none; -1: the default, 2 rows for BF16 and 4 for Q8_0, as
+ * measured) take the tensor-core product (mma.sync: BF16 weights
  * against the rows rounded to BF16, fp32 sums; Q8_0 weights against the rows' Q8_0 activations,
  * int8 products, the CPU's per-block terms) for their BF16 and Q8_0 matrices; F32 and F16 keep
- * the fp32 kernels. Default at create: 0, off (SIXI_CUDA_TC_ROWS=N overrides; 8 is the intended
- * threshold, not yet measured). */
+ * the fp32 kernels. SIXI_CUDA_TC_ROWS=N at create sets one threshold for both types. */
 void cuda_model_set_tc_rows(struct cuda_model *m, int rows);
 int cuda_model_tc_rows(const struct cuda_model *m);
-/* The tensor-core product's outputs a block: 16 (mt 1) or 32 (mt 2), 0: by the launch's size
- * (32 where that still gives 8 blocks a multiprocessor). Benchmarks compare them. */
+/* The tensor-core product's outputs a block: 16 (mt 1) or 32 (mt 2), 0: by the pass's rows as
+ * measured (32 at 9-16 and above 32 rows). Benchmarks compare them. */
 void cuda_model_set_tc_mt(struct cuda_model *m, int mt);
 /* Measurement only: on, the tensor-core product takes each Q8_0 matrix widened to BF16 in a
  * scratch buffer of the largest matrix's size (q * d rounded to BF16; the rows rounded to BF16,

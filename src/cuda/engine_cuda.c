@@ -125,6 +125,18 @@ static void ce_destroy(struct engine *e)
 	free(c);
 }
 
+static float *ce_logits_alloc(struct engine *e, size_t n_floats)
+{
+	(void)e;
+	return cuda_host_alloc(n_floats * sizeof(float));
+}
+
+static void ce_logits_free(struct engine *e, float *p)
+{
+	(void)e;
+	cuda_host_free(p);
+}
+
 static const struct engine_ops cuda_ops = {
 	.tokenize = ce_tokenize,
 	.detokenize = ce_detokenize,
@@ -133,6 +145,8 @@ static const struct engine_ops cuda_ops = {
 	.slot_alloc = ce_slot_alloc,
 	.slot_free = ce_slot_free,
 	.slot_copy = ce_slot_copy,
+	.logits_alloc = ce_logits_alloc,
+	.logits_free = ce_logits_free,
 	.destroy = ce_destroy,
 };
 
@@ -146,6 +160,8 @@ static const struct engine_ops cuda_spec_ops = {
 	.slot_copy = ce_slot_copy,
 	.forward_keep = ce_forward_keep,
 	.rollback = ce_rollback,
+	.logits_alloc = ce_logits_alloc,
+	.logits_free = ce_logits_free,
 	.destroy = ce_destroy,
 };
 

@@ -65,6 +65,12 @@ struct engine_ops {
 	/* Optional: drafts by a draft model for n sequences at once (NULL: the scheduler drafts by
 	 * prompt lookup). 0 or -errno. */
 	int (*draft)(struct engine *e, struct engine_draft *d, size_t n);
+	/* Optional (NULL: malloc and free): memory for forward's logits. A GPU engine gives
+	 * page-locked memory, into which the device copies at full speed (a pass of 32 rows of a
+	 * 248320-token vocabulary moves 32 MB). logits_alloc returns NULL when out of memory;
+	 * logits_free accepts NULL. */
+	float *(*logits_alloc)(struct engine *e, size_t n_floats);
+	void (*logits_free)(struct engine *e, float *p);
 	/* Host work per sampled row that the backend simulates (ns, already
 	 * time-scaled); 0 for real backends, whose host work is real. */
 	int64_t (*host_row_ns)(struct engine *e);

@@ -146,8 +146,8 @@ struct sched {
 	struct batch *q_head, *q_tail; /* sampler queue */
 	int64_t last_pass_ns;
 	int64_t passes_started;   /* passes built so far */
-	float *spare_logits;      /* (spare_floats) a logits buffer the sampler is done with */
-	size_t spare_floats;
+	float *spare_logits[2];   /* (spare_floats) logits buffers the sampler is done with: a pass in */
+	size_t spare_floats[2];   /* flight and one being sampled need two */
 	bool last_was_prompt_pass; /* interleave off: alternate prompt chunks and decode passes */
 	struct retained *ret;     /* (n_slots) */
 	/* executor scratch */
@@ -172,6 +172,22 @@ void sched_config_default(struct sched_config *c)
 }
 
 static void seq_unref(struct sched_seq *q);
+
+/* Logits buffers from the engine where it has its own kind (page-locked for a GPU), else the heap. */
+static float *logits_alloc(struct sched *s, size_t n_floats)
+{
+	const struct engine_ops *o = s->e->ops;
+	return o->logits_alloc ? o->logits_alloc(s->e, n_floats) : malloc(n_floats * sizeof(float));
+}
+
+static void logits_free(struct sched *s, float *p)
+{
+	const struct engine_ops *o = s->e->ops;
+	if (o->logits_free)
+		o->logits_free(s->e, p);
+	else
+		free(p);
+}
 static void seq_finish(struct sched *s, struct sched_seq *q, enum sched_finish why);
 
 /* Drops the references a group's first member holds on the others; those not forked yet
@@ -781,12 +797,14 @@ static void *exec_main(void *arg)
 		 * a fresh allocation per pass costs thousands of page faults. */
 		size_t want_floats = (n_want ? n_want : 1) * n_logits;
 		float *logits = NULL;
-		if (b && s->spare_logits && s->spare_floats >= want_floats) {
-			logits = s->spare_logits;
-			s->spare_logits = NULL;
-		} else if (b) {
-			logits = malloc(want_floats * sizeof(float));
-		}
+		for (int i = 0; b && !logits && i < 2; i++)
+			if (s->spare_logits[i] && s->spare_floats[i] >= want_floats) {
+				logits = s->spare_logits[i];
+				s->spare_logits[i] = NULL;
+				want_floats = s->spare_floats[i];
+			}
+		if (b && !logits)
+			logits = logits_alloc(s, want_floats);
 		struct batch_item *items = b ? calloc(n_want ? n_want : 1, sizeof *items) : NULL;
 		int rc = (b && logits && items) ? 0 : -ENOMEM;
 		pthread_mutex_unlock(&s->lock);
@@ -865,7 +883,7 @@ static void *exec_main(void *arg)
 			s->n_sampling++;
 		}
 		if (rc != 0 || k == 0) {
-			free(logits);
+			logits_free(s, logits);
 			free(items);
 			free(b);
 			if (s->notify) /* a failure, or a prompt cancelled in this pass, has ended */
@@ -1104,12 +1122,13 @@ static void *samp_main(void *arg)
 		}
 		free(b->items);
 		pthread_mutex_lock(&s->lock);
-		if (!s->spare_logits || s->spare_floats < b->n_floats) {
-			free(s->spare_logits);
-			s->spare_logits = b->logits;
-			s->spare_floats = b->n_floats;
+		int k = !s->spare_logits[0] ? 0 : !s->spare_logits[1] ? 1 : s->spare_floats[0] <= s->spare_floats[1] ? 0 : 1;
+		if (!s->spare_logits[k] || s->spare_floats[k] < b->n_floats) { /* keep the larger */
+			logits_free(s, s->spare_logits[k]);
+			s->spare_logits[k] = b->logits;
+			s->spare_floats[k] = b->n_floats;
 		} else {
-			free(b->logits);
+			logits_free(s, b->logits);
 		}
 		free(b);
 	}
@@ -1196,7 +1215,7 @@ void sched_destroy(struct sched *s)
 		struct batch *b = s->q_head;
 		s->q_head = b->next;
 		free(b->items);
-		free(b->logits);
+		logits_free(s, b->logits);
 		free(b);
 	}
 	for (size_t i = 0; i < s->n_seqs; i++) {
@@ -1208,7 +1227,8 @@ void sched_destroy(struct sched *s)
 		if (s->ret[i].slot >= 0)
 			retained_drop(s, &s->ret[i]);
 	free(s->seqs);
-	free(s->spare_logits);
+	logits_free(s, s->spare_logits[0]);
+	logits_free(s, s->spare_logits[1]);
 	free(s->ret);
 	free(s->rows);
 	free(s->keep);

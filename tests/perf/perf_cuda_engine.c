@@ -1,8 +1,8 @@
 /* perf_cuda_engine — decode throughput of the CUDA forward pass (cuda/cuda_model.h) on random
  * models of Qwen3.5-0.8B's and Qwen3.5-9B's shapes (BF16 and Q8_0 matrices, the real 248320-row
  * vocabulary), made in memory from a seed: aggregate tok/s at 1, 8, 32 and 128 streams (every
- * stream decodes one row per pass, logits of every row copied back into page-locked host memory;
- * the engine copies into the scheduler's pageable buffer, timed once below), and the one-stream decode time against its floor: the bytes a token must read (every
+ * stream decodes one row per pass, logits of every row copied back into page-locked host memory,
+ * as the engine gives the scheduler; pageable memory timed once below), and the one-stream decode time against its floor: the bytes a token must read (every
  * matrix once, the GDN states read and written, the KV rows) over the measured device copy
  * bandwidth, and one stream again with each of this version's changes left out in turn (no graph,
  * pageable host memory for the logits, no programmatic launch, the first version's kernels),
@@ -355,8 +355,13 @@ static int tc_compare(const char *label, const struct model_config *c, uint32_t 
 		{ 1, 2, 0, "tc, 32 outputs a block" }, { 1, 0, 1, "tc, Q8_0 widened to BF16 first" },
 	};
 	int nv = type == GGUF_TENSOR_Q8_0 ? 5 : 4;
-	printf("(engine defaults: tensor-core product from %d rows, warp-per-output product up to %d rows; ms per pass, "
-	       "aggregate tok/s of the first two in brackets)\n\n| %s | streams |", def, cuda_model_small_rows(m), label);
+	char from[64];
+	if (def < 0)
+		snprintf(from, sizeof from, "2 rows (BF16) or 4 (Q8_0)");
+	else
+		snprintf(from, sizeof from, "%d rows", def);
+	printf("(engine defaults: tensor-core product from %s, warp-per-output product up to %d rows; ms per pass, "
+	       "aggregate tok/s of the first two in brackets)\n\n| %s | streams |", from, cuda_model_small_rows(m), label);
 	for (int v = 0; v < nv; v++)
 		printf(" %s |", var[v].name);
 	printf(" speed-up (tensor cores) |\n|---|---:|");
@@ -517,8 +522,8 @@ static int profile(const struct model_config *c, uint32_t type, int S, int mask,
 
 /* Aggregate decode tok/s of FILE at each stream count: every stream a PROMPT-token prompt in
  * one pass, then `steps` passes of one row a stream after two warm-up passes, through the
- * engine interface the scheduler calls (logits of every row into pageable host memory, what
- * the server's buffer is). One line a stream count: "gguf streams=S ms_per_pass=.. tok_s=..". */
+ * engine interface the scheduler calls (logits of every row into the engine's page-locked
+ * memory, what the scheduler's buffers are; PERF_PAGEABLE=1: the heap). One line a stream count: "gguf streams=S ms_per_pass=.. tok_s=..". */
 static int gguf_bench(const char *path, const char *list, int steps)
 {
 	int streams[16], n = 0, max_s = 0;
@@ -540,7 +545,12 @@ static int gguf_bench(const char *path, const char *list, int steps)
 		return 1;
 	}
 	struct engine_row *rows = malloc(sizeof *rows * (size_t)max_s * PROMPT);
-	float *lg = malloc(sizeof(float) * (size_t)max_s * e->n_logits);
+	/* the logits buffer as the server's scheduler gets it: the engine's page-locked memory
+	 * (PERF_PAGEABLE=1: the heap, as before the engine had logits_alloc, for the comparison) */
+	size_t n_lg = (size_t)max_s * (size_t)e->n_logits;
+	const char *pg = getenv("PERF_PAGEABLE");
+	int pinned = e->ops->logits_alloc && !(pg && strcmp(pg, "1") == 0);
+	float *lg = pinned ? e->ops->logits_alloc(e, n_lg) : malloc(sizeof(float) * n_lg);
 	int *slots = malloc(sizeof(int) * (size_t)max_s);
 	int rc = rows && lg && slots ? 0 : 1;
 	for (int k = 0; k < n && !rc; k++) {
@@ -566,6 +576,7 @@ static int gguf_bench(const char *path, const char *list, int steps)
 		if (!rc) {
 			double ms = (double)(clock_now_ns() - t0) / 1e6 / steps;
 			printf("gguf streams=%d ms_per_pass=%.3f tok_s=%.1f\n", S, ms, S * 1000.0 / ms);
+			fflush(stdout);
 		}
 		for (int s = 0; s < S; s++)
 			if (slots[s] >= 0)
@@ -574,7 +585,10 @@ static int gguf_bench(const char *path, const char *list, int steps)
 	if (rc)
 		fprintf(stderr, "perf_cuda_engine: gguf: %s: a pass failed (%d)\n", path, rc);
 	free(rows);
-	free(lg);
+	if (pinned)
+		e->ops->logits_free(e, lg);
+	else
+		free(lg);
 	free(slots);
 	engine_destroy(e);
 	return rc ? 1 : 0;

@@ -78,6 +78,9 @@ struct dmat {
 	const __half *d;   /* Q8_0 only: scales [n_out][n_in / 32] */
 };
 
+struct moe_layer;
+struct moe_bufs;
+
 struct dlayer {
 	int attn, index;
 	float *attn_norm, *post_norm;                /* [n_embd] */
@@ -85,7 +88,8 @@ struct dlayer {
 	float *conv_w, *dt_bias, *ssm_a, *ssm_norm;  /* [conv_dim][kw], [H_v], [H_v], [d_v] */
 	struct dmat wq, wk, wv, wo;                  /* attention */
 	float *q_norm, *k_norm;                      /* [head_dim] */
-	struct dmat ffn_gate, ffn_up, ffn_down;
+	struct dmat ffn_gate, ffn_up, ffn_down;     /* qwen35moe: the shared expert */
+	struct moe_layer *moe;                       /* qwen35moe: router and experts (moe_cuda.cuh); NULL: dense */
 };
 
 /* A pass shape seen before, and the CUDA graph of its kernels once seen twice. */
@@ -136,6 +140,7 @@ struct cuda_model {
 	float *xd;                       /* [rows][max_in / 32]: its block scales (fp16 values widened) */
 	int max_in;                      /* widest product input: max(n_embd, w1 .. w4) */
 	int *meta, meta_cap;             /* device copy of the pass's index arrays */
+	struct moe_bufs *moe;            /* qwen35moe: the expert layers' pass buffers (moe_cuda.cuh) */
 	int *hmeta;                      /* host side of it */
 	char error[256];
 };
@@ -305,19 +310,22 @@ static int get_f32(struct cuda_model *m, struct loader *ld, float **out, const c
 	return *out ? 0 : -ENOMEM;
 }
 
+static int moe_load(struct cuda_model *m, struct loader *ld, int il); /* moe_cuda.cuh */
+
 static int load_layer(struct cuda_model *m, struct loader *ld, int il)
 {
 	const struct model_config *c = &m->cfg;
 	struct dlayer *l = &m->layers[il];
 	char n[96];
 	int rc;
-	int E = c->n_embd, hd = c->head_dim;
+	int E = c->n_embd, hd = c->head_dim, moe = c->n_expert > 0;
 #define NAME(s) (snprintf(n, sizeof(n), "blk.%d.%s", il, s), n)
 	if ((rc = get_f32(m, ld, &l->attn_norm, NAME("attn_norm.weight"), E, 1)) ||
 	    (rc = get_f32(m, ld, &l->post_norm, NAME("post_attention_norm.weight"), E, 1)) ||
-	    (rc = get_mat(m, ld, &l->ffn_gate, NAME("ffn_gate.weight"), E, c->n_ff)) ||
-	    (rc = get_mat(m, ld, &l->ffn_up, NAME("ffn_up.weight"), E, c->n_ff)) ||
-	    (rc = get_mat(m, ld, &l->ffn_down, NAME("ffn_down.weight"), c->n_ff, E)))
+	    (rc = get_mat(m, ld, &l->ffn_gate, NAME(moe ? "ffn_gate_shexp.weight" : "ffn_gate.weight"), E, c->n_ff)) ||
+	    (rc = get_mat(m, ld, &l->ffn_up, NAME(moe ? "ffn_up_shexp.weight" : "ffn_up.weight"), E, c->n_ff)) ||
+	    (rc = get_mat(m, ld, &l->ffn_down, NAME(moe ? "ffn_down_shexp.weight" : "ffn_down.weight"), c->n_ff, E)) ||
+	    (moe && (rc = moe_load(m, ld, il))))
 		return rc;
 	if (l->attn) {
 		if ((rc = get_mat(m, ld, &l->wq, NAME("attn_q.weight"), E, c->n_head * hd * 2)) ||
@@ -1618,6 +1626,8 @@ static void matmul_swiglu(struct cuda_model *m, const struct dlayer *l, int N)
 	       c->n_ff, N);
 }
 
+#include "cuda/moe_cuda.cuh"
+
 /* Captured graphs hold the buffers' addresses: dropped when a buffer moves. */
 static void graphs_drop(struct cuda_model *m)
 {
@@ -1656,6 +1666,9 @@ static int ensure_rows(struct cuda_model *m, int N)
 		e = cudaMalloc((void **)&m->xd, sizeof(float) * (size_t)(m->max_in / 32) * R);
 	if (e != cudaSuccess)
 		return cuda_fail(m, e, "pass buffers");
+	int rc = moe_ensure(m, cap);
+	if (rc)
+		return rc;
 	m->cap_rows = cap;
 	return 0;
 }
@@ -1889,8 +1902,12 @@ static int forward_layers(struct cuda_model *m, const struct meta *mt, int N, in
 		} else {
 			rc = layer_gdn(m, l, mt, N, S);
 		}
-		matmul_swiglu(m, l, N);
-		matmul(m, &l->ffn_down, m->a1, m->w1, N, m->y, E, next.rows > 0 ? &next : NULL);
+		if (l->moe) {
+			moe_ffn(m, l, N, next.rows > 0 ? &next : NULL);
+		} else {
+			matmul_swiglu(m, l, N);
+			matmul(m, &l->ffn_down, m->a1, m->w1, N, m->y, E, next.rows > 0 ? &next : NULL);
+		}
 	}
 	if (!rc && n_out > 0)
 		matmul(m, &m->output, m->h, E, n_out, m->logits, c->n_vocab, NULL);
@@ -2257,10 +2274,10 @@ extern "C" struct cuda_model *cuda_model_create(int dev, const struct model_conf
 						void *ctx, const char *source, int n_slots, int n_ctx, int rb_rows,
 						char *err, size_t errlen)
 {
-	if (cfg->n_expert > 0) { /* before the device: the refusal reads the same on any machine */
-		err_set(err, errlen, "%s: a mixture-of-experts model (qwen35moe: %d experts, %d a row): the CUDA engine "
-			"has no expert layers yet (it runs qwen35 only); serve it on the CPU with --device cpu", source,
-			cfg->n_expert, cfg->n_expert_used);
+	if (cfg->n_expert > 0 && (cfg->n_expert_used > MOE_MAX_USED || cfg->n_expert > MOE_MAX_EXPERTS)) {
+		err_set(err, errlen, "%s: a mixture-of-experts model with %d experts, %d a row: the CUDA engine runs at "
+			"most %d experts, %d a row; serve it on the CPU with --device cpu", source, cfg->n_expert,
+			cfg->n_expert_used, MOE_MAX_EXPERTS, MOE_MAX_USED);
 		return NULL;
 	}
 	if (cuda_device_query(dev, NULL, 0, NULL, NULL, err, errlen))
@@ -2388,6 +2405,10 @@ extern "C" void cuda_model_destroy(struct cuda_model *m)
 	graphs_drop(m);
 	if (m->st)
 		cudaStreamDestroy(m->st);
+	for (int il = 0; m->layers && il < m->cfg.n_layer; il++)
+		moe_free_layer(&m->layers[il]);
+	moe_free_bufs(m);
+	free(m->moe);
 	for (int i = 0; i < m->n_allocs; i++)
 		cudaFree(m->allocs[i]);
 	float *bufs[] = { m->ssm, m->conv, m->kc, m->vc, m->lx, m->lk, m->lv, m->lg, m->lb, m->x, m->h, m->y,

@@ -40,6 +40,8 @@
  * differences move quantised inputs across rounding boundaries), and each row's floats do not
  * depend on the pass's other rows within a set (up to the small kernel's width). Programmatic
  * dependent launch is a launch attribute over either set (every kernel starts with pdl_enter).
+ * qwen35moe's expert layers (router, top-k, experts grouped by expert, the shared expert) are
+ * moe_cuda.cuh's, on the same stream and product kernels.
  * Everything runs on the model's stream, in order; a pass ends with the logits' copy. */
 #include "core/err.h"
 #include "cuda/cuda_model.h"

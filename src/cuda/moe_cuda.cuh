@@ -300,6 +300,8 @@ __global__ void __launch_bounds__(256) moe_route_kernel(const float *logit, int 
 		if (tid == 0) {
 			for (int i = 1; i < 8; i++)
 				moe_best(bv, bi, sv[i], si[i]);
+			if (bi >= X) /* NaN logits: a valid index all the same (the row's output is NaN anyway) */
+				bi = j % X;
 			ch[j] = bi;
 			w[j] = p[bi];
 			p[bi] = -1.f;
@@ -502,7 +504,11 @@ static void moe_quant(struct cuda_model *m, int type, const float *x, int n_in, 
 	*xq = NULL, *xd = NULL;
 	if (type != GGUF_TENSOR_Q8_0)
 		return;
-	launch(m, act_q8_kernel, dim3((unsigned)((n_in / 32 + 7) / 8), (unsigned)NK), 256, x, n_in, n_in, b->xq, b->xd);
+	for (int r0 = 0; r0 < NK; r0 += 65535) { /* the grid's y is a row: at most 65535 a launch */
+		int n = NK - r0 < 65535 ? NK - r0 : 65535;
+		launch(m, act_q8_kernel, dim3((unsigned)((n_in / 32 + 7) / 8), (unsigned)n), 256, x + (size_t)r0 * n_in,
+		       n_in, n_in, b->xq + (size_t)r0 * n_in, b->xd + (size_t)r0 * (n_in / 32));
+	}
 	*xq = b->xq, *xd = b->xd;
 }
 

@@ -956,14 +956,14 @@ __global__ void dequant_bf16_kernel(struct dmat w, __nv_bfloat16 *out)
 /* Fragment layouts (PTX ISA, mma.m16n8k16 / m16n8k32): lane = 4 g + t; A registers 0/2 hold
  * row g, 1/3 row g + 8; B registers hold column (row of the pass) g; C registers 0, 1 hold
  * output g, rows 2t and 2t + 1; 2, 3 the same for output g + 8. */
-template <int MT, int NT> __global__ void __launch_bounds__(256) mm_tc(struct mm_args a)
+/* Block (bx, by) of the product: mm_tc's, or a grouped expert product's (moe_cuda.cuh). */
+template <int MT, int NT> __device__ __forceinline__ void mm_tc_block(const struct mm_args &a, int bx, int by)
 {
-	pdl_enter();
 	__shared__ float red[TC_STEPS][NT * 4][32]; /* [warp][n-tile * 4 + register][lane], an m-tile a round */
 	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-	int base, k = mm_pick(a, blockIdx.y, &base);
+	int base, k = mm_pick(a, by, &base);
 	const struct dmat &w = a.w[k];
-	const int o0 = (blockIdx.y - base) * 16 * MT, r0 = blockIdx.x * 8 * NT, n_in = w.n_in;
+	const int o0 = (by - base) * 16 * MT, r0 = bx * 8 * NT, n_in = w.n_in;
 	int oa[MT], ob[MT]; /* the fragments' rows g and g + 8 of each m-tile; loads stay inside */
 #pragma unroll
 	for (int mt = 0; mt < MT; mt++)
@@ -1052,6 +1052,12 @@ template <int MT, int NT> __global__ void __launch_bounds__(256) mm_tc(struct mm
 				a.y[k][(size_t)r * a.ys[k] + o] = s;
 		}
 	}
+}
+
+template <int MT, int NT> __global__ void __launch_bounds__(256) mm_tc(struct mm_args a)
+{
+	pdl_enter();
+	mm_tc_block<MT, NT>(a, blockIdx.x, blockIdx.y);
 }
 
 

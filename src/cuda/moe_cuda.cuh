@@ -16,8 +16,9 @@
  * floats do not depend on the pass's other rows. Q8_0 experts meet their gathered inputs
  * quantised by act_q8_kernel, as matmul_n does.
  * Each expert's matrices are their own dmat (a slice of the 3-D tensor, uploaded by get_mat),
- * with device arrays of the dmats per layer. Not yet: the tensor-core product for experts that
- * many rows chose (wide prefill passes reread an expert's weights every 8 rows). */
+ * with device arrays of the dmats per layer. Passes of tc_rows rows or more with BF16 or Q8_0
+ * experts take mm_tc's block instead (moe_mm_tc: gate and up apart, then silu_mul_kernel);
+ * otherwise wide passes reread an expert's weights every 8 rows (from the caches). */
 
 #define MOE_MAX_USED 64    /* most experts a row (n_expert_used) */
 #define MOE_MAX_EXPERTS 4096
@@ -45,6 +46,7 @@ struct moe_bufs {
 	int *act;       /* [n_expert] the chosen experts, ascending; then n_act at act[n_expert] */
 	float *xg;      /* [cap * K][n_embd] rows of h in grouped order */
 	float *mg;      /* [cap * K][n_ff_exp] silu(gate) * up */
+	float *mu;      /* [cap * K][n_ff_exp] up, where the tensor-core product computes gate and up apart */
 	float *mo;      /* [cap * K][n_embd] expert outputs */
 	int8_t *xq;     /* [cap * K][n_in] Q8_0 quants of xg or mg (n_in: n_embd or n_ff_exp) */
 	float *xd;      /* [cap * K][n_in / 32] their scales */
@@ -177,8 +179,8 @@ static void moe_free_bufs(struct cuda_model *m)
 	struct moe_bufs *b = m->moe;
 	if (!b)
 		return;
-	void *p[] = { b->logit, b->sgate, b->chosen, b->wt, b->at, b->grp, b->off, b->act, b->xg, b->mg, b->mo, b->xq,
-		      b->xd };
+	void *p[] = { b->logit, b->sgate, b->chosen, b->wt, b->at, b->grp, b->off, b->act, b->xg, b->mg, b->mu, b->mo,
+		      b->xq, b->xd };
 	for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
 		cudaFree(p[i]);
 	memset(b, 0, sizeof *b);
@@ -213,7 +215,7 @@ static int moe_ensure(struct cuda_model *m, int cap)
 		{ (void **)&b->wt, 4 * R * K },      { (void **)&b->at, 4 * R * K },     { (void **)&b->grp, 4 * R * K },
 		{ (void **)&b->off, 4 * (X + 1) },   { (void **)&b->act, 4 * (X + 1) },  { (void **)&b->xg, 4 * R * K * E },
 		{ (void **)&b->mg, 4 * R * K * F },  { (void **)&b->mo, 4 * R * K * E }, { (void **)&b->xq, R * K * nq },
-		{ (void **)&b->xd, 4 * R * K * (nq / 32) },
+		{ (void **)&b->xd, 4 * R * K * (nq / 32) }, { (void **)&b->mu, 4 * R * K * F },
 	};
 	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
 		cudaError_t e = cudaMalloc(want[i].p, want[i].bytes);
@@ -464,6 +466,43 @@ __global__ void __launch_bounds__(256) moe_mm(const struct dmat *w0s, const stru
 	}
 }
 
+/* The tensor-core form (passes of tc_rows rows or more, BF16 or Q8_0 experts): block (x, y, j)
+ * is mm_tc's block (x, y) over the rows grouped to the j-th chosen expert (blocks past its rows
+ * or past the number chosen return). P = 2: gate into y0 and up into y1 (tiles of 16 outputs
+ * each), then silu_mul_kernel. A row's floats are mm_tc's at any width. */
+template <int NT, int P>
+__global__ void __launch_bounds__(256) moe_mm_tc(const struct dmat *w0s, const struct dmat *w1s, const int *act,
+						 const int *off, int X, const float *x, int xs, const int8_t *xq,
+						 const float *xd, float *y0, float *y1, int ys, int tiles)
+{
+	pdl_enter();
+	const int j = blockIdx.z;
+	if (j >= act[X])
+		return;
+	const int e = act[j], r0 = off[e], n = off[e + 1] - r0;
+	if ((int)blockIdx.x * 8 * NT >= n)
+		return;
+	struct mm_args a; /* the fields mm_tc_block reads */
+	a.n_mat = P;
+	a.w[0] = w0s[e];
+	a.y[0] = y0 + (size_t)r0 * ys;
+	a.ys[0] = ys;
+	a.end[0] = tiles;
+	if (P == 2) {
+		a.w[1] = w1s[e];
+		a.y[1] = y1 + (size_t)r0 * ys;
+		a.ys[1] = ys;
+		a.end[1] = 2 * tiles;
+	}
+	a.x = x + (size_t)r0 * xs;
+	a.xs = xs;
+	a.N = n;
+	a.xq = xq ? xq + (size_t)r0 * xs : NULL;
+	a.xd = xd ? xd + (size_t)r0 * (xs / 32) : NULL;
+	a.nq = xs;
+	mm_tc_block<1, NT>(a, blockIdx.x, blockIdx.y);
+}
+
 /* y[r] = sigmoid(sgate[r]) * y[r] + sum over the row's experts, in expert order, of weight x
  * output (model.c's order). Grid: N blocks of 256. */
 __global__ void __launch_bounds__(256) moe_combine_kernel(float *y, int E, const float *sgate, const int *chosen,
@@ -510,6 +549,37 @@ static void moe_quant(struct cuda_model *m, int type, const float *x, int n_in, 
 		       n_in, n_in, b->xq + (size_t)r0 * n_in, b->xd + (size_t)r0 * (n_in / 32));
 	}
 	*xq = b->xq, *xd = b->xd;
+}
+
+/* Whether the expert products of an N-row pass take the tensor-core form: as use_tc for the
+ * dense products (N >= tc_rows, BF16 or Q8_0, inputs a multiple of 32). */
+static int moe_use_tc(const struct cuda_model *m, const struct moe_layer *q, int N)
+{
+	const struct model_config *c = &m->cfg;
+	int ok = 1;
+	for (int t : { q->gate_type, q->down_type })
+		ok &= t == GGUF_TENSOR_BF16 || t == GGUF_TENSOR_Q8_0;
+	return ok && m->tc_rows > 0 && N >= m->tc_rows && c->n_embd % 32 == 0 && c->n_ff_exp % 32 == 0;
+}
+
+/* moe_mm_tc over tiles of 8 NT rows: NT from the rows an expert gets on average. */
+template <int P>
+static void moe_launch_tc(struct cuda_model *m, const struct dmat *w0, const struct dmat *w1, const float *x, int xs,
+			  const int8_t *xq, const float *xd, float *y0, float *y1, int ys, int n_out, int N)
+{
+	const struct model_config *c = &m->cfg;
+	struct moe_bufs *b = m->moe;
+	int NK = N * c->n_expert_used, experts = NK < c->n_expert ? NK : c->n_expert, avg = (NK + experts - 1) / experts;
+	int nt = avg <= 8 ? 1 : avg <= 16 ? 2 : avg <= 32 ? 4 : 8, tiles = (n_out + 15) / 16;
+	dim3 grid((unsigned)((N + 8 * nt - 1) / (8 * nt)), (unsigned)(P * tiles), (unsigned)experts);
+	const int *act = b->act, *off = b->off;
+	int X = c->n_expert;
+	switch (nt) {
+	case 1: launch(m, moe_mm_tc<1, P>, grid, 256, w0, w1, act, off, X, x, xs, xq, xd, y0, y1, ys, tiles); break;
+	case 2: launch(m, moe_mm_tc<2, P>, grid, 256, w0, w1, act, off, X, x, xs, xq, xd, y0, y1, ys, tiles); break;
+	case 4: launch(m, moe_mm_tc<4, P>, grid, 256, w0, w1, act, off, X, x, xs, xq, xd, y0, y1, ys, tiles); break;
+	default: launch(m, moe_mm_tc<8, P>, grid, 256, w0, w1, act, off, X, x, xs, xq, xd, y0, y1, ys, tiles); break;
+	}
 }
 
 template <int P>
@@ -560,10 +630,19 @@ static void moe_ffn(struct cuda_model *m, const struct dlayer *l, int N, const s
 	launch(m, moe_gather_kernel, dim3((unsigned)NK), 128, (const float *)m->h, E, K, (const int *)b->grp, b->xg);
 	const int8_t *xq;
 	const float *xd;
+	const struct dmat *gw = q->gate, *uw = q->up, *dw = q->down;
 	moe_quant(m, q->gate_type, b->xg, E, NK, &xq, &xd);
-	moe_launch_mm<2>(m, q->gate, q->up, b->xg, E, xq, xd, b->mg, F, F, q->kw_gu, N);
-	moe_quant(m, q->down_type, b->mg, F, NK, &xq, &xd);
-	moe_launch_mm<1>(m, q->down, q->down, b->mg, F, xq, xd, b->mo, E, E, q->kw_down, N);
+	if (moe_use_tc(m, q, N)) {
+		moe_launch_tc<2>(m, gw, uw, b->xg, E, xq, xd, b->mg, b->mu, F, F, N);
+		size_t cnt = (size_t)NK * F;
+		launch(m, silu_mul_kernel, dim3((unsigned)((cnt + 255) / 256)), 256, b->mg, F, (const float *)b->mu, F, F, NK);
+		moe_quant(m, q->down_type, b->mg, F, NK, &xq, &xd);
+		moe_launch_tc<1>(m, dw, dw, b->mg, F, xq, xd, b->mo, b->mo, E, E, N);
+	} else {
+		moe_launch_mm<2>(m, gw, uw, b->xg, E, xq, xd, b->mg, F, F, q->kw_gu, N);
+		moe_quant(m, q->down_type, b->mg, F, NK, &xq, &xd);
+		moe_launch_mm<1>(m, dw, dw, b->mg, F, xq, xd, b->mo, E, E, q->kw_down, N);
+	}
 	launch(m, moe_combine_kernel, dim3((unsigned)N), 256, m->y, E, (const float *)b->sgate, (const int *)b->chosen,
 	       (const float *)b->wt, (const int *)b->at, (const float *)b->mo, K);
 	if (nn)

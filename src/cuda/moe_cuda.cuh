@@ -482,25 +482,20 @@ __global__ void __launch_bounds__(256) moe_mm_tc(const struct dmat *w0s, const s
 	const int e = act[j], r0 = off[e], n = off[e + 1] - r0;
 	if ((int)blockIdx.x * 8 * NT >= n)
 		return;
+	const int k = P == 2 && (int)blockIdx.y >= tiles; /* gate or up: one matrix a block */
 	struct mm_args a; /* the fields mm_tc_block reads */
-	a.n_mat = P;
-	a.w[0] = w0s[e];
-	a.y[0] = y0 + (size_t)r0 * ys;
+	a.n_mat = 1;
+	a.w[0] = k ? w1s[e] : w0s[e];
+	a.y[0] = (k ? y1 : y0) + (size_t)r0 * ys;
 	a.ys[0] = ys;
 	a.end[0] = tiles;
-	if (P == 2) {
-		a.w[1] = w1s[e];
-		a.y[1] = y1 + (size_t)r0 * ys;
-		a.ys[1] = ys;
-		a.end[1] = 2 * tiles;
-	}
 	a.x = x + (size_t)r0 * xs;
 	a.xs = xs;
 	a.N = n;
 	a.xq = xq ? xq + (size_t)r0 * xs : NULL;
 	a.xd = xd ? xd + (size_t)r0 * (xs / 32) : NULL;
 	a.nq = xs;
-	mm_tc_block<1, NT>(a, blockIdx.x, blockIdx.y);
+	mm_tc_block<1, NT>(a, blockIdx.x, blockIdx.y - k * tiles);
 }
 
 /* y[r] = sigmoid(sgate[r]) * y[r] + sum over the row's experts, in expert order, of weight x

@@ -11,7 +11,7 @@
  * row of h to its place; moe_mm runs the expert products over (output, chosen expert) blocks:
  * each block reads its expert's rows of the gathered input, so each chosen expert's matrices are
  * read once a pass (SwiGLU of gate and up in the same kernel); moe_combine_kernel adds them to
- * the row. Expert products are the warp-per-output form of mm_small over dot_rows (every weight
+ * the row (and does the add_norm that follows, but after the last layer). Expert products are the warp-per-output form of mm_small over dot_rows (every weight
  * type the dense products read), its warps per output fixed by the layer's shape, so a row's
  * floats do not depend on the pass's other rows. Q8_0 experts meet their gathered inputs
  * quantised by act_q8_kernel, as matmul_n does.
@@ -499,9 +499,11 @@ __global__ void __launch_bounds__(256) moe_mm_tc(const struct dmat *w0s, const s
 }
 
 /* y[r] = sigmoid(sgate[r]) * y[r] + sum over the row's experts, in expert order, of weight x
- * output (model.c's order). Grid: N blocks of 256. */
+ * output (model.c's order); then, with nw, the add_norm that follows (x[r] += y[r], h[r] =
+ * rmsnorm(x[r]) * nw: add_norm_kernel's floats) in the same block. Grid: N blocks of 256. */
 __global__ void __launch_bounds__(256) moe_combine_kernel(float *y, int E, const float *sgate, const int *chosen,
-							  const float *wt, const int *at, const float *mo, int K)
+							  const float *wt, const int *at, const float *mo, int K, float *x,
+							  const float *nw, float *h, float eps)
 {
 	pdl_enter();
 	__shared__ int pl[MOE_MAX_USED];
@@ -524,6 +526,11 @@ __global__ void __launch_bounds__(256) moe_combine_kernel(float *y, int E, const
 		for (int j = 0; j < K; j++)
 			v += pw[j] * mo[(size_t)pl[j] * E + t];
 		yr[t] = v;
+	}
+	if (nw) {
+		__shared__ float sh[32];
+		__syncthreads(); /* the block's writes of y are visible to it */
+		add_norm_row(x, y, nw, h, E, eps, 1, NULL, r, sh);
 	}
 }
 
@@ -638,9 +645,12 @@ static void moe_ffn(struct cuda_model *m, const struct dlayer *l, int N, const s
 		moe_quant(m, q->down_type, b->mg, F, NK, &xq, &xd);
 		moe_launch_mm<1>(m, dw, dw, b->mg, F, xq, xd, b->mo, E, E, q->kw_down, N);
 	}
+	/* the add_norm in the same kernel where it covers every row of the pass (all layers but the last) */
+	int inside = nn && !nn->map && nn->rows == N;
 	launch(m, moe_combine_kernel, dim3((unsigned)N), 256, m->y, E, (const float *)b->sgate, (const int *)b->chosen,
-	       (const float *)b->wt, (const int *)b->at, (const float *)b->mo, K);
-	if (nn)
+	       (const float *)b->wt, (const int *)b->at, (const float *)b->mo, K, m->x, inside ? nn->w : (const float *)NULL,
+	       m->h, c->norm_eps);
+	if (nn && !inside)
 		launch(m, add_norm_kernel, dim3((unsigned)nn->rows), 256, m->x, (const float *)m->y, nn->w, m->h, E,
 		       c->norm_eps, 1, nn->map);
 }

@@ -489,6 +489,58 @@ static void check_moe_fault(const char *path, const char *name)
 	engine_destroy(cpu);
 }
 
+/* The GGUF's tensors as cuda_model_create looks them up. */
+struct gguf_find {
+	const struct gguf *g;
+	struct model_tensor t;
+};
+
+static const struct model_tensor *gguf_find_tensor(void *ctx, const char *name)
+{
+	struct gguf_find *f = ctx;
+	const struct gguf_tensor *t = gguf_tensor_find(f->g, name);
+	if (!t)
+		return NULL;
+	f->t = (struct model_tensor){ .name = t->name, .n_dims = t->n_dims, .type = t->type, .data = t->data,
+				      .n_bytes = t->n_bytes };
+	memcpy(f->t.ne, t->ne, sizeof f->t.ne);
+	return &f->t;
+}
+
+/* The weights on the GPU count the expert tensors: every tensor of the file once (Q8_0 split
+ * into quants and scales, the same bytes), plus the per-layer arrays of expert matrices. */
+static void check_moe_weights(const char *path)
+{
+	char err[512];
+	struct gguf *g = gguf_open(path, err, sizeof err);
+	struct model_config cfg;
+	if (!CHECK(g != NULL) || !CHECK_EQ_INT(model_config_from_gguf(g, path, &cfg, err, sizeof err), 0)) {
+		fprintf(stderr, "%s\n", err);
+		if (g)
+			gguf_close(g);
+		return;
+	}
+	size_t file = 0, experts = 0;
+	for (size_t i = 0; i < gguf_tensor_count(g); i++) {
+		const struct gguf_tensor *t = gguf_tensor_at(g, i);
+		file += t->n_bytes;
+		experts += strstr(t->name, "_exps.") ? t->n_bytes : 0;
+	}
+	struct gguf_find f = { .g = g };
+	struct cuda_model *m = cuda_model_create(0, &cfg, gguf_find_tensor, &f, path, 2, 64, 0, err, sizeof err);
+	if (CHECK(m != NULL)) {
+		struct model_state_memory sm;
+		size_t wb = 0, arrays = (size_t)cfg.n_layer * 3 * (size_t)cfg.n_expert * 64;
+		cuda_model_memory(m, &sm, &wb);
+		CHECK(wb >= file && wb <= file + arrays);
+		printf("tiny MoE: weights on the GPU %zu bytes; the file's tensors %zu (experts %zu)\n", wb, file, experts);
+		cuda_model_destroy(m);
+	} else {
+		fprintf(stderr, "%s\n", err);
+	}
+	gguf_close(g);
+}
+
 /* The tiny qwen35moe model (16 experts, 4 a row) as F32, BF16 and Q8_0: the dense model's checks
  * with the same bounds (Q8_0 and BF16 on tensor cores: 3 x the CPU engine's own spread on this
  * model's Q8_0 file, at least 2e-3, greedy text counted). */
@@ -507,6 +559,7 @@ static void check_moe(const char *dir)
 		greedy_exact = 1;
 		check_model(f32, "tiny MoE (F32)", NULL, NULL);
 		check_moe_fault(f32, "tiny MoE (F32)");
+		check_moe_weights(q8);
 		check_model(bf16, "tiny MoE BF16, fp32 kernels", "0", NULL);
 		double sq = cpu_self_spread(q8);
 		CHECK(sq >= 0);

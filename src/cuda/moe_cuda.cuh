@@ -11,9 +11,10 @@
  * row of h to its place; moe_mm runs the expert products over (output, chosen expert) blocks:
  * each block reads its expert's rows of the gathered input, so each chosen expert's matrices are
  * read once a pass (SwiGLU of gate and up in the same kernel); moe_combine_kernel adds them to
- * the row (and does the add_norm that follows, but after the last layer). Expert products are the warp-per-output form of mm_small over dot_rows (every weight
- * type the dense products read), its warps per output fixed by the layer's shape, so a row's
- * floats do not depend on the pass's other rows. Q8_0 experts meet their gathered inputs
+ * the row (and does the add_norm that follows, but after the last layer). Expert products are
+ * the warp-per-output form of mm_small over dot_rows (every weight type the dense products
+ * read), its warps per output fixed by the layer's shape, so a row's floats do not depend on the
+ * pass's other rows. Q8_0 experts meet their gathered inputs
  * quantised by act_q8_kernel, as matmul_n does.
  * Each expert's matrices are their own dmat (a slice of the 3-D tensor, uploaded by get_mat),
  * with device arrays of the dmats per layer. Passes of tc_rows rows or more with BF16 or Q8_0
@@ -43,7 +44,7 @@ struct moe_bufs {
 	int *at;        /* [cap * K] each pair's place in the grouped order */
 	int *grp;       /* [cap * K] the pair at each place */
 	int *off;       /* [n_expert + 1] the first place of each expert */
-	int *act;       /* [n_expert] the chosen experts, ascending; then n_act at act[n_expert] */
+	int *act;       /* [n_expert + 1] the chosen experts, ascending; their number at act[n_expert] */
 	float *xg;      /* [cap * K][n_embd] rows of h in grouped order */
 	float *mg;      /* [cap * K][n_ff_exp] silu(gate) * up */
 	float *mu;      /* [cap * K][n_ff_exp] up, where the tensor-core product computes gate and up apart */

@@ -40,6 +40,8 @@
  * differences move quantised inputs across rounding boundaries), and each row's floats do not
  * depend on the pass's other rows within a set (up to the small kernel's width). Programmatic
  * dependent launch is a launch attribute over either set (every kernel starts with pdl_enter).
+ * qwen35moe's expert layers (router, top-k, experts grouped by expert, the shared expert) are
+ * moe_cuda.cuh's, on the same stream and product kernels.
  * Everything runs on the model's stream, in order; a pass ends with the logits' copy. */
 #include "core/err.h"
 #include "cuda/cuda_model.h"
@@ -82,6 +84,9 @@ struct dmat {
 	const __half *d;   /* Q8_0 only: scales [n_out][n_in / 32] */
 };
 
+struct moe_layer;
+struct moe_bufs;
+
 struct dlayer {
 	int attn, index;
 	float *attn_norm, *post_norm;                /* [n_embd] */
@@ -89,7 +94,8 @@ struct dlayer {
 	float *conv_w, *dt_bias, *ssm_a, *ssm_norm;  /* [conv_dim][kw], [H_v], [H_v], [d_v] */
 	struct dmat wq, wk, wv, wo;                  /* attention */
 	float *q_norm, *k_norm;                      /* [head_dim] */
-	struct dmat ffn_gate, ffn_up, ffn_down;
+	struct dmat ffn_gate, ffn_up, ffn_down;     /* qwen35moe: the shared expert */
+	struct moe_layer *moe;                       /* qwen35moe: router and experts (moe_cuda.cuh); NULL: dense */
 };
 
 /* A pass shape seen before, and the CUDA graph of its kernels once seen twice. */
@@ -140,6 +146,7 @@ struct cuda_model {
 	float *xd;                       /* [rows][max_in / 32]: its block scales (fp16 values widened) */
 	int max_in;                      /* widest product input: max(n_embd, w1 .. w4) */
 	int *meta, meta_cap;             /* device copy of the pass's index arrays */
+	struct moe_bufs *moe;            /* qwen35moe: the expert layers' pass buffers (moe_cuda.cuh) */
 	int *hmeta;                      /* host side of it */
 	char error[256];
 };
@@ -309,19 +316,22 @@ static int get_f32(struct cuda_model *m, struct loader *ld, float **out, const c
 	return *out ? 0 : -ENOMEM;
 }
 
+static int moe_load(struct cuda_model *m, struct loader *ld, int il); /* moe_cuda.cuh */
+
 static int load_layer(struct cuda_model *m, struct loader *ld, int il)
 {
 	const struct model_config *c = &m->cfg;
 	struct dlayer *l = &m->layers[il];
 	char n[96];
 	int rc;
-	int E = c->n_embd, hd = c->head_dim;
+	int E = c->n_embd, hd = c->head_dim, moe = c->n_expert > 0;
 #define NAME(s) (snprintf(n, sizeof(n), "blk.%d.%s", il, s), n)
 	if ((rc = get_f32(m, ld, &l->attn_norm, NAME("attn_norm.weight"), E, 1)) ||
 	    (rc = get_f32(m, ld, &l->post_norm, NAME("post_attention_norm.weight"), E, 1)) ||
-	    (rc = get_mat(m, ld, &l->ffn_gate, NAME("ffn_gate.weight"), E, c->n_ff)) ||
-	    (rc = get_mat(m, ld, &l->ffn_up, NAME("ffn_up.weight"), E, c->n_ff)) ||
-	    (rc = get_mat(m, ld, &l->ffn_down, NAME("ffn_down.weight"), c->n_ff, E)))
+	    (rc = get_mat(m, ld, &l->ffn_gate, NAME(moe ? "ffn_gate_shexp.weight" : "ffn_gate.weight"), E, c->n_ff)) ||
+	    (rc = get_mat(m, ld, &l->ffn_up, NAME(moe ? "ffn_up_shexp.weight" : "ffn_up.weight"), E, c->n_ff)) ||
+	    (rc = get_mat(m, ld, &l->ffn_down, NAME(moe ? "ffn_down_shexp.weight" : "ffn_down.weight"), c->n_ff, E)) ||
+	    (moe && (rc = moe_load(m, ld, il))))
 		return rc;
 	if (l->attn) {
 		if ((rc = get_mat(m, ld, &l->wq, NAME("attn_q.weight"), E, c->n_head * hd * 2)) ||
@@ -950,14 +960,14 @@ __global__ void dequant_bf16_kernel(struct dmat w, __nv_bfloat16 *out)
 /* Fragment layouts (PTX ISA, mma.m16n8k16 / m16n8k32): lane = 4 g + t; A registers 0/2 hold
  * row g, 1/3 row g + 8; B registers hold column (row of the pass) g; C registers 0, 1 hold
  * output g, rows 2t and 2t + 1; 2, 3 the same for output g + 8. */
-template <int MT, int NT> __global__ void __launch_bounds__(256) mm_tc(struct mm_args a)
+/* Block (bx, by) of the product: mm_tc's, or a grouped expert product's (moe_cuda.cuh). */
+template <int MT, int NT> __device__ __forceinline__ void mm_tc_block(const struct mm_args &a, int bx, int by)
 {
-	pdl_enter();
 	__shared__ float red[TC_STEPS][NT * 4][32]; /* [warp][n-tile * 4 + register][lane], an m-tile a round */
 	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-	int base, k = mm_pick(a, blockIdx.y, &base);
+	int base, k = mm_pick(a, by, &base);
 	const struct dmat &w = a.w[k];
-	const int o0 = (blockIdx.y - base) * 16 * MT, r0 = blockIdx.x * 8 * NT, n_in = w.n_in;
+	const int o0 = (by - base) * 16 * MT, r0 = bx * 8 * NT, n_in = w.n_in;
 	int oa[MT], ob[MT]; /* the fragments' rows g and g + 8 of each m-tile; loads stay inside */
 #pragma unroll
 	for (int mt = 0; mt < MT; mt++)
@@ -1046,6 +1056,12 @@ template <int MT, int NT> __global__ void __launch_bounds__(256) mm_tc(struct mm
 				a.y[k][(size_t)r * a.ys[k] + o] = s;
 		}
 	}
+}
+
+template <int MT, int NT> __global__ void __launch_bounds__(256) mm_tc(struct mm_args a)
+{
+	pdl_enter();
+	mm_tc_block<MT, NT>(a, blockIdx.x, blockIdx.y);
 }
 
 
@@ -1624,6 +1640,8 @@ static void matmul_swiglu(struct cuda_model *m, const struct dlayer *l, int N)
 	       c->n_ff, N);
 }
 
+#include "cuda/moe_cuda.cuh"
+
 /* Captured graphs hold the buffers' addresses: dropped when a buffer moves. */
 static void graphs_drop(struct cuda_model *m)
 {
@@ -1662,6 +1680,9 @@ static int ensure_rows(struct cuda_model *m, int N)
 		e = cudaMalloc((void **)&m->xd, sizeof(float) * (size_t)(m->max_in / 32) * R);
 	if (e != cudaSuccess)
 		return cuda_fail(m, e, "pass buffers");
+	int rc = moe_ensure(m, cap);
+	if (rc)
+		return rc;
 	m->cap_rows = cap;
 	return 0;
 }
@@ -1895,8 +1916,12 @@ static int forward_layers(struct cuda_model *m, const struct meta *mt, int N, in
 		} else {
 			rc = layer_gdn(m, l, mt, N, S);
 		}
-		matmul_swiglu(m, l, N);
-		matmul(m, &l->ffn_down, m->a1, m->w1, N, m->y, E, next.rows > 0 ? &next : NULL);
+		if (l->moe) {
+			moe_ffn(m, l, N, next.rows > 0 ? &next : NULL);
+		} else {
+			matmul_swiglu(m, l, N);
+			matmul(m, &l->ffn_down, m->a1, m->w1, N, m->y, E, next.rows > 0 ? &next : NULL);
+		}
 	}
 	if (!rc && n_out > 0)
 		matmul(m, &m->output, m->h, E, n_out, m->logits, c->n_vocab, NULL);
@@ -2263,10 +2288,10 @@ extern "C" struct cuda_model *cuda_model_create(int dev, const struct model_conf
 						void *ctx, const char *source, int n_slots, int n_ctx, int rb_rows,
 						char *err, size_t errlen)
 {
-	if (cfg->n_expert > 0) { /* before the device: the refusal reads the same on any machine */
-		err_set(err, errlen, "%s: a mixture-of-experts model (qwen35moe: %d experts, %d a row): the CUDA engine "
-			"has no expert layers yet (it runs qwen35 only); serve it on the CPU with --device cpu", source,
-			cfg->n_expert, cfg->n_expert_used);
+	if (cfg->n_expert > 0 && (cfg->n_expert_used > MOE_MAX_USED || cfg->n_expert > MOE_MAX_EXPERTS)) {
+		err_set(err, errlen, "%s: a mixture-of-experts model with %d experts, %d a row: the CUDA engine runs at "
+			"most %d experts, %d a row; serve it on the CPU with --device cpu", source, cfg->n_expert,
+			cfg->n_expert_used, MOE_MAX_EXPERTS, MOE_MAX_USED);
 		return NULL;
 	}
 	if (cuda_device_query(dev, NULL, 0, NULL, NULL, err, errlen))
@@ -2394,6 +2419,10 @@ extern "C" void cuda_model_destroy(struct cuda_model *m)
 	graphs_drop(m);
 	if (m->st)
 		cudaStreamDestroy(m->st);
+	for (int il = 0; m->layers && il < m->cfg.n_layer; il++)
+		moe_free_layer(&m->layers[il]);
+	moe_free_bufs(m);
+	free(m->moe);
 	for (int i = 0; i < m->n_allocs; i++)
 		cudaFree(m->allocs[i]);
 	float *bufs[] = { m->ssm, m->conv, m->kc, m->vc, m->lx, m->lk, m->lv, m->lg, m->lb, m->x, m->h, m->y,

@@ -1,4 +1,4 @@
-/* cuda_model — the qwen35 forward pass (model/model.h's math) on one NVIDIA GPU: weights
+/* cuda_model — the qwen35 and qwen35moe forward pass (model/model.h's math) on one NVIDIA GPU: weights
  * uploaded once, the per-sequence state pool (GDN states, conv windows, attention KV cache,
  * the rollback log) in device memory, and a batched pass over rows of many sequences that
  * copies back only the logits asked for. The CUDA engine (engine_cuda.h) wraps it.

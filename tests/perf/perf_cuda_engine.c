@@ -9,7 +9,9 @@
  * with the largest logit difference between the fused and the first version's kernels.
  * The scheduler's host work is not in these figures (see the server benchmarks).
  * Exits 77 without a GPU. Usage: perf_cuda_engine [0.8b|9b|all [STREAMS]] (default all; STREAMS: only
- * that many streams); perf_cuda_engine masks [0.8b|9b|all] (the fused set's parts one at a time);
+ * that many streams, 0: all); perf_cuda_engine 35b-a3b|moe-small [STREAMS [q8_0|bf16|all]] (the
+ * qwen35moe shapes of shapes.h, not in "all": Qwen3.5-35B-A3B's takes ~37 GB as Q8_0, ~69 GB as
+ * BF16, host and device; the floor counts the 8 experts a token reads); perf_cuda_engine masks [0.8b|9b|all] (the fused set's parts one at a time);
  * perf_cuda_engine profile 0.8b|9b bf16|q8_0 STREAMS MASK COLS PDL (one pass for ncu);
  * perf_cuda_engine tc [0.8b|9b|all] [bf16|q8_0|all] (fp32 against tensor-core products, 1..128 streams);
  * perf_cuda_engine gguf FILE [STREAMS [STEPS]] (a GGUF through the engine, for
@@ -30,7 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_TENSORS 512
+#define MAX_TENSORS 1024
 #define PROMPT 16
 #define STEPS 24
 
@@ -48,13 +50,15 @@ static float urand(void)
 	return (float)((rng >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
 }
 
-/* A tensor of ne0 x ne1 of `type`: 64 random rows repeated down it (the values do not change
- * the time; a fresh draw per element would only make start-up slow). */
-static int add(struct mem_model *mm, const char *name, int ne0, int ne1, uint32_t type, float centre, float spread)
+/* A tensor of ne0 x ne1 x ne2 of `type`: `proto` random rows repeated down it (the values do not
+ * change the time; a fresh draw per element would only make start-up slow). A router takes a
+ * fresh row per expert, so that the rows choose different experts. */
+static int add3(struct mem_model *mm, const char *name, int ne0, int ne1, int ne2, int proto, uint32_t type,
+		float centre, float spread)
 {
-	enum { PROTO = 64 };
 	if (mm->n == MAX_TENSORS)
 		return -ENOSPC;
+	ne1 *= ne2; /* rows */
 	struct model_tensor *t = &mm->t[mm->n];
 	snprintf(mm->names[mm->n], sizeof mm->names[0], "%s", name);
 	size_t row = type == GGUF_TENSOR_Q8_0 ? (size_t)ne0 / 32 * 34 : (size_t)ne0 * (type == GGUF_TENSOR_F32 ? 4 : 2);
@@ -65,7 +69,7 @@ static int add(struct mem_model *mm, const char *name, int ne0, int ne1, uint32_
 		free(x);
 		return -ENOMEM;
 	}
-	int proto = ne1 < PROTO ? ne1 : PROTO;
+	proto = ne1 < proto ? ne1 : proto;
 	for (int r = 0; r < proto; r++) {
 		uint8_t *o = d + row * r;
 		for (int i = 0; i < ne0; i++)
@@ -84,10 +88,16 @@ static int add(struct mem_model *mm, const char *name, int ne0, int ne1, uint32_
 	for (int r = proto; r < ne1; r++)
 		memcpy(d + row * r, d + row * (r % proto), row);
 	free(x);
-	*t = (struct model_tensor){ .name = mm->names[mm->n], .n_dims = 2, .ne = { (uint64_t)ne0, (uint64_t)ne1, 1, 1 },
-				    .type = type, .data = d, .n_bytes = row * ne1 };
+	*t = (struct model_tensor){ .name = mm->names[mm->n], .n_dims = ne2 > 1 ? 3 : 2,
+				    .ne = { (uint64_t)ne0, (uint64_t)(ne1 / ne2), (uint64_t)ne2, 1 }, .type = type, .data = d,
+				    .n_bytes = row * ne1 };
 	mm->n++;
 	return 0;
+}
+
+static int add(struct mem_model *mm, const char *name, int ne0, int ne1, uint32_t type, float centre, float spread)
+{
+	return add3(mm, name, ne0, ne1, 1, 64, type, centre, spread);
 }
 
 static const struct model_tensor *find(void *ctx, const char *name)
@@ -110,12 +120,26 @@ static int build(struct mem_model *mm, const struct model_config *c, uint32_t ty
 #define MAT(nm, a, b, s) (snprintf(n, sizeof n, "blk.%d.%s", il, nm), rc = rc ? rc : add(mm, n, a, b, type, 0, s), \
 			  mm->matrix_bytes += rc ? 0 : mm->t[mm->n - 1].n_bytes)
 #define VEC(nm, a, b, cen, s) (snprintf(n, sizeof n, "blk.%d.%s", il, nm), rc = rc ? rc : add(mm, n, a, b, GGUF_TENSOR_F32, cen, s))
+	/* qwen35moe: a one-row pass reads n_expert_used of the n_expert experts of a layer */
+#define EXPS(nm, a, b) (snprintf(n, sizeof n, "blk.%d.%s", il, nm), \
+			rc = rc ? rc : add3(mm, n, a, b, c->n_expert, 64, type, 0, 1.0f / sqrtf((float)(a))), \
+			mm->matrix_bytes += rc ? 0 : mm->t[mm->n - 1].n_bytes / c->n_expert * c->n_expert_used)
+	int moe = c->n_expert > 0;
 	for (int il = 0; il < c->n_layer && !rc; il++) {
 		VEC("attn_norm.weight", E, 1, 1, 0.1f);
 		VEC("post_attention_norm.weight", E, 1, 1, 0.1f);
-		MAT("ffn_gate.weight", E, c->n_ff, fe);
-		MAT("ffn_up.weight", E, c->n_ff, fe);
-		MAT("ffn_down.weight", c->n_ff, E, 1.0f / sqrtf((float)c->n_ff));
+		MAT(moe ? "ffn_gate_shexp.weight" : "ffn_gate.weight", E, c->n_ff, fe);
+		MAT(moe ? "ffn_up_shexp.weight" : "ffn_up.weight", E, c->n_ff, fe);
+		MAT(moe ? "ffn_down_shexp.weight" : "ffn_down.weight", c->n_ff, E, 1.0f / sqrtf((float)c->n_ff));
+		if (moe) {
+			snprintf(n, sizeof n, "blk.%d.ffn_gate_inp.weight", il);
+			rc = rc ? rc : add3(mm, n, E, c->n_expert, 1, c->n_expert, type, 0, 2 * fe);
+			mm->matrix_bytes += rc ? 0 : mm->t[mm->n - 1].n_bytes;
+			VEC("ffn_gate_inp_shexp.weight", E, 1, 0, fe);
+			EXPS("ffn_gate_exps.weight", E, c->n_ff_exp);
+			EXPS("ffn_up_exps.weight", E, c->n_ff_exp);
+			EXPS("ffn_down_exps.weight", c->n_ff_exp, E);
+		}
 		if ((il + 1) % c->full_attn_interval == 0) {
 			MAT("attn_q.weight", E, c->n_head * hd * 2, fe);
 			MAT("attn_k.weight", E, c->n_head_kv * hd, fe);
@@ -137,6 +161,7 @@ static int build(struct mem_model *mm, const struct model_config *c, uint32_t ty
 	}
 #undef MAT
 #undef VEC
+#undef EXPS
 	if (!rc)
 		rc = add(mm, "token_embd.weight", E, c->n_vocab, type, 0, 1);
 	if (!rc)
@@ -655,6 +680,20 @@ int main(int argc, char **argv)
 	printf("device: %s, %.1f GiB; device-to-device copy %.2f TB/s (read + write counted)\n\n", name,
 	       (double)to / 1073741824.0, bw / 1e12);
 	int rc = 0;
+	const struct model_config *moe = perf_shape(which);
+	if (moe && moe->n_expert > 0) { /* 35b-a3b|moe-small [STREAMS [q8_0|bf16|all]]: Q8_0 first (it fits more) */
+		const char *t = argc > 3 ? argv[3] : "all";
+		char label[64];
+		if (strcmp(t, "bf16") != 0) {
+			snprintf(label, sizeof label, "%s-shape Q8_0", which);
+			rc |= run(label, moe, GGUF_TENSOR_Q8_0, bw);
+		}
+		if (strcmp(t, "q8_0") != 0) {
+			snprintf(label, sizeof label, "%s-shape BF16", which);
+			rc |= run(label, moe, GGUF_TENSOR_BF16, bw);
+		}
+		return rc;
+	}
 	if (strcmp(which, "9b") != 0) {
 		rc |= run("0.8B-shape BF16", &perf_shape_08b, GGUF_TENSOR_BF16, bw);
 		rc |= run("0.8B-shape Q8_0", &perf_shape_08b, GGUF_TENSOR_Q8_0, bw);

@@ -2,7 +2,7 @@
  *
  *   perf_model [--threads N] [--steps N] [--isa auto|avx512|avx2|portable] [--model FILE.gguf]... [--json]
  *   perf_model --write-tiny PATH | --write-100m PATH [--type T]
- *   perf_model --write-shape 0.8b|9b PATH [--type T]
+ *   perf_model --write-shape 0.8b|9b|35b-a3b|moe-small PATH [--type T]
  *   perf_model --model FILE.gguf --greedy TEXT [--steps N]
  *   perf_model --model FILE.gguf --logits N OUT
  *   perf_model --import-hf DIR OUT.gguf [--type T]
@@ -18,11 +18,14 @@
  * llama.cpp on the same file; --logits writes teacher-forced logits of N fixed ids (for the KL
  * divergence against llama.cpp, tests/perf/kl_vs_llama.sh). --write-* write the two benchmark models and exit; --import-hf
  * converts a Hugging Face Qwen3.5 text checkpoint to GGUF (without tokenizer keys).
- * --write-shape writes a random model of Qwen3.5-0.8B's or 9B's shape (shapes.h; the tiny
- * vocabulary padded to the real 248320 tokens), the GPU comparison's files (cuda_vs_llama.sh).
+ * --write-shape writes a random model of Qwen3.5-0.8B's, 9B's or 35B-A3B's shape, or moe-small
+ * (shapes.h; the tiny vocabulary padded to the real 248320 tokens), the GPU comparison's files
+ * (cuda_vs_llama.sh). The qwen35moe shapes are written with one layer's data in memory: every
+ * layer holds the same random tensors (35b-a3b: ~37 GB as Q8_0, ~69 GB as BF16 on disk).
  * Tokens/s = rows decoded / wall time of the passes (clock_now_ns). Run by `meson test
  * --benchmark --suite perf`, never in the default test run. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +34,7 @@
 
 #include "core/clock.h"
 #include "gguf/gguf.h"
+#include "model/kernels.h"
 #include "model/model.h"
 #include "model/quant.h"
 #include "model/safetensors.h"
@@ -227,6 +231,169 @@ out:
 	return rc;
 }
 
+/* ---- --write-shape for the qwen35moe shapes: a layer's worth of memory ---- */
+
+/* Random data of one tensor kind, shared by every layer (the writer references it). */
+struct shared_buf {
+	char key[64];
+	void *data;
+	uint64_t bytes;
+	uint32_t type;
+};
+
+struct shape_writer {
+	struct gguf_writer *w;
+	struct shared_buf bufs[32];
+	int n_bufs, rc;
+	uint64_t rng;
+};
+
+static float shape_uniform(struct shape_writer *sw) /* [-1, 1) */
+{
+	sw->rng ^= sw->rng << 13, sw->rng ^= sw->rng >> 7, sw->rng ^= sw->rng << 17;
+	return (float)((sw->rng >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
+}
+
+/* Tensor `name` of ne0 x ne1 x ne2 (ggml order): mean + spread * uniform, `matrix` ones stored as
+ * type (where its blocks divide ne0), the rest F32. The data is made once per key and shared by
+ * every layer's tensor of that key, so the file is written with one layer's data in memory. */
+static void shape_add(struct shape_writer *sw, const char *key, const char *name, int ne0, int ne1, int ne2,
+		      float mean, float spread, int matrix, uint32_t mtype)
+{
+	if (sw->rc)
+		return;
+	uint32_t type = GGUF_TENSOR_F32;
+	int be = quant_block_elems(mtype);
+	if (matrix && (!be || ne0 % be == 0))
+		type = mtype;
+	struct shared_buf *b = NULL;
+	for (int i = 0; i < sw->n_bufs; i++)
+		if (strcmp(sw->bufs[i].key, key) == 0)
+			b = &sw->bufs[i];
+	uint64_t rows = (uint64_t)ne1 * (uint64_t)ne2, rb = gguf_type_row_bytes(type, (uint64_t)ne0);
+	if (!b) {
+		if (sw->n_bufs == (int)(sizeof sw->bufs / sizeof sw->bufs[0])) {
+			sw->rc = -ENOSPC;
+			return;
+		}
+		b = &sw->bufs[sw->n_bufs++];
+		snprintf(b->key, sizeof b->key, "%s", key);
+		b->bytes = rb * rows;
+		b->type = type;
+		b->data = malloc(b->bytes);
+		float *x = malloc(sizeof(float) * (size_t)ne0);
+		if (!b->data || !x) {
+			free(x);
+			sw->rc = -ENOMEM;
+			return;
+		}
+		for (uint64_t r = 0; r < rows; r++) {
+			uint8_t *dst = (uint8_t *)b->data + rb * r;
+			for (int i = 0; i < ne0; i++)
+				x[i] = mean + spread * shape_uniform(sw);
+			if (type == GGUF_TENSOR_F32) {
+				memcpy(dst, x, sizeof(float) * (size_t)ne0);
+			} else if (quant_type_is_block(type)) {
+				quant_row_quantize(type, x, dst, ne0);
+			} else {
+				for (int i = 0; i < ne0; i++) {
+					uint16_t h = type == GGUF_TENSOR_F16 ? kern_f32_to_f16(x[i]) : kern_f32_to_bf16(x[i]);
+					memcpy(dst + 2 * i, &h, 2);
+				}
+			}
+		}
+		free(x);
+	}
+	uint64_t ne[4] = { (uint64_t)ne0, (uint64_t)ne1, (uint64_t)ne2, 1 };
+	sw->rc = gguf_writer_add_tensor_ref(sw->w, name, ne2 > 1 ? 3 : ne1 == 1 ? 1 : 2, ne, b->type, b->data, b->bytes);
+}
+
+static float shape_fan(int fan_in, float scale)
+{
+	return scale * sqrtf(3.0f / (float)fan_in);
+}
+
+/* A random model of c's shape (the tiny vocabulary padded to c->n_vocab, its template) at path,
+ * every layer alike (the same random tensors), with at most one layer's tensors and the
+ * embeddings in memory: the ~37 GB Q8_0 file of Qwen3.5-35B-A3B's shape is written in ~2 GB. The
+ * tensors and their scales are model_write_random's. 0, or a negative errno with err set. */
+static int write_shape_streamed(const char *path, const struct model_config *c, uint32_t type, uint64_t seed,
+				char *err, size_t errlen)
+{
+	struct shape_writer sw = { .w = gguf_writer_create(), .rng = seed * 0x9e3779b97f4a7c15ull | 1 };
+	if (!sw.w)
+		return -ENOMEM;
+	char why[256], n[96], tmp[4200];
+	int rc = model_config_check(c, why, sizeof why);
+	if (rc)
+		snprintf(err, errlen, "%s: %s", path, why);
+	rc = rc ? rc : model_config_to_gguf(c, sw.w);
+	rc = rc ? rc : gguf_writer_set_str(sw.w, "general.name", "sixi-shape-random");
+	rc = rc ? rc : tok_write_tiny_vocab_padded(sw.w, (size_t)c->n_vocab, err, errlen);
+	rc = rc ? rc : gguf_writer_set_str(sw.w, "tokenizer.chat_template", model_tiny_chat_template);
+	sw.rc = rc;
+	int E = c->n_embd, d = c->ssm_head_dim, Hk = c->ssm_n_k_heads, Hv = c->ssm_n_v_heads, hd = c->head_dim;
+	int cd = 2 * Hk * d + Hv * d, X = c->n_expert, F = c->n_ff_exp;
+	shape_add(&sw, "token_embd", "token_embd.weight", E, c->n_vocab, 1, 0, 1.7f, 1, type);
+	shape_add(&sw, "output_norm", "output_norm.weight", E, 1, 1, 1, 0.35f, 0, type);
+	shape_add(&sw, "output", "output.weight", E, c->n_vocab, 1, 0, shape_fan(E, 1), 1, type);
+	for (int il = 0; il < c->n_layer && !sw.rc; il++) {
+#define T(key, ne0, ne1, ne2, mean, spread, matrix) \
+	(snprintf(n, sizeof n, "blk.%d.%s", il, key), shape_add(&sw, key, n, ne0, ne1, ne2, mean, spread, matrix, type))
+		T("attn_norm.weight", E, 1, 1, 1, 0.35f, 0);
+		T("post_attention_norm.weight", E, 1, 1, 1, 0.35f, 0);
+		if ((il + 1) % c->full_attn_interval == 0) {
+			T("attn_q.weight", E, c->n_head * hd * 2, 1, 0, shape_fan(E, 1), 1);
+			T("attn_k.weight", E, c->n_head_kv * hd, 1, 0, shape_fan(E, 1), 1);
+			T("attn_v.weight", E, c->n_head_kv * hd, 1, 0, shape_fan(E, 1), 1);
+			T("attn_output.weight", c->n_head * hd, E, 1, 0, shape_fan(c->n_head * hd, 0.5f), 1);
+			T("attn_q_norm.weight", hd, 1, 1, 1, 0.35f, 0);
+			T("attn_k_norm.weight", hd, 1, 1, 1, 0.35f, 0);
+		} else {
+			T("attn_qkv.weight", E, cd, 1, 0, shape_fan(E, 1), 1);
+			T("attn_gate.weight", E, Hv * d, 1, 0, shape_fan(E, 1), 1);
+			T("ssm_beta.weight", E, Hv, 1, 0, shape_fan(E, 1), 1);
+			T("ssm_alpha.weight", E, Hv, 1, 0, shape_fan(E, 1), 1);
+			T("ssm_conv1d.weight", c->ssm_conv_kernel, cd, 1, 0, 0.85f, 0);
+			T("ssm_dt.bias", Hv, 1, 1, -3.0f, 0.85f, 0);
+			T("ssm_a", Hv, 1, 1, -4.5f, 3.5f, 0);
+			T("ssm_norm.weight", d, 1, 1, 1, 0.35f, 0);
+			T("ssm_out.weight", Hv * d, E, 1, 0, shape_fan(Hv * d, 0.5f), 1);
+		}
+		if (X > 0) {
+			T("ffn_gate_inp.weight", E, X, 1, 0, shape_fan(E, 2), 1);
+			T("ffn_gate_inp_shexp.weight", E, 1, 1, 0, shape_fan(E, 1), 0);
+			T("ffn_gate_shexp.weight", E, c->n_ff, 1, 0, shape_fan(E, 1), 1);
+			T("ffn_up_shexp.weight", E, c->n_ff, 1, 0, shape_fan(E, 1), 1);
+			T("ffn_down_shexp.weight", c->n_ff, E, 1, 0, shape_fan(c->n_ff, 0.5f), 1);
+			T("ffn_gate_exps.weight", E, F, X, 0, shape_fan(E, 1), 1);
+			T("ffn_up_exps.weight", E, F, X, 0, shape_fan(E, 1), 1);
+			T("ffn_down_exps.weight", F, E, X, 0, shape_fan(F, 0.5f), 1);
+		} else {
+			T("ffn_gate.weight", E, c->n_ff, 1, 0, shape_fan(E, 1), 1);
+			T("ffn_up.weight", E, c->n_ff, 1, 0, shape_fan(E, 1), 1);
+			T("ffn_down.weight", c->n_ff, E, 1, 0, shape_fan(c->n_ff, 0.5f), 1);
+		}
+#undef T
+	}
+	rc = sw.rc;
+	if (rc && !err[0])
+		snprintf(err, errlen, "%s: cannot build the model (%s)", path, strerror(-rc));
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	if (!rc)
+		rc = gguf_writer_write(sw.w, tmp, err, errlen);
+	gguf_writer_destroy(sw.w);
+	for (int i = 0; i < sw.n_bufs; i++)
+		free(sw.bufs[i].data);
+	if (!rc && rename(tmp, path) != 0) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: cannot rename from %s.tmp: %s", path, path, strerror(errno));
+	}
+	if (rc)
+		unlink(tmp);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	const char *greedy_text = NULL, *write_tiny = NULL, *write_100m = NULL, *hf_dir = NULL, *hf_out = NULL;
@@ -256,8 +423,7 @@ int main(int argc, char **argv)
 			write_tiny = argv[++i];
 		else if (strcmp(argv[i], "--write-100m") == 0 && i + 1 < argc)
 			write_100m = argv[++i];
-		else if (strcmp(argv[i], "--write-shape") == 0 && i + 2 < argc &&
-			 (strcmp(argv[i + 1], "0.8b") == 0 || strcmp(argv[i + 1], "9b") == 0))
+		else if (strcmp(argv[i], "--write-shape") == 0 && i + 2 < argc && perf_shape(argv[i + 1]))
 			shape = argv[i + 1], write_shape = argv[i + 2], i += 2;
 		else if (strcmp(argv[i], "--import-hf") == 0 && i + 2 < argc)
 			hf_dir = argv[i + 1], hf_out = argv[i + 2], i += 2;
@@ -272,7 +438,7 @@ int main(int argc, char **argv)
 		else {
 			fprintf(stderr, "usage: perf_model [--threads N] [--steps N] [--isa auto|avx512|avx2|portable] [--model FILE.gguf]... [--json]\n"
 					"       perf_model --write-tiny PATH | --write-100m PATH [--type T]\n"
-					"       perf_model --write-shape 0.8b|9b PATH [--type T]\n"
+					"       perf_model --write-shape 0.8b|9b|35b-a3b|moe-small PATH [--type T]\n"
 					"       perf_model --model FILE.gguf --greedy TEXT [--steps N]\n"
 					"       perf_model --model FILE.gguf --logits N OUT\n"
 					"       perf_model --import-hf DIR OUT.gguf [--type T]\n"
@@ -296,8 +462,11 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (write_shape) {
-		const struct model_config *c = strcmp(shape, "9b") == 0 ? &perf_shape_9b : &perf_shape_08b;
-		if (model_write_random_vocab(write_shape, c, hf_type, 11, c->n_vocab, err0, sizeof(err0))) {
+		const struct model_config *c = perf_shape(shape);
+		err0[0] = 0;
+		/* the dense shapes as before (the same bytes); the MoE ones a layer at a time */
+		if (c->n_expert > 0 ? write_shape_streamed(write_shape, c, hf_type, 11, err0, sizeof(err0))
+				    : model_write_random_vocab(write_shape, c, hf_type, 11, c->n_vocab, err0, sizeof(err0))) {
 			fprintf(stderr, "perf_model: %s\n", err0);
 			return 1;
 		}

@@ -23,7 +23,9 @@
  * text, and BF16 and Q8_0 are checked on the fp32 kernels too (SIXI_CUDA_TC_ROWS=0), BF16 there
  * with 2e-3 and equal text. Rollback vs recomputation on the GPU: exact, on an engine whose
  * passes compute a row alike at any width: the fp32 kernels (every pass there has at most 16
- * rows) or the tensor-core product at every width (SIXI_CUDA_TC_ROWS=1). */
+ * rows) or the tensor-core product at every width (SIXI_CUDA_TC_ROWS=1).
+ * The tiny qwen35moe model (F32, BF16, Q8_0) takes the same checks with the same bounds, and an
+ * engine with a wrong router (no renormalisation, a test hook) must fail the logits' bound. */
 #include "test.h"
 #include "greedy.h"
 #include "core/buf.h"
@@ -446,24 +448,132 @@ static double cpu_self_spread(const char *path)
 	return r;
 }
 
-/* A qwen35moe file is refused by name, with what to do (the CPU engine runs it). */
-static void check_moe_refused(const char *dir)
+/* The MoE check can fail: an engine whose router leaves the chosen experts' weights as they are
+ * (no renormalisation; SIXI_CUDA_MOE_FAULT=renorm, a test hook) must differ from the CPU engine
+ * by more than the bound on one 17-row prefill. */
+static void check_moe_fault(const char *path, const char *name)
 {
-	char path[300], err[512] = "";
-	snprintf(path, sizeof path, "%s/tiny-moe.gguf", dir);
-	if (!CHECK_EQ_INT(model_write_tiny_moe(path, GGUF_TENSOR_F32, err, sizeof err), 0)) {
+	enum { T = 17 };
+	char err[1024];
+	struct engine *cpu = real_engine_open(path, 2, 64, 0, err, sizeof err);
+	setenv("SIXI_CUDA_MOE_FAULT", "renorm", 1);
+	struct engine *gpu = cuda_engine_open(path, 0, 2, 64, 0, err, sizeof err);
+	unsetenv("SIXI_CUDA_MOE_FAULT");
+	if (!CHECK(cpu != NULL && gpu != NULL)) {
 		fprintf(stderr, "%s\n", err);
+		if (cpu)
+			engine_destroy(cpu);
+		if (gpu)
+			engine_destroy(gpu);
 		return;
 	}
-	struct engine *e = cuda_engine_open(path, 0, 2, 64, 0, err, sizeof err);
-	CHECK(e == NULL);
-	if (e)
-		engine_destroy(e);
-	CHECK(strstr(err, "mixture-of-experts") != NULL);
-	CHECK(strstr(err, "16 experts") != NULL);
-	CHECK(strstr(err, "--device cpu") != NULL);
-	printf("qwen35moe refused: %s\n", err);
-	unlink(path);
+	int V = cpu->n_logits, sc = cpu->ops->slot_alloc(cpu), sg = gpu->ops->slot_alloc(gpu);
+	int32_t tok[T];
+	struct engine_row rows[T];
+	tokens_of(5, T, cpu->n_sample, tok);
+	for (int i = 0; i < T; i++)
+		rows[i] = (struct engine_row){ .slot = sc, .token = tok[i], .pos = i, .want_logits = i == T - 1 };
+	float *lc = malloc(sizeof(float) * (size_t)V), *lg = malloc(sizeof(float) * (size_t)V);
+	CHECK_EQ_INT(cpu->ops->forward(cpu, rows, T, lc), 0);
+	for (int i = 0; i < T; i++)
+		rows[i].slot = sg;
+	CHECK_EQ_INT(gpu->ops->forward(gpu, rows, T, lg), 0);
+	double saved = worst_rel, r = row_rel(lg, lc, V);
+	worst_rel = saved;
+	CHECK(r > tol);
+	printf("%s, router without renormalisation (the check must catch it): |gpu - cpu| = %.3g of the largest logit, "
+	       "bound %.3g: %s\n", name, r, tol, r > tol ? "caught" : "NOT CAUGHT");
+	free(lc);
+	free(lg);
+	engine_destroy(gpu);
+	engine_destroy(cpu);
+}
+
+/* The GGUF's tensors as cuda_model_create looks them up. */
+struct gguf_find {
+	const struct gguf *g;
+	struct model_tensor t;
+};
+
+static const struct model_tensor *gguf_find_tensor(void *ctx, const char *name)
+{
+	struct gguf_find *f = ctx;
+	const struct gguf_tensor *t = gguf_tensor_find(f->g, name);
+	if (!t)
+		return NULL;
+	f->t = (struct model_tensor){ .name = t->name, .n_dims = t->n_dims, .type = t->type, .data = t->data,
+				      .n_bytes = t->n_bytes };
+	memcpy(f->t.ne, t->ne, sizeof f->t.ne);
+	return &f->t;
+}
+
+/* The weights on the GPU count the expert tensors: every tensor of the file once (Q8_0 split
+ * into quants and scales, the same bytes), plus the per-layer arrays of expert matrices. */
+static void check_moe_weights(const char *path)
+{
+	char err[512];
+	struct gguf *g = gguf_open(path, err, sizeof err);
+	struct model_config cfg;
+	if (!CHECK(g != NULL) || !CHECK_EQ_INT(model_config_from_gguf(g, path, &cfg, err, sizeof err), 0)) {
+		fprintf(stderr, "%s\n", err);
+		if (g)
+			gguf_close(g);
+		return;
+	}
+	size_t file = 0, experts = 0;
+	for (size_t i = 0; i < gguf_tensor_count(g); i++) {
+		const struct gguf_tensor *t = gguf_tensor_at(g, i);
+		file += t->n_bytes;
+		experts += strstr(t->name, "_exps.") ? t->n_bytes : 0;
+	}
+	struct gguf_find f = { .g = g };
+	struct cuda_model *m = cuda_model_create(0, &cfg, gguf_find_tensor, &f, path, 2, 64, 0, err, sizeof err);
+	if (CHECK(m != NULL)) {
+		struct model_state_memory sm;
+		size_t wb = 0, arrays = (size_t)cfg.n_layer * 3 * (size_t)cfg.n_expert * 64;
+		cuda_model_memory(m, &sm, &wb);
+		CHECK(wb >= file && wb <= file + arrays);
+		printf("tiny MoE: weights on the GPU %zu bytes; the file's tensors %zu (experts %zu)\n", wb, file, experts);
+		cuda_model_destroy(m);
+	} else {
+		fprintf(stderr, "%s\n", err);
+	}
+	gguf_close(g);
+}
+
+/* The tiny qwen35moe model (16 experts, 4 a row) as F32, BF16 and Q8_0: the dense model's checks
+ * with the same bounds (Q8_0 and BF16 on tensor cores: 3 x the CPU engine's own spread on this
+ * model's Q8_0 file, at least 2e-3, greedy text counted). */
+static void check_moe(const char *dir)
+{
+	char f32[300], bf16[300], q8[300], err[512];
+	snprintf(f32, sizeof f32, "%s/tiny-moe.gguf", dir);
+	snprintf(bf16, sizeof bf16, "%s/tiny-moe-bf16.gguf", dir);
+	snprintf(q8, sizeof q8, "%s/tiny-moe-q8_0.gguf", dir);
+	if (!CHECK_EQ_INT(model_write_tiny_moe(f32, GGUF_TENSOR_F32, err, sizeof err), 0) ||
+	    !CHECK_EQ_INT(model_write_tiny_moe(bf16, GGUF_TENSOR_BF16, err, sizeof err), 0) ||
+	    !CHECK_EQ_INT(model_write_tiny_moe(q8, GGUF_TENSOR_Q8_0, err, sizeof err), 0)) {
+		fprintf(stderr, "%s\n", err);
+	} else {
+		tol = 2e-3;
+		greedy_exact = 1;
+		check_model(f32, "tiny MoE (F32)", NULL, NULL);
+		check_moe_fault(f32, "tiny MoE (F32)");
+		check_moe_weights(q8);
+		check_model(bf16, "tiny MoE BF16, fp32 kernels", "0", NULL);
+		double sq = cpu_self_spread(q8);
+		CHECK(sq >= 0);
+		tol = sq > 2e-3 / 3 ? 3 * sq : 2e-3;
+		greedy_exact = 0;
+		printf("tiny MoE Q8_0, and BF16 on tensor cores: bound %.3g of the largest logit (the CPU engine's own Q8_0 "
+		       "spread %.3g x 3, at least 2e-3)\n", tol, sq);
+		check_model(bf16, "tiny MoE BF16, tensor cores from 8 rows", "8", "1");
+		check_model(q8, "tiny MoE Q8_0, fp32 kernels", "0", NULL);
+		check_model(q8, "tiny MoE Q8_0, tensor cores from 8 rows", "8", "1");
+	}
+	unlink(f32);
+	unlink(bf16);
+	unlink(q8);
 }
 
 int main(void)
@@ -475,7 +585,6 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
-	check_moe_refused(dir); /* needs no GPU: the refusal comes before the device */
 	if (cuda_engine_device(0, name, sizeof name, &free_b, &total_b, err, sizeof err) != 0) {
 		rmdir(dir);
 		printf("skipped the GPU checks: %s\n", err);
@@ -506,6 +615,7 @@ int main(void)
 		check_model(q8, "~100M Q8_0, fp32 kernels", "0", NULL);
 		check_model(q8, "~100M Q8_0, engine default (tensor cores from 4 rows)", NULL, "1");
 	}
+	check_moe(dir);
 	unlink(tiny);
 	unlink(bf16);
 	unlink(q8);

@@ -8,7 +8,8 @@
  *    per expert (experts.N.{gate,up,down}_proj.weight), then imported back. Every tensor of the
  *    GGUF written from the import equals the original bit for bit (ssm_a: -exp(log(-a)), the
  *    one value the trip rounds), and the logits of the import, of that GGUF and of the
- *    original (with those ssm_a) are identical. Bad checkpoints (a missing expert, a
+ *    original (with those ssm_a) are identical; written with BF16 matrices, the 3-D expert
+ *    tensors hold the bits of the tiny model's own BF16 file. Bad checkpoints (a missing expert, a
  *    mis-shaped gate_up_proj, neither expert layout, no shared expert gate, no num_experts)
  *    fail with a message naming the tensor or key.
  *
@@ -424,6 +425,47 @@ static void compare_tensors(const struct gguf *orig, struct subst *sb, const str
 	CHECK_EQ_INT(same, n);
 }
 
+/* The import written with BF16 matrices against the tiny model written so directly: every
+ * matrix and 3-D expert tensor the same bits; the router stays F32 (as llama.cpp's converter
+ * keeps ffn_gate_inp) where the tiny writer rounds it; ssm_a is the one F32 vector that differs. */
+static void compare_bf16(const char *tmp, struct hf_model *h)
+{
+	char a[256], b[256], err[1024];
+	snprintf(a, sizeof(a), "%s/import-bf16.gguf", tmp);
+	snprintf(b, sizeof(b), "%s/tiny-bf16.gguf", tmp);
+	struct gguf_writer *w = gguf_writer_create();
+	CHECK_EQ_INT(hf_model_write_gguf(h, w, GGUF_TENSOR_BF16, a, err, sizeof(err)), 0);
+	gguf_writer_destroy(w);
+	CHECK_EQ_INT(model_write_tiny_moe(b, GGUF_TENSOR_BF16, err, sizeof(err)), 0);
+	struct gguf *ga = gguf_open(a, err, sizeof(err)), *gb = gguf_open(b, err, sizeof(err));
+	int same = 0, bf16 = 0, n = 0;
+	for (size_t i = 0; ga && gb && i < gguf_tensor_count(gb); i++) {
+		const struct gguf_tensor *tb = gguf_tensor_at(gb, i), *ta = gguf_tensor_find(ga, tb->name);
+		if (strstr(tb->name, "ssm_a"))
+			continue;
+		n++;
+		if (!ta)
+			continue;
+		if (strstr(tb->name, "ffn_gate_inp.weight")) {
+			same += ta->type == GGUF_TENSOR_F32;
+			continue;
+		}
+		bf16 += ta->type == GGUF_TENSOR_BF16;
+		int ok = ta->type == tb->type && ta->n_bytes == tb->n_bytes && memcmp(ta->data, tb->data, ta->n_bytes) == 0;
+		if (!ok)
+			fprintf(stderr, "BF16: tensor '%s' differs from the tiny model's\n", tb->name);
+		same += ok;
+	}
+	printf("written as BF16: %d of %d tensors as the tiny model's BF16 file has them (%d BF16; routers F32)\n",
+	       same, n, bf16);
+	CHECK(n > 0);
+	CHECK_EQ_INT(same, n);
+	gguf_close(ga);
+	gguf_close(gb);
+	unlink(a);
+	unlink(b);
+}
+
 static void roundtrip(const char *tmp, const char *gguf_path, int fused)
 {
 	const char *what = fused ? "fused experts" : "one module per expert";
@@ -491,6 +533,8 @@ static void roundtrip(const char *tmp, const char *gguf_path, int fused)
 	model_free(m0);
 	model_free(m1);
 	model_free(m2);
+	if (fused)
+		compare_bf16(tmp, h);
 	subst_finish(&sb);
 	hf_model_free(h);
 	gguf_close(g);
@@ -611,21 +655,6 @@ static int load_ref(struct ref *r, char *err, size_t errlen)
 	return rc;
 }
 
-/* Largest |a-b| over a row relative to the row's largest |b|, worst row. */
-static double rel_err(const float *a, const float *b, int rows, int vocab)
-{
-	double worst = 0;
-	for (int r = 0; r < rows; r++) {
-		double md = 0, mx = 1e-30;
-		for (int i = 0; i < vocab; i++) {
-			md = fmax(md, fabs((double)a[(size_t)r * vocab + i] - b[(size_t)r * vocab + i]));
-			mx = fmax(mx, fabs((double)b[(size_t)r * vocab + i]));
-		}
-		worst = fmax(worst, md / mx);
-	}
-	return worst;
-}
-
 /* Positions whose argmax differs from the reference's, among those whose reference top two
  * are further apart than LOGIT_TOL of the largest |logit| (*close counts the others). */
 static int argmax_mismatches(const float *a, const float *ref, int rows, int vocab, int *close)
@@ -659,7 +688,7 @@ static void check_model(struct model *m, const struct ref *r, const char *via)
 		struct model_state *st = model_state_create(m, 1, n + 8);
 		struct model_batch b = { n, r->tok[s], slots, NULL, NULL };
 		CHECK_EQ_INT(model_forward(m, st, &b, out), 0);
-		double e = rel_err(out, r->logits[s], n, r->vocab);
+		double e = greedy_rel_err(out, r->logits[s], n, r->vocab);
 		int close = 0, bad = argmax_mismatches(out, r->logits[s], n, r->vocab, &close);
 		printf("%s: sequence %d (%d tokens): max relative logit error %.3g (tolerance %g); argmax differs at %d "
 		       "of %d positions (%d near-ties not counted)\n", via, s, n, e, LOGIT_TOL, bad, n - close, close);
@@ -672,7 +701,7 @@ static void check_model(struct model *m, const struct ref *r, const char *via)
 				struct model_batch b1 = { 1, &r->tok[s][t], slots, NULL, NULL };
 				CHECK_EQ_INT(model_forward(m, st, &b1, out + (size_t)t * r->vocab), 0);
 			}
-			e = rel_err(out, r->logits[s], n, r->vocab);
+			e = greedy_rel_err(out, r->logits[s], n, r->vocab);
 			printf("%s: sequence %d one row per pass: max relative logit error %.3g\n", via, s, e);
 			CHECK(e < LOGIT_TOL);
 		}

@@ -243,6 +243,8 @@ static int read_config(const char *path, struct model_config *c, int *tied, char
 	if (!cJSON_IsObject(t))
 		t = root;
 	const char *mt = json_get_str(t, "model_type");
+	if (!mt && t != root) /* a text_config without its own model_type: the wrapper's */
+		mt = json_get_str(root, "model_type");
 	int moe = mt && (strcmp(mt, "qwen3_5_moe_text") == 0 || strcmp(mt, "qwen3_5_moe") == 0);
 	if (!mt || (!moe && strcmp(mt, "qwen3_5_text") != 0 && strcmp(mt, "qwen3_5") != 0)) {
 		err_set(err, errlen, "%s: model_type '%s' is not supported (supported: qwen3_5_text, qwen3_5_moe_text)",

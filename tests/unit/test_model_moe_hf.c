@@ -5,7 +5,8 @@
  *    with model_type qwen3_5_moe_text + model.safetensors: transformers' tensor names and
  *    shapes, norms as w for 1+w, A_log for ssm_a, V-heads in grouped order), once with fused
  *    experts (experts.gate_up_proj [X][2F][H], experts.down_proj [X][H][F]) and once one module
- *    per expert (experts.N.{gate,up,down}_proj.weight), then imported back. Every tensor of the
+ *    per expert (experts.N.{gate,up,down}_proj.weight), the latter also as the multimodal
+ *    wrapper writes it (text_config, model.language_model.), then imported back. Every tensor of the
  *    GGUF written from the import equals the original bit for bit (ssm_a: -exp(log(-a)), the
  *    one value the trip rounds), and the logits of the import, of that GGUF and of the
  *    original (with those ssm_a) are identical; written with BF16 matrices, the 3-D expert
@@ -84,13 +85,16 @@ static void hf_set_free(struct hf_set *s)
 	free(s->t);
 }
 
-/* What a bad checkpoint changes: a tensor left out, a tensor whose second dimension is halved
- * (only its first half written), a config key left out. */
-struct faults {
+/* How a checkpoint is written: as the multimodal wrapper does (config.json nesting a
+ * text_config that has no model_type of its own, tensors under model.language_model.), and
+ * what a bad one changes: a tensor left out, a tensor whose second dimension is halved (only
+ * its first half written), a config key left out. Names are the plain layout's. */
+struct writing {
+	int wrapper;
 	const char *drop, *halve, *no_key;
 };
 
-static int write_safetensors(const struct hf_set *s, const char *path, const struct faults *f)
+static int write_safetensors(const struct hf_set *s, const char *path, const struct writing *f)
 {
 	cJSON *h = cJSON_CreateObject();
 	uint64_t off = 0;
@@ -99,7 +103,12 @@ static int write_safetensors(const struct hf_set *s, const char *path, const str
 		if (f->drop && strcmp(t->name, f->drop) == 0)
 			continue;
 		int halve = f->halve && strcmp(t->name, f->halve) == 0;
-		cJSON *e = cJSON_AddObjectToObject(h, t->name);
+		char name[192];
+		if (f->wrapper && strncmp(t->name, "model.", 6) == 0)
+			snprintf(name, sizeof(name), "model.language_model.%s", t->name + 6);
+		else
+			snprintf(name, sizeof(name), "%s", t->name);
+		cJSON *e = cJSON_AddObjectToObject(h, name);
 		cJSON_AddStringToObject(e, "dtype", "F32");
 		cJSON *shape = cJSON_AddArrayToObject(e, "shape");
 		uint64_t n = 1;
@@ -137,12 +146,15 @@ static int write_safetensors(const struct hf_set *s, const char *path, const str
 }
 
 /* config.json of a Qwen3_5MoeTextConfig with c's sizes. */
-static int write_config(const struct model_config *c, const char *path, const struct faults *f)
+static int write_config(const struct model_config *c, const char *path, const struct writing *f)
 {
-	cJSON *j = cJSON_CreateObject();
-	cJSON_AddStringToObject(j, "model_type", "qwen3_5_moe_text");
-	cJSON *arch = cJSON_AddArrayToObject(j, "architectures");
-	cJSON_AddItemToArray(arch, cJSON_CreateString("Qwen3_5MoeForCausalLM"));
+	cJSON *root = cJSON_CreateObject(), *j = root;
+	cJSON_AddStringToObject(root, "model_type", f->wrapper ? "qwen3_5_moe" : "qwen3_5_moe_text");
+	cJSON *arch = cJSON_AddArrayToObject(root, "architectures");
+	cJSON_AddItemToArray(arch, cJSON_CreateString(f->wrapper ? "Qwen3_5MoeForConditionalGeneration" :
+								    "Qwen3_5MoeForCausalLM"));
+	if (f->wrapper)
+		j = cJSON_AddObjectToObject(root, "text_config");
 	const struct {
 		const char *key;
 		int v;
@@ -177,8 +189,8 @@ static int write_config(const struct model_config *c, const char *path, const st
 	cJSON_AddStringToObject(rope, "rope_type", "default");
 	cJSON_AddNumberToObject(rope, "rope_theta", c->rope_theta);
 	cJSON_AddNumberToObject(rope, "partial_rotary_factor", (double)c->n_rot / c->head_dim);
-	char *js = cJSON_Print(j);
-	cJSON_Delete(j);
+	char *js = cJSON_Print(root);
+	cJSON_Delete(root);
 	FILE *fp = fopen(path, "w");
 	int ok = fp && fputs(js, fp) >= 0;
 	if (fp && fclose(fp) != 0)
@@ -318,7 +330,7 @@ static void export_hf(const struct gguf *g, const struct model_config *c, int fu
 
 /* Writes DIR/config.json and DIR/model.safetensors. */
 static int write_checkpoint(const char *dir, const struct model_config *c, const struct hf_set *s,
-			    const struct faults *f)
+			    const struct writing *f)
 {
 	char path[256];
 	snprintf(path, sizeof(path), "%s/config.json", dir);
@@ -466,12 +478,13 @@ static void compare_bf16(const char *tmp, struct hf_model *h)
 	unlink(b);
 }
 
-static void roundtrip(const char *tmp, const char *gguf_path, int fused)
+static void roundtrip(const char *tmp, const char *gguf_path, int fused, int wrapper)
 {
-	const char *what = fused ? "fused experts" : "one module per expert";
+	const char *what = fused ? "fused experts" : wrapper ? "one module per expert, multimodal wrapper" :
+							      "one module per expert";
 	char err[1024], dir[256], out[256];
-	snprintf(dir, sizeof(dir), "%s/hf-%s", tmp, fused ? "fused" : "split");
-	snprintf(out, sizeof(out), "%s/back-%s.gguf", tmp, fused ? "fused" : "split");
+	snprintf(dir, sizeof(dir), "%s/hf-%d%d", tmp, fused, wrapper);
+	snprintf(out, sizeof(out), "%s/back-%d%d.gguf", tmp, fused, wrapper);
 	mkdir(dir, 0700);
 	struct gguf *g = gguf_open(gguf_path, err, sizeof(err));
 	struct model_config c;
@@ -481,9 +494,9 @@ static void roundtrip(const char *tmp, const char *gguf_path, int fused)
 		return;
 	}
 	struct hf_set s = { 0 };
-	struct faults none = { 0 };
+	struct writing how = { .wrapper = wrapper };
 	export_hf(g, &c, fused, &s);
-	CHECK_EQ_INT(write_checkpoint(dir, &c, &s, &none), 0);
+	CHECK_EQ_INT(write_checkpoint(dir, &c, &s, &how), 0);
 	hf_set_free(&s);
 
 	struct hf_model *h = hf_model_import(dir, err, sizeof(err));
@@ -545,7 +558,7 @@ static void roundtrip(const char *tmp, const char *gguf_path, int fused)
 
 /* A bad checkpoint: the import fails and the message names `want`. */
 static void refuse(const char *tmp, const struct gguf *g, const struct model_config *c, int fused,
-		   const struct faults *f, const char *want, const char *want2)
+		   const struct writing *f, const char *want, const char *want2)
 {
 	char err[1024] = "", dir[256];
 	snprintf(dir, sizeof(dir), "%s/hf-bad", tmp);
@@ -574,25 +587,26 @@ static int run_roundtrip(void)
 		fprintf(stderr, "%s\n", err);
 		return test_done();
 	}
-	roundtrip(tmp, path, 1);
-	roundtrip(tmp, path, 0);
+	roundtrip(tmp, path, 1, 0);
+	roundtrip(tmp, path, 0, 0);
+	roundtrip(tmp, path, 0, 1);
 
 	struct gguf *g = gguf_open(path, err, sizeof(err));
 	struct model_config c;
 	if (CHECK(g && model_config_from_gguf(g, path, &c, err, sizeof(err)) == 0)) {
-		struct faults f1 = { .drop = "model.layers.1.mlp.experts.3.up_proj.weight" };
+		struct writing f1 = { .drop = "model.layers.1.mlp.experts.3.up_proj.weight" };
 		refuse(tmp, g, &c, 0, &f1, "missing tensor 'model.layers.1.mlp.experts.3.up_proj.weight'", NULL);
-		struct faults f2 = { .halve = "model.layers.2.mlp.experts.gate_up_proj" };
+		struct writing f2 = { .halve = "model.layers.2.mlp.experts.gate_up_proj" };
 		refuse(tmp, g, &c, 1, &f2, "'model.layers.2.mlp.experts.gate_up_proj' has shape [16, 64, 128]",
 		       "expected [16, 128, 128]");
-		struct faults f3 = { .drop = "model.layers.0.mlp.experts.gate_up_proj" };
+		struct writing f3 = { .drop = "model.layers.0.mlp.experts.gate_up_proj" };
 		refuse(tmp, g, &c, 1, &f3, "'model.layers.0.mlp.experts.gate_up_proj' (fused experts)",
 		       "'model.layers.0.mlp.experts.0.gate_proj.weight' (one per expert)");
-		struct faults f4 = { .halve = "model.layers.3.mlp.experts.5.down_proj.weight" };
+		struct writing f4 = { .halve = "model.layers.3.mlp.experts.5.down_proj.weight" };
 		refuse(tmp, g, &c, 0, &f4, "'model.layers.3.mlp.experts.5.down_proj.weight'", "expected 128 x 64");
-		struct faults f5 = { .drop = "model.layers.0.mlp.shared_expert_gate.weight" };
+		struct writing f5 = { .drop = "model.layers.0.mlp.shared_expert_gate.weight" };
 		refuse(tmp, g, &c, 1, &f5, "missing tensor 'model.layers.0.mlp.shared_expert_gate.weight'", NULL);
-		struct faults f6 = { .no_key = "num_experts" };
+		struct writing f6 = { .no_key = "num_experts" };
 		refuse(tmp, g, &c, 1, &f6, "missing integer key 'num_experts'", NULL);
 	} else {
 		fprintf(stderr, "%s\n", err);

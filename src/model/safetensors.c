@@ -243,17 +243,31 @@ static int read_config(const char *path, struct model_config *c, int *tied, char
 	if (!cJSON_IsObject(t))
 		t = root;
 	const char *mt = json_get_str(t, "model_type");
-	if (!mt || (strcmp(mt, "qwen3_5_text") != 0 && strcmp(mt, "qwen3_5") != 0)) {
-		err_set(err, errlen, "%s: model_type '%s' is not supported (supported: qwen3_5_text)", path,
-			mt ? mt : "(none)");
+	if (!mt && t != root) /* a text_config without its own model_type: the wrapper's */
+		mt = json_get_str(root, "model_type");
+	int moe = mt && (strcmp(mt, "qwen3_5_moe_text") == 0 || strcmp(mt, "qwen3_5_moe") == 0);
+	if (!mt || (!moe && strcmp(mt, "qwen3_5_text") != 0 && strcmp(mt, "qwen3_5") != 0)) {
+		err_set(err, errlen, "%s: model_type '%s' is not supported (supported: qwen3_5_text, qwen3_5_moe_text)",
+			path, mt ? mt : "(none)");
 		goto out;
 	}
 	memset(c, 0, sizeof(*c));
 	int dk = 0, dv = 0;
 	c->n_ctx_train = 4096;
+	/* MoE: every layer's MLP is routed experts plus a shared expert, whose width is n_ff */
+	if (moe && (cfg_int(t, "num_experts", &c->n_expert, 1, path, err, errlen) ||
+		    cfg_int(t, "num_experts_per_tok", &c->n_expert_used, 1, path, err, errlen) ||
+		    cfg_int(t, "moe_intermediate_size", &c->n_ff_exp, 1, path, err, errlen) ||
+		    cfg_int(t, "shared_expert_intermediate_size", &c->n_ff, 1, path, err, errlen)))
+		goto out;
+	const cJSON *mlp_only = cJSON_GetObjectItemCaseSensitive(t, "mlp_only_layers");
+	if (moe && cJSON_IsArray(mlp_only) && cJSON_GetArraySize(mlp_only) > 0) {
+		err_set(err, errlen, "%s: mlp_only_layers is not empty (dense layers in a MoE model are unsupported)", path);
+		goto out;
+	}
 	if (cfg_int(t, "vocab_size", &c->n_vocab, 1, path, err, errlen) ||
 	    cfg_int(t, "hidden_size", &c->n_embd, 1, path, err, errlen) ||
-	    cfg_int(t, "intermediate_size", &c->n_ff, 1, path, err, errlen) ||
+	    (!moe && cfg_int(t, "intermediate_size", &c->n_ff, 1, path, err, errlen)) ||
 	    cfg_int(t, "num_hidden_layers", &c->n_layer, 1, path, err, errlen) ||
 	    cfg_int(t, "num_attention_heads", &c->n_head, 1, path, err, errlen) ||
 	    cfg_int(t, "num_key_value_heads", &c->n_head_kv, 1, path, err, errlen) ||
@@ -348,8 +362,9 @@ const struct model_config *hf_model_config(const struct hf_model *h)
 	return &h->cfg;
 }
 
-/* Adds an fp32 tensor of ggml shape ne0 x ne1 (ne1 = 1: a vector); takes `data`. */
-static int add_tensor(struct hf_model *h, const char *name, float *data, uint64_t ne0, uint64_t ne1)
+/* Adds an fp32 tensor of ggml shape ne0 x ne1 x ne2 (ne1 = ne2 = 1: a vector; ne2 > 1: one
+ * ne0 x ne1 matrix per expert); takes `data`. */
+static int add_tensor3(struct hf_model *h, const char *name, float *data, uint64_t ne0, uint64_t ne1, uint64_t ne2)
 {
 	if (h->n == h->cap) {
 		size_t cap = h->cap ? 2 * h->cap : 64;
@@ -365,14 +380,20 @@ static int add_tensor(struct hf_model *h, const char *name, float *data, uint64_
 	struct model_tensor *t = &h->t[h->n++];
 	memset(t, 0, sizeof(*t));
 	t->name = nm;
-	t->n_dims = ne1 == 1 ? 1 : 2;
+	t->n_dims = ne2 > 1 ? 3 : ne1 == 1 ? 1 : 2;
 	t->ne[0] = ne0;
 	t->ne[1] = ne1;
-	t->ne[2] = t->ne[3] = 1;
+	t->ne[2] = ne2;
+	t->ne[3] = 1;
 	t->type = GGUF_TENSOR_F32;
 	t->data = data;
-	t->n_bytes = ne0 * ne1 * 4;
+	t->n_bytes = ne0 * ne1 * ne2 * 4;
 	return 0;
+}
+
+static int add_tensor(struct hf_model *h, const char *name, float *data, uint64_t ne0, uint64_t ne1)
+{
+	return add_tensor3(h, name, data, ne0, ne1, 1);
 }
 
 /* Grouped-by-K-head to tiled order: item (kh, s) of [H_k][r] moves to s*H_k + kh. */
@@ -559,6 +580,132 @@ static int convert(struct conv_ctx *cc, const char *hname, const char *gname, ui
 	return 0;
 }
 
+/* ---- MoE layers (qwen3_5_moe_text) ---- */
+
+/* Loads a 3-D tensor of exactly [d0][d1][d2] as fp32; `what` names the dimensions in the message. */
+static float *load_f32_3d(struct conv_ctx *cc, const char *name, uint64_t d0, uint64_t d1, uint64_t d2,
+			  const char *what)
+{
+	const char *path = cc->dir;
+	const struct st_tensor *t = shards_find(cc->sh, name, &path);
+	if (!t) {
+		err_set(cc->err, cc->errlen, "%s: missing tensor '%s' (in its safetensors files)", cc->dir, name);
+		return NULL;
+	}
+	if (t->n_dims != 3 || t->shape[0] != d0 || t->shape[1] != d1 || t->shape[2] != d2) {
+		char got[96] = "";
+		for (int i = 0; i < t->n_dims; i++)
+			snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%llu", i ? ", " : "",
+				 (unsigned long long)t->shape[i]);
+		err_set(cc->err, cc->errlen, "%s: tensor '%s' has shape [%s], expected [%llu, %llu, %llu] (%s)", path,
+			name, got, (unsigned long long)d0, (unsigned long long)d1, (unsigned long long)d2, what);
+		return NULL;
+	}
+	float *v = malloc(sizeof(float) * d0 * d1 * d2);
+	if (!v) {
+		err_set(cc->err, cc->errlen, "%s: out of memory", cc->dir);
+		return NULL;
+	}
+	uint64_t n = d1 * d2, nb = gguf_type_row_bytes(t->type, n); /* one slice at a time: int counts */
+	for (uint64_t i = 0; i < d0; i++)
+		kern_row_to_f32(t->type, (const uint8_t *)t->data + i * nb, v + i * n, (int)n);
+	return v;
+}
+
+/* The routed experts of layer il into llama.cpp's 3-D tensors ffn_{gate,up,down}_exps (expert
+ * e's matrix is slice e, [n_ff_exp][n_embd] for gate and up, [n_embd][n_ff_exp] for down),
+ * from either checkpoint layout: fused (experts.gate_up_proj [X][2F][E], gate rows first,
+ * and experts.down_proj [X][E][F], as transformers holds them in memory) or one module per
+ * expert (experts.N.{gate,up,down}_proj.weight, as the released checkpoints and
+ * transformers' save_pretrained write them). */
+static int convert_experts(struct conv_ctx *cc, const char *pre, int il)
+{
+	const struct model_config *c = &cc->h->cfg;
+	uint64_t X = (uint64_t)c->n_expert, F = (uint64_t)c->n_ff_exp, E = (uint64_t)c->n_embd, m = F * E;
+	char hn[256], gn[128], alt[256];
+	int rc = -EINVAL;
+	float *gate = malloc(sizeof(float) * X * m), *up = malloc(sizeof(float) * X * m), *down = NULL, *gu = NULL;
+	snprintf(hn, sizeof(hn), "%slayers.%d.mlp.experts.gate_up_proj", pre, il);
+	snprintf(alt, sizeof(alt), "%slayers.%d.mlp.experts.0.gate_proj.weight", pre, il);
+	if (!gate || !up) {
+		err_set(cc->err, cc->errlen, "%s: out of memory", cc->dir);
+		goto out;
+	}
+	if (shards_find(cc->sh, hn, NULL)) {
+		if (!(gu = load_f32_3d(cc, hn, X, 2 * F, E, "num_experts, 2 x moe_intermediate_size, hidden_size")))
+			goto out;
+		snprintf(hn, sizeof(hn), "%slayers.%d.mlp.experts.down_proj", pre, il);
+		if (!(down = load_f32_3d(cc, hn, X, E, F, "num_experts, hidden_size, moe_intermediate_size")))
+			goto out;
+		for (uint64_t e = 0; e < X; e++) {
+			memcpy(gate + e * m, gu + e * 2 * m, sizeof(float) * m);
+			memcpy(up + e * m, gu + e * 2 * m + m, sizeof(float) * m);
+		}
+	} else if (!shards_find(cc->sh, alt, NULL)) {
+		err_set(cc->err, cc->errlen, "%s: missing tensor '%s' (fused experts) or '%s' (one per expert)", cc->dir,
+			hn, alt);
+		goto out;
+	} else {
+		if (!(down = malloc(sizeof(float) * X * m))) {
+			err_set(cc->err, cc->errlen, "%s: out of memory", cc->dir);
+			goto out;
+		}
+		static const char *const part[3] = { "gate_proj", "up_proj", "down_proj" };
+		float *dst[3] = { gate, up, down };
+		for (uint64_t e = 0; e < X; e++)
+			for (int k = 0; k < 3; k++) {
+				snprintf(hn, sizeof(hn), "%slayers.%d.mlp.experts.%llu.%s.weight", pre, il, (unsigned long long)e,
+					 part[k]);
+				float *v = load_f32(cc, hn, k < 2 ? F : E, k < 2 ? E : F);
+				if (!v)
+					goto out;
+				memcpy(dst[k] + e * m, v, sizeof(float) * m);
+				free(v);
+			}
+	}
+	snprintf(gn, sizeof(gn), "blk.%d.ffn_gate_exps.weight", il);
+	if ((rc = add_tensor3(cc->h, gn, gate, E, F, X)))
+		goto out;
+	gate = NULL;
+	snprintf(gn, sizeof(gn), "blk.%d.ffn_up_exps.weight", il);
+	if ((rc = add_tensor3(cc->h, gn, up, E, F, X)))
+		goto out;
+	up = NULL;
+	snprintf(gn, sizeof(gn), "blk.%d.ffn_down_exps.weight", il);
+	if ((rc = add_tensor3(cc->h, gn, down, F, E, X)))
+		goto out;
+	down = NULL;
+out:
+	if (rc == -ENOMEM)
+		err_set(cc->err, cc->errlen, "%s: out of memory", cc->dir);
+	free(gate);
+	free(up);
+	free(down);
+	free(gu);
+	return rc;
+}
+
+/* The MLP of MoE layer il: router, shared expert and its gate, routed experts. The router
+ * (mlp.gate) is softmax over all experts, top num_experts_per_tok, renormalised: the rule
+ * model.c computes. */
+static int convert_moe_mlp(struct conv_ctx *cc, const char *pre, int il)
+{
+	const struct model_config *c = &cc->h->cfg;
+	uint64_t E = (uint64_t)c->n_embd, S = (uint64_t)c->n_ff;
+	char hn[256], gn[128];
+#define HL(s) (snprintf(hn, sizeof(hn), "%slayers.%d.mlp.%s", pre, il, s), hn)
+#define GL(s) (snprintf(gn, sizeof(gn), "blk.%d.%s", il, s), gn)
+	if (convert(cc, HL("gate.weight"), GL("ffn_gate_inp.weight"), (uint64_t)c->n_expert, E, 0, RO_NONE, 0, 0) ||
+	    convert(cc, HL("shared_expert_gate.weight"), GL("ffn_gate_inp_shexp.weight"), 1, E, 0, RO_NONE, 0, 0) ||
+	    convert(cc, HL("shared_expert.gate_proj.weight"), GL("ffn_gate_shexp.weight"), S, E, 0, RO_NONE, 0, 0) ||
+	    convert(cc, HL("shared_expert.up_proj.weight"), GL("ffn_up_shexp.weight"), S, E, 0, RO_NONE, 0, 0) ||
+	    convert(cc, HL("shared_expert.down_proj.weight"), GL("ffn_down_shexp.weight"), E, S, 0, RO_NONE, 0, 0))
+		return -EINVAL;
+#undef HL
+#undef GL
+	return convert_experts(cc, pre, il);
+}
+
 static const struct model_tensor *hf_find(void *ctx, const char *name)
 {
 	struct hf_model *h = ctx;
@@ -623,10 +770,12 @@ struct hf_model *hf_model_import(const char *dir, char *err, size_t errlen)
 #define GL(s) (snprintf(gn, sizeof(gn), "blk.%d.%s", il, s), gn)
 		if (convert(&cc, HL("input_layernorm.weight"), GL("attn_norm.weight"), E, 1, 1, RO_NONE, 0, 0) ||
 		    convert(&cc, HL("post_attention_layernorm.weight"), GL("post_attention_norm.weight"), E, 1, 1,
-			    RO_NONE, 0, 0) ||
-		    convert(&cc, HL("mlp.gate_proj.weight"), GL("ffn_gate.weight"), c->n_ff, E, 0, RO_NONE, 0, 0) ||
-		    convert(&cc, HL("mlp.up_proj.weight"), GL("ffn_up.weight"), c->n_ff, E, 0, RO_NONE, 0, 0) ||
-		    convert(&cc, HL("mlp.down_proj.weight"), GL("ffn_down.weight"), E, c->n_ff, 0, RO_NONE, 0, 0))
+			    RO_NONE, 0, 0))
+			goto fail;
+		if (c->n_expert > 0 ? convert_moe_mlp(&cc, pre, il) != 0 :
+		    (convert(&cc, HL("mlp.gate_proj.weight"), GL("ffn_gate.weight"), c->n_ff, E, 0, RO_NONE, 0, 0) ||
+		     convert(&cc, HL("mlp.up_proj.weight"), GL("ffn_up.weight"), c->n_ff, E, 0, RO_NONE, 0, 0) ||
+		     convert(&cc, HL("mlp.down_proj.weight"), GL("ffn_down.weight"), E, c->n_ff, 0, RO_NONE, 0, 0)))
 			goto fail;
 		if (attn) {
 			if (convert(&cc, HL("self_attn.q_proj.weight"), GL("attn_q.weight"), (uint64_t)c->n_head * hd * 2, E,
@@ -694,12 +843,14 @@ int hf_model_write_gguf(const struct hf_model *h, struct gguf_writer *w, uint32_
 		const struct model_tensor *t = &h->t[i];
 		const float *v = t->data;
 		uint32_t type = GGUF_TENSOR_F32;
-		/* Matrices are converted; norms, conv kernels and per-head vectors stay fp32, as
-		 * llama.cpp's converter keeps them. Q8_0 needs rows that are a multiple of 32. */
-		int is_matrix = t->n_dims == 2 && strstr(t->name, "ssm_conv1d") == NULL;
+		/* Matrices (and the 3-D expert tensors) are converted; norms, conv kernels, per-head
+		 * vectors and the MoE router stay fp32, as llama.cpp's converter keeps them. Q8_0
+		 * needs rows that are a multiple of 32. */
+		int is_matrix = t->n_dims >= 2 && strstr(t->name, "ssm_conv1d") == NULL &&
+				strstr(t->name, "ffn_gate_inp") == NULL;
 		if (is_matrix && (matrix_type != GGUF_TENSOR_Q8_0 || t->ne[0] % 32 == 0))
 			type = matrix_type;
-		uint64_t n = t->ne[0] * t->ne[1];
+		uint64_t n = t->ne[0] * t->ne[1] * t->ne[2], rows = t->ne[1] * t->ne[2];
 		if (type == GGUF_TENSOR_F32) {
 			rc = gguf_writer_add_tensor(w, t->name, t->n_dims, t->ne, type, v, n * 4);
 			continue;
@@ -711,7 +862,7 @@ int hf_model_write_gguf(const struct hf_model *h, struct gguf_writer *w, uint32_
 			break;
 		}
 		if (type == GGUF_TENSOR_Q8_0) {
-			for (uint64_t r = 0; r < t->ne[1]; r++)
+			for (uint64_t r = 0; r < rows; r++)
 				kern_quantize_q8_0(v + r * t->ne[0], buf + r * (t->ne[0] / 32 * 34), (int)t->ne[0]);
 		} else {
 			for (uint64_t k = 0; k < n; k++) {

@@ -17,7 +17,7 @@
  * --greedy prints the first N greedy tokens after TEXT (ids and text), to compare with
  * llama.cpp on the same file; --logits writes teacher-forced logits of N fixed ids (for the KL
  * divergence against llama.cpp, tests/perf/kl_vs_llama.sh). --write-* write the two benchmark models and exit; --import-hf
- * converts a Hugging Face Qwen3.5 text checkpoint to GGUF (without tokenizer keys).
+ * converts a Hugging Face Qwen3.5 text checkpoint, dense or MoE, to GGUF (without tokenizer keys).
  * --write-shape writes a random model of Qwen3.5-0.8B's, 9B's or 35B-A3B's shape, or moe-small
  * (shapes.h; the tiny vocabulary padded to the real 248320 tokens), the GPU comparison's files
  * (cuda_vs_llama.sh). The qwen35moe shapes are written with one layer's data in memory: every

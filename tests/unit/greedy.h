@@ -1,9 +1,11 @@
 /* greedy — the plain decoding that the model's faster paths (speculation, drafts,
  * batches) are checked against: the index of the largest logit, and greedy tokens
- * after a history from a fresh state, one row at a time after the prefill. */
+ * after a history from a fresh state, one row at a time after the prefill; and the measure
+ * logits are compared by. */
 #ifndef SIXI_TESTS_GREEDY_H
 #define SIXI_TESTS_GREEDY_H
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include "model/model.h"
@@ -16,6 +18,22 @@ static inline int greedy_argmax(const float *v, int n)
 		if (v[i] > v[b])
 			b = i;
 	return b;
+}
+
+/* How the model tests compare logits: the largest |a-b| over a row relative to the row's
+ * largest |b| (b the reference), the worst of `rows` rows of `vocab`. */
+static inline double greedy_rel_err(const float *a, const float *b, int rows, int vocab)
+{
+	double worst = 0;
+	for (size_t r = 0; r < (size_t)rows; r++) {
+		double md = 0, mx = 1e-30;
+		for (size_t i = r * (size_t)vocab; i < (r + 1) * (size_t)vocab; i++) {
+			md = fmax(md, fabs((double)a[i] - b[i]));
+			mx = fmax(mx, fabs((double)b[i]));
+		}
+		worst = fmax(worst, md / mx);
+	}
+	return worst;
 }
 
 /* k greedy tokens after hist[0..n) (n >= 1) into out. 0, -ENOMEM, or the forward pass's error. */

@@ -58,26 +58,11 @@ static int load_ref(struct ref *r)
 	return 0;
 }
 
-/* Largest |a-b| over a row relative to the row's largest |b|, over all rows. */
-static double rel_err(const float *a, const float *b, int rows, int vocab)
-{
-	double worst = 0;
-	for (int r = 0; r < rows; r++) {
-		double md = 0, mx = 1e-30;
-		for (int i = 0; i < vocab; i++) {
-			md = fmax(md, fabs((double)a[r * vocab + i] - b[r * vocab + i]));
-			mx = fmax(mx, fabs((double)b[r * vocab + i]));
-		}
-		worst = fmax(worst, md / mx);
-	}
-	return worst;
-}
-
 static double mean_rel_err(const float *a, const float *b, int rows, int vocab)
 {
 	double sum = 0;
 	for (int r = 0; r < rows; r++)
-		sum += rel_err(a + (size_t)r * vocab, b + (size_t)r * vocab, 1, vocab);
+		sum += greedy_rel_err(a + (size_t)r * vocab, b + (size_t)r * vocab, 1, vocab);
 	return sum / rows;
 }
 
@@ -97,7 +82,7 @@ static void check_against_reference(struct model *m, const struct ref *r, const 
 {
 	for (int s = 0; s < r->n_seq; s++) {
 		float *out = run_prefill(m, r, s);
-		double e = rel_err(out, r->logits[s], r->len[s], r->vocab);
+		double e = greedy_rel_err(out, r->logits[s], r->len[s], r->vocab);
 		printf("%s: sequence %d (%d tokens): max relative logit error %.3g\n", via, s, r->len[s], e);
 		CHECK(e < 1e-4);
 		free(out);
@@ -120,7 +105,7 @@ static void check_decode_rows(struct model *m, const struct ref *r)
 			CHECK_EQ_INT(model_forward(m, st, &b, out[s] + (size_t)t * r->vocab), 0);
 		}
 	for (int s = 0; s < r->n_seq; s++) {
-		double e = rel_err(out[s], r->logits[s], r->len[s], r->vocab);
+		double e = greedy_rel_err(out[s], r->logits[s], r->len[s], r->vocab);
 		printf("row-by-row decode: sequence %d: max relative logit error %.3g\n", s, e);
 		CHECK(e < 1e-4);
 		free(out[s]);
@@ -148,10 +133,10 @@ static void check_batched(struct model *m, const struct ref *r)
 	float *out = malloc(sizeof(float) * 256 * r->vocab);
 	struct model_batch b = { n, tok, slot, pos, want };
 	CHECK_EQ_INT(model_forward(m, st, &b, out), 0);
-	CHECK(rel_err(out, single[2], split, r->vocab) < 1e-4);
-	CHECK(rel_err(out + (size_t)split * r->vocab, single[0] + (size_t)(r->len[0] - 1) * r->vocab, 1, r->vocab) <
+	CHECK(greedy_rel_err(out, single[2], split, r->vocab) < 1e-4);
+	CHECK(greedy_rel_err(out + (size_t)split * r->vocab, single[0] + (size_t)(r->len[0] - 1) * r->vocab, 1, r->vocab) <
 	      1e-4);
-	CHECK(rel_err(out + (size_t)(split + 1) * r->vocab, single[1] + (size_t)(r->len[1] - 1) * r->vocab, 1,
+	CHECK(greedy_rel_err(out + (size_t)(split + 1) * r->vocab, single[1] + (size_t)(r->len[1] - 1) * r->vocab, 1,
 		      r->vocab) < 1e-4);
 	/* pass 2: the rest of seq 2 */
 	n = 0;
@@ -159,7 +144,7 @@ static void check_batched(struct model *m, const struct ref *r)
 		tok[n] = r->tok[2][t], slot[n] = 3, pos[n] = t, want[n] = 1;
 	b.n_rows = n;
 	CHECK_EQ_INT(model_forward(m, st, &b, out), 0);
-	double e = rel_err(out, single[2] + (size_t)split * r->vocab, n, r->vocab);
+	double e = greedy_rel_err(out, single[2] + (size_t)split * r->vocab, n, r->vocab);
 	printf("batched with other sequences: max relative logit error vs single prefill %.3g\n", e);
 	CHECK(e < 1e-4);
 	CHECK_EQ_INT(model_state_slot_pos(st, 3), r->len[2]);
@@ -495,7 +480,7 @@ static void check_sharded_wrapper(const struct ref *r)
 		struct model *m = hf_model_create(h, 2, err, sizeof(err));
 		if (CHECK(m != NULL)) {
 			float *out = run_prefill(m, r, 2);
-			double e = rel_err(out, r->logits[2], r->len[2], r->vocab);
+			double e = greedy_rel_err(out, r->logits[2], r->len[2], r->vocab);
 			printf("sharded multimodal-wrapper checkpoint: max relative logit error %.3g\n", e);
 			CHECK(e < 1e-4);
 			free(out);
@@ -572,7 +557,7 @@ int main(void)
 	CHECK_EQ_INT(model_set_isa(m, "portable"), 0);
 	CHECK_EQ_STR(model_isa(m), "portable");
 	float *slow = run_prefill(m, &r, 2);
-	double e_isa = rel_err(slow, fast, r.len[2], r.vocab);
+	double e_isa = greedy_rel_err(slow, fast, r.len[2], r.vocab);
 	printf("portable vs %s kernels: max relative logit error %.3g\n", isa, e_isa);
 	CHECK(e_isa < 1e-4);
 	free(slow);

@@ -78,21 +78,6 @@ static int load_ref(struct ref *r)
 	return rc;
 }
 
-/* Largest |a-b| over a row relative to the row's largest |b|, over all rows. */
-static double rel_err(const float *a, const float *b, int rows, int vocab)
-{
-	double worst = 0;
-	for (int r = 0; r < rows; r++) {
-		double md = 0, mx = 1e-30;
-		for (int i = 0; i < vocab; i++) {
-			md = fmax(md, fabs((double)a[r * vocab + i] - b[r * vocab + i]));
-			mx = fmax(mx, fabs((double)b[r * vocab + i]));
-		}
-		worst = fmax(worst, md / mx);
-	}
-	return worst;
-}
-
 static struct model *load_written(const char *dir, const char *path, uint32_t type)
 {
 	char err[512];
@@ -115,7 +100,7 @@ static void check_logits_and_greedy(struct model *m, const struct ref *r)
 		int32_t slots[MAXT] = { 0 };
 		struct model_batch b = { r->len[s], r->tok[s], slots, NULL, NULL };
 		CHECK_EQ_INT(model_forward(m, st, &b, out), 0);
-		double e = rel_err(out, r->logits[s], r->len[s], r->vocab);
+		double e = greedy_rel_err(out, r->logits[s], r->len[s], r->vocab);
 		printf("prompt %s (%d tokens): max relative logit error %.3g (bound 1e-4)\n", r->name[s], r->len[s], e);
 		CHECK(e < 1e-4);
 		free(out);

@@ -74,8 +74,9 @@ extern "C" {
 struct dmat {
 	int type;          /* GGUF_TENSOR_* */
 	int n_in, n_out;
-	const void *w;     /* F32/F16/BF16: [n_out][n_in]; Q8_0: int8 quants [n_out][n_in] */
-	const __half *d;   /* Q8_0 only: scales [n_out][n_in / 32] */
+	const void *w;     /* F32/F16/BF16: [n_out][n_in]; Q8_0: int8 quants [n_out][n_in]; others: kq_upload.cuh */
+	const __half *d;   /* Q8_0: scales [n_out][n_in / 32]; others: kq_upload.cuh */
+	const uint32_t *qh; /* Q5_0, Q5_1: the fifth bits (kq_upload.cuh) */
 };
 
 struct dlayer {
@@ -134,6 +135,10 @@ struct cuda_model {
 	float *logits;                   /* [rows][n_vocab] */
 	int8_t *xq;                      /* [rows][max_in]: a Q8_0 product's input quantised (act_q8_kernel) */
 	float *xd;                       /* [rows][max_in / 32]: its block scales (fp16 values widened) */
+	float *xs1;                      /* [rows][max_in / 32]: Q8_1's d * sum (act_q81_kernel) */
+	int8_t *kq;                      /* [rows][max_in]: a K-quant product's input as Q8_K (act_q8k_kernel) */
+	float *kd;                       /* [rows][max_in / 256]: its scales */
+	int16_t *kbs;                    /* [rows][max_in / 16]: its sums of 16 */
 	int max_in;                      /* widest product input: max(n_embd, w1 .. w4) */
 	int *meta, meta_cap;             /* device copy of the pass's index arrays */
 	int *hmeta;                      /* host side of it */
@@ -177,6 +182,8 @@ static void *upload(struct cuda_model *m, const void *src, size_t bytes, char *e
 	return p;
 }
 
+static uint64_t kq_row_bytes(int type, uint64_t n);
+
 static uint64_t row_bytes(uint32_t type, uint64_t n)
 {
 	switch (type) {
@@ -184,7 +191,7 @@ static uint64_t row_bytes(uint32_t type, uint64_t n)
 	case GGUF_TENSOR_F16:
 	case GGUF_TENSOR_BF16: return 2 * n;
 	case GGUF_TENSOR_Q8_0: return n % 32 ? 0 : n / 32 * 34;
-	default: return 0;
+	default: return kq_row_bytes((int)type, n);
 	}
 }
 
@@ -196,6 +203,8 @@ struct loader {
 	size_t errlen;
 };
 
+#include "cuda/kq_upload.cuh"
+
 static const struct model_tensor *get_tensor(struct loader *ld, const char *name, uint64_t ne0, uint64_t ne1)
 {
 	const struct model_tensor *t = ld->find(ld->ctx, name);
@@ -205,7 +214,8 @@ static const struct model_tensor *get_tensor(struct loader *ld, const char *name
 	}
 	uint64_t rb = row_bytes(t->type, ne0);
 	if (rb == 0) {
-		err_set(ld->err, ld->errlen, "%s: tensor '%s' has type %s; the CUDA engine reads F32, F16, BF16, Q8_0",
+		err_set(ld->err, ld->errlen, "%s: tensor '%s' has type %s; the CUDA engine reads F32, F16, BF16, "
+			"Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K",
 			ld->source, name, gguf_type_name(t->type));
 		return NULL;
 	}
@@ -238,6 +248,9 @@ static int get_mat(struct cuda_model *m, struct loader *ld, struct dmat *d, cons
 	if ((size_t)n_in * (size_t)n_out > m->max_mat)
 		m->max_mat = (size_t)n_in * (size_t)n_out;
 	d->d = NULL;
+	d->qh = NULL;
+	if (kq_block_elems((int)t->type))
+		return kq_upload(m, ld, d, t);
 	if (t->type != GGUF_TENSOR_Q8_0) {
 		d->w = upload(m, t->data, t->n_bytes, ld->err, ld->errlen);
 		return d->w ? 0 : -ENOMEM;
@@ -270,6 +283,12 @@ static int get_f32(struct cuda_model *m, struct loader *ld, float **out, const c
 	const struct model_tensor *t = get_tensor(ld, name, (uint64_t)ne0, (uint64_t)ne1);
 	if (!t)
 		return -EINVAL;
+	if (t->type != GGUF_TENSOR_F32 && t->type != GGUF_TENSOR_F16 && t->type != GGUF_TENSOR_BF16 &&
+	    t->type != GGUF_TENSOR_Q8_0) {
+		err_set(ld->err, ld->errlen, "%s: tensor '%s' has type %s; the CUDA engine reads it as F32, F16, BF16 or Q8_0",
+			ld->source, name, gguf_type_name(t->type));
+		return -EINVAL;
+	}
 	size_t n = (size_t)ne0 * ne1;
 	float *v = (float *)malloc(sizeof(float) * n);
 	if (!v) {
@@ -350,6 +369,8 @@ __device__ __forceinline__ float bf16_bits(uint32_t h)
 	return __uint_as_float(h << 16);
 }
 
+__device__ __forceinline__ void kq_load8(const struct dmat &m, int o, int i, float *w);
+
 /* Weights (o, i..i+8) of m as fp32; i is a multiple of 8. */
 __device__ __forceinline__ void load8(const struct dmat &m, int o, int i, float *w)
 {
@@ -381,14 +402,17 @@ __device__ __forceinline__ void load8(const struct dmat &m, int o, int i, float 
 		}
 		break;
 	}
-	default: { /* Q8_0, repacked */
+	case GGUF_TENSOR_Q8_0: { /* repacked */
 		uint2 u = __ldg(reinterpret_cast<const uint2 *>((const int8_t *)m.w + at));
 		float s = __half2float(m.d[at / 32]);
 		uint32_t v[2] = { u.x, u.y };
 #pragma unroll
 		for (int j = 0; j < 8; j++)
 			w[j] = s * (float)(int8_t)((v[j / 4] >> (8 * (j % 4))) & 0xff);
+		break;
 	}
+	default: /* kq_kernels.cuh */
+		kq_load8(m, o, i, w);
 	}
 }
 
@@ -414,6 +438,10 @@ struct mm_args {
 	int xs, N;
 	const int8_t *xq; /* Q8_0 matrices: x quantised, [N][nq] int8 and [N][nq / 32] scales (NULL: none) */
 	const float *xd;
+	const float *xs1;    /* Q4_1/Q5_1 matrices: Q8_1's d * sum, [N][nq / 32] (with xq, xd) */
+	const int8_t *kq;    /* K-quant matrices: x as Q8_K, [N][nq] int8, [N][nq / 256] scales, [N][nq / 16] sums */
+	const float *kd;
+	const int16_t *kbs;
 	int nq;           /* the products' n_in */
 	int kw;      /* small kernel: warps per output */
 	int pair;    /* small kernel: the SwiGLU pair above (n_mat 2, end[0] = end[1]) */
@@ -589,8 +617,11 @@ __device__ __forceinline__ void dot_q8(const struct dmat &w, int o, const struct
 		q8_rows<R>(q8_load(w, o, b), a, r0, b, acc);
 }
 
+#include "cuda/kq_kernels.cuh"
+
 /* The weight type is uniform per warp (one matrix). i is the lane's first input (8 per lane,
- * step apart); a Q8_0 matrix gives each lane whole blocks instead: block i / 8, step / 8 apart. */
+ * step apart); a Q8_0 matrix gives each lane whole blocks instead: block i / 8, step / 8 apart
+ * (the other block types: dot_kq). */
 template <int R, int U>
 __device__ __forceinline__ void dot_rows(const struct dmat &w, int o, const struct mm_args &a, int r0, int i, int step,
 					 float *acc)
@@ -599,7 +630,8 @@ __device__ __forceinline__ void dot_rows(const struct dmat &w, int o, const stru
 	case GGUF_TENSOR_F32: dot_typed<R, GGUF_TENSOR_F32, U>(w, o, a, r0, i, step, acc); break;
 	case GGUF_TENSOR_F16: dot_typed<R, GGUF_TENSOR_F16, U>(w, o, a, r0, i, step, acc); break;
 	case GGUF_TENSOR_BF16: dot_typed<R, GGUF_TENSOR_BF16, U>(w, o, a, r0, i, step, acc); break;
-	default: dot_q8<R, U>(w, o, a, r0, i / 8, step / 8, acc); break;
+	case GGUF_TENSOR_Q8_0: dot_q8<R, U>(w, o, a, r0, i / 8, step / 8, acc); break;
+	default: dot_kq<R, U>(w, o, a, r0, i / 8, step / 8, acc); break;
 	}
 }
 
@@ -1529,9 +1561,17 @@ static void matmul_n(struct cuda_model *m, int n, const struct dmat *const *w, c
 	a.N = N;
 	a.pair = pair;
 	int tc = !pair && use_tc(m, n, w, xs, N), mt = tc ? tc_mt(m, n, w) : 1;
-	int acc = 0, tiled = !tc && N > m->small_rows, q8 = 0;
-	for (int i = 0; i < n; i++)
-		q8 |= w[i]->type == GGUF_TENSOR_Q8_0;
+	int acc = 0, tiled = !tc && N > m->small_rows, q8 = 0, q81 = 0, q8k = 0;
+	for (int i = 0; i < n; i++) {
+		int t = w[i]->type;
+		q8 |= t == GGUF_TENSOR_Q8_0;
+		if (kq_is(t)) { /* the other block types: mm_small at any width (kq_kernels.cuh) */
+			tiled = 0;
+			q8 |= kq_act(t) == KQ_ACT_Q8_0;
+			q81 |= kq_act(t) == KQ_ACT_Q8_1;
+			q8k |= kq_act(t) == KQ_ACT_Q8_K;
+		}
+	}
 	if (tc && m->dq) { /* the measured alternative: each Q8_0 matrix widened to BF16, then its product */
 		for (int i = 0; i < n; i++) {
 			struct dmat bw = *w[i];
@@ -1551,11 +1591,21 @@ static void matmul_n(struct cuda_model *m, int n, const struct dmat *const *w, c
 			       m->cfg.n_embd, m->cfg.norm_eps, 1, nn->map);
 		return;
 	}
-	if (q8) { /* the input quantised once for the launch's Q8_0 matrices (all read the same x) */
+	if (q8 || q81) { /* the input quantised once for the launch's Q8_0 matrices (all read the same x) */
 		int n_in = w[0]->n_in;
-		launch(m, act_q8_kernel, dim3((unsigned)((n_in / 32 + 7) / 8), (unsigned)N), 256, x, xs, n_in, m->xq,
-		       m->xd);
-		a.xq = m->xq, a.xd = m->xd, a.nq = n_in;
+		if (q81) /* Q8_1: Q8_0's quants and scales, and the sums */
+			launch(m, act_q81_kernel, dim3((unsigned)((n_in / 32 + 7) / 8), (unsigned)N), 256, x, xs, n_in, m->xq,
+			       m->xd, m->xs1);
+		else
+			launch(m, act_q8_kernel, dim3((unsigned)((n_in / 32 + 7) / 8), (unsigned)N), 256, x, xs, n_in, m->xq,
+			       m->xd);
+		a.xq = m->xq, a.xd = m->xd, a.xs1 = m->xs1, a.nq = n_in;
+	}
+	if (q8k) { /* the same for K-quant matrices, as Q8_K */
+		int n_in = w[0]->n_in;
+		launch(m, act_q8k_kernel, dim3((unsigned)((n_in / 256 + 7) / 8), (unsigned)N), 256, x, xs, n_in, m->kq,
+		       m->kd, m->kbs);
+		a.kq = m->kq, a.kd = m->kd, a.kbs = m->kbs, a.nq = n_in;
 	}
 	for (int i = 0; i < n; i++) {
 		a.w[i] = *w[i];
@@ -1569,7 +1619,8 @@ static void matmul_n(struct cuda_model *m, int n, const struct dmat *const *w, c
 	 * its inputs over up to 8 warps an output (a warp's step: 256 inputs, Q8_0 1024) */
 	int min_in = w[0]->n_in;
 	a.kw = 1;
-	while (!tiled && !tc && a.kw < 8 && (long)acc * a.kw < 64L * m->n_sm && min_in >= (q8 ? 2048 : 512) * a.kw)
+	while (!tiled && !tc && a.kw < 8 && (long)acc * a.kw < 64L * m->n_sm &&
+	       min_in >= (q8 || q81 || q8k ? 2048 : 512) * a.kw)
 		a.kw *= 2;
 	unsigned blocks = (unsigned)(((long)acc * a.kw + 7) / 8);
 	const struct model_config *c = &m->cfg;
@@ -1639,8 +1690,13 @@ static int ensure_rows(struct cuda_model *m, int N)
 		cudaFree(bufs[i]);
 	cudaFree(m->xq);
 	cudaFree(m->xd);
-	m->x = m->h = m->y = m->a1 = m->a2 = m->a3 = m->a4 = m->gb = m->ab = m->logits = m->xd = NULL;
-	m->xq = NULL;
+	cudaFree(m->xs1);
+	cudaFree(m->kq);
+	cudaFree(m->kd);
+	cudaFree(m->kbs);
+	m->x = m->h = m->y = m->a1 = m->a2 = m->a3 = m->a4 = m->gb = m->ab = m->logits = m->xd = m->xs1 = m->kd = NULL;
+	m->xq = m->kq = NULL;
+	m->kbs = NULL;
 	m->cap_rows = 0;
 	size_t E = (size_t)m->cfg.n_embd, R = (size_t)cap;
 	float **dst[] = { &m->x, &m->h, &m->y, &m->a1, &m->a2, &m->a3, &m->a4, &m->gb, &m->ab, &m->logits };
@@ -1654,6 +1710,14 @@ static int ensure_rows(struct cuda_model *m, int N)
 	cudaError_t e = cudaMalloc((void **)&m->xq, (size_t)m->max_in * R);
 	if (e == cudaSuccess)
 		e = cudaMalloc((void **)&m->xd, sizeof(float) * (size_t)(m->max_in / 32) * R);
+	if (e == cudaSuccess)
+		e = cudaMalloc((void **)&m->xs1, sizeof(float) * (size_t)(m->max_in / 32) * R);
+	if (e == cudaSuccess)
+		e = cudaMalloc((void **)&m->kq, (size_t)m->max_in * R);
+	if (e == cudaSuccess)
+		e = cudaMalloc((void **)&m->kd, sizeof(float) * (size_t)((m->max_in + 255) / 256) * R);
+	if (e == cudaSuccess)
+		e = cudaMalloc((void **)&m->kbs, sizeof(int16_t) * (size_t)(m->max_in / 16) * R);
 	if (e != cudaSuccess)
 		return cuda_fail(m, e, "pass buffers");
 	m->cap_rows = cap;
@@ -2391,10 +2455,12 @@ extern "C" void cuda_model_destroy(struct cuda_model *m)
 	for (int i = 0; i < m->n_allocs; i++)
 		cudaFree(m->allocs[i]);
 	float *bufs[] = { m->ssm, m->conv, m->kc, m->vc, m->lx, m->lk, m->lv, m->lg, m->lb, m->x, m->h, m->y,
-			  m->a1, m->a2, m->a3, m->a4, m->gb, m->ab, m->logits, m->xd };
+			  m->a1, m->a2, m->a3, m->a4, m->gb, m->ab, m->logits, m->xd, m->xs1, m->kd };
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		cudaFree(bufs[i]);
 	cudaFree(m->xq);
+	cudaFree(m->kq);
+	cudaFree(m->kbs);
 	cudaFree(m->dq);
 	cudaFree(m->meta);
 	cudaFree(m->an_count);
@@ -2530,6 +2596,76 @@ extern "C" int cuda_quantize_q8_0(int dev, const float *x, int n, void *out)
 	free(hd);
 	free(hq);
 	return rc;
+}
+
+/* cuda_quantize_q8_k / _q8_1: one row of n floats through act_q8k_kernel or act_q81_kernel. */
+static int quantize_act(int dev, int act, const float *x, int n, void *out)
+{
+	int be = act == KQ_ACT_Q8_K ? 256 : 32;
+	if (n <= 0 || n % be)
+		return -EINVAL;
+	size_t nb = (size_t)n / (size_t)be;
+	float *dx = NULL, *dd = NULL, *ds = NULL;
+	int8_t *dq = NULL;
+	int16_t *dbs = NULL;
+	float *hd = (float *)malloc(sizeof(float) * (size_t)n / 32), *hs = (float *)malloc(sizeof(float) * (size_t)n / 32);
+	int8_t *hq = (int8_t *)malloc((size_t)n);
+	int16_t *hbs = (int16_t *)malloc(sizeof(int16_t) * (size_t)n / 16);
+	int rc = -EIO;
+	if (!hd || !hs || !hq || !hbs) {
+		rc = -ENOMEM;
+	} else if (cudaSetDevice(dev) == cudaSuccess && cudaMalloc((void **)&dx, sizeof(float) * (size_t)n) == cudaSuccess &&
+		   cudaMalloc((void **)&dq, (size_t)n) == cudaSuccess &&
+		   cudaMalloc((void **)&dd, sizeof(float) * (size_t)n / 32) == cudaSuccess &&
+		   cudaMalloc((void **)&ds, sizeof(float) * (size_t)n / 32) == cudaSuccess &&
+		   cudaMalloc((void **)&dbs, sizeof(int16_t) * (size_t)n / 16) == cudaSuccess &&
+		   cudaMemcpy(dx, x, sizeof(float) * (size_t)n, cudaMemcpyHostToDevice) == cudaSuccess) {
+		if (act == KQ_ACT_Q8_K)
+			act_q8k_kernel<<<dim3((unsigned)((nb + 7) / 8), 1), 256>>>(dx, n, n, dq, dd, dbs);
+		else
+			act_q81_kernel<<<dim3((unsigned)((nb + 7) / 8), 1), 256>>>(dx, n, n, dq, dd, ds);
+		if (cudaGetLastError() == cudaSuccess && cudaMemcpy(hq, dq, (size_t)n, cudaMemcpyDeviceToHost) == cudaSuccess &&
+		    cudaMemcpy(hd, dd, sizeof(float) * nb, cudaMemcpyDeviceToHost) == cudaSuccess &&
+		    cudaMemcpy(hs, ds, sizeof(float) * nb, cudaMemcpyDeviceToHost) == cudaSuccess &&
+		    cudaMemcpy(hbs, dbs, sizeof(int16_t) * (size_t)n / 16, cudaMemcpyDeviceToHost) == cudaSuccess) {
+			uint8_t *o = (uint8_t *)out;
+			for (size_t b = 0; b < nb; b++) {
+				if (act == KQ_ACT_Q8_K) {
+					memcpy(o, &hd[b], 4);
+					memcpy(o + 4, hq + b * 256, 256);
+					memcpy(o + 260, hbs + b * 16, 32);
+					o += 292;
+				} else {
+					__half h = __float2half_rn(hd[b]), s = __float2half_rn(hs[b]); /* exact: fp16 values */
+					memcpy(o, &h, 2);
+					memcpy(o + 2, &s, 2);
+					memcpy(o + 4, hq + b * 32, 32);
+					o += 36;
+				}
+			}
+			rc = 0;
+		}
+	}
+	cudaFree(dx);
+	cudaFree(dq);
+	cudaFree(dd);
+	cudaFree(ds);
+	cudaFree(dbs);
+	free(hd);
+	free(hs);
+	free(hq);
+	free(hbs);
+	return rc;
+}
+
+extern "C" int cuda_quantize_q8_k(int dev, const float *x, int n, void *out)
+{
+	return quantize_act(dev, KQ_ACT_Q8_K, x, n, out);
+}
+
+extern "C" int cuda_quantize_q8_1(int dev, const float *x, int n, void *out)
+{
+	return quantize_act(dev, KQ_ACT_Q8_1, x, n, out);
 }
 
 extern "C" void *cuda_host_alloc(size_t bytes)

@@ -99,6 +99,12 @@ void cuda_model_memory(const struct cuda_model *m, struct model_state_memory *ou
  * quant_act_quantize(GGUF_TENSOR_Q8_0, ...) writes, byte for byte (the agreement test checks it).
  * 0, -EINVAL (n), -ENOMEM, -EIO (a device error). */
 int cuda_quantize_q8_0(int dev, const float *x, int n, void *out);
+/* The same for the activations of K-quant products (act_q8k_kernel): n a multiple of 256, into
+ * n / 256 Q8_K blocks (292 bytes: fp32 scale, 256 int8, 16 int16 sums of 16) as
+ * quant_act_quantize(GGUF_TENSOR_Q8_K, ...) writes them; and of Q4_1/Q5_1 products
+ * (act_q81_kernel): n a multiple of 32, into Q8_1 blocks (36 bytes: fp16 d, fp16 d * sum, 32 int8). */
+int cuda_quantize_q8_k(int dev, const float *x, int n, void *out);
+int cuda_quantize_q8_1(int dev, const float *x, int n, void *out);
 /* Page-locked host memory (the logits copy runs at full bus speed into it), NULL if none;
  * cuda_host_free accepts NULL. */
 void *cuda_host_alloc(size_t bytes);

@@ -51,11 +51,10 @@ static int more_bits(int i, int n)
 	return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
 }
 
-/* The type of matrix `name` (rows of ne0) in mixture mix (see tiny.h). */
-static uint32_t mix_type(const struct tw *t, const char *name, int ne0)
+uint32_t model_mix_type(uint32_t mix, const struct model_config *c, const char *name, int ne0)
 {
-	uint32_t base = t->matrix_type == MODEL_MIX_Q5_K_M ? GGUF_TENSOR_Q5_K : GGUF_TENSOR_Q4_K, type = base;
-	int il = -1, fai = t->cfg->full_attn_interval, n = t->cfg->n_layer;
+	uint32_t base = mix == MODEL_MIX_Q5_K_M ? GGUF_TENSOR_Q5_K : GGUF_TENSOR_Q4_K, type = base;
+	int il = -1, fai = c->full_attn_interval, n = c->n_layer;
 	if (sscanf(name, "blk.%d.", &il) != 1)
 		il = -1;
 	if (strcmp(name, "output.weight") == 0)
@@ -88,7 +87,7 @@ static void add3(struct tw *t, const char *name, int ne0, int ne1, int ne2, floa
 	uint32_t type = GGUF_TENSOR_F32;
 	int be = quant_block_elems(t->matrix_type);
 	if (matrix && (t->matrix_type == MODEL_MIX_Q4_K_M || t->matrix_type == MODEL_MIX_Q5_K_M))
-		type = mix_type(t, name, ne0);
+		type = model_mix_type(t->matrix_type, t->cfg, name, ne0);
 	else if (matrix && (!be || ne0 % be == 0))
 		type = t->matrix_type;
 	uint64_t nb = gguf_type_row_bytes(type, (uint64_t)ne0) * (uint64_t)rows;

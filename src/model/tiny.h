@@ -38,6 +38,10 @@ int model_write_tiny_moe(const char *path, uint32_t matrix_type, char *err, size
  * to Q8_0; F32 if not a multiple of 32). */
 #define MODEL_MIX_Q4_K_M 0x10000u
 #define MODEL_MIX_Q5_K_M 0x10001u
+/* The type of matrix `name` (rows of ne0 elements) in mixture mix of a model of config c. The
+ * tied embedding of a model without output.weight is not special-cased (callers pass
+ * "output.weight" for it, as llama-quantize treats it). */
+uint32_t model_mix_type(uint32_t mix, const struct model_config *c, const char *name, int ne0);
 
 /* Writes a random model with the tiny vocabulary and template: the vocabulary decides n_vocab
  * (cfg->n_vocab is ignored), cfg gives every other size; matrices are stored as matrix_type

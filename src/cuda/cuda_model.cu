@@ -8,7 +8,9 @@
  * round-half-even of x * (127 / amax), zero blocks all zero), so the same input floats give the
  * same bytes; a block's dot is the exact integer sum of its 32 products (__dp4a) times
  * (weight scale * activation scale) in fp32, the CPU's per-block term bit for bit. Only the
- * fp32 sum over a row's blocks is in another order. Norm weights are used as stored (the GGUF
+ * fp32 sum over a row's blocks is in another order. The other block types (Q4_0 .. Q6_K, IQ4_NL)
+ * are kept as stored and read the same way, against Q8_0, Q8_1 or Q8_K activations
+ * (kq_upload.cuh, kq_kernels.cuh), by the warp-per-output kernel at every width. Norm weights are used as stored (the GGUF
  * holds 1+w); V-heads are tiled (V-head h uses K-head h mod H_k).
  *
  * Matrix products: three kernels of our own, all reading each weight once per pass and

@@ -2,8 +2,9 @@
  * through the engine interface the scheduler uses, on the tiny model and on a ~100M random model
  * (BF16 and Q8_0): logits of a batch of sequences of different lengths, prefill and decode in
  * the same passes; greedy text; log rollback (repeated, whole-batch, with a fold) against
- * recomputation; slot copies. First, the device's Q8_0 activation quantiser against the CPU's
- * (quant_act_quantize), byte for byte. Exits 77 with a message when there is no CUDA device.
+ * recomputation; slot copies; then models of the other block types (K-quants and the 32-element
+ * ones). First, the device's activation quantisers against the CPU's (quant_act_quantize), byte
+ * for byte. Exits 77 with a message when there is no CUDA device.
  *
  * Tolerances: GPU vs CPU, max |a - b| <= 2e-3 x max |logit| of the row for F32 and BF16 (fp32
  * both sides, sums in another order), and greedy text equal. Q8_0: both engines quantise a
@@ -23,7 +24,12 @@
  * text, and BF16 and Q8_0 are checked on the fp32 kernels too (SIXI_CUDA_TC_ROWS=0), BF16 there
  * with 2e-3 and equal text. Rollback vs recomputation on the GPU: exact, on an engine whose
  * passes compute a row alike at any width: the fp32 kernels (every pass there has at most 16
- * rows) or the tensor-core product at every width (SIXI_CUDA_TC_ROWS=1). */
+ * rows) or the tensor-core product at every width (SIXI_CUDA_TC_ROWS=1).
+ * The other block types (check_block_models): the Q8_K and Q8_1 activation quantisers byte for
+ * byte first, then models in llama-quantize's Q4_K_M and Q5_K_M mixtures (the latter with
+ * fallbacks: Q5_1, Q8_0), Q4_0 and IQ4_NL, each with Q8_0's kind of bound from its own CPU
+ * spread; their products take the warp-per-output kernel at every width, so rollback is exact
+ * there with the engine's defaults. */
 #include "test.h"
 #include "greedy.h"
 #include "core/buf.h"

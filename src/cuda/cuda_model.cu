@@ -10,7 +10,8 @@
  * (weight scale * activation scale) in fp32, the CPU's per-block term bit for bit. Only the
  * fp32 sum over a row's blocks is in another order. The other block types (Q4_0 .. Q6_K, IQ4_NL)
  * are kept as stored and read the same way, against Q8_0, Q8_1 or Q8_K activations
- * (kq_upload.cuh, kq_kernels.cuh), by the warp-per-output kernel at every width. Norm weights are used as stored (the GGUF
+ * (kq_upload.cuh, kq_kernels.cuh), by the warp-per-output kernel at every width or, Q4_K, Q5_K
+ * and Q6_K, by mm_tc where it is on (kq_tc.cuh). Norm weights are used as stored (the GGUF
  * holds 1+w); V-heads are tiled (V-head h uses K-head h mod H_k).
  *
  * Matrix products: three kernels of our own, all reading each weight once per pass and
@@ -931,7 +932,9 @@ __global__ void __launch_bounds__(256) mm_tiled(struct mm_args a)
  *  - Q8_0 weights: the rows' Q8_0 activations (act_q8_kernel), m16n8k32 s8 products, one Q8_0
  *    block a step: the integer dot of a block is exact, then added to the fp32 sum times
  *    (weight scale * activation scale) as q8_rows does: the CPU's per-block term, bit for bit;
- *    only the order of the fp32 sum over blocks differs. The dequantisation is this scaling. */
+ *    only the order of the fp32 sum over blocks differs. The dequantisation is this scaling.
+ *  - Q4_K, Q5_K, Q6_K weights: the same against Q8_K activations, a super-block a step
+ *    (kq_tc.cuh). */
 __device__ __forceinline__ void mma_bf16(float *c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
 					 uint32_t b1)
 {
@@ -948,6 +951,14 @@ __device__ __forceinline__ void mma_s8(int *c, uint32_t a0, uint32_t a1, uint32_
 		     "{%0,%1,%2,%3};"
 		     : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
 		     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+/* m16n8k16 s8 (kq_tc.cuh's Q6_K groups of 16): a0/a1 rows g/g+8 at k 4t..4t+3, b0 column g. */
+__device__ __forceinline__ void mma_s8_k16(int *c, uint32_t a0, uint32_t a1, uint32_t b0)
+{
+	asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};"
+		     : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+		     : "r"(a0), "r"(a1), "r"(b0));
 }
 
 __device__ __forceinline__ uint32_t bf16x2(float lo, float hi)
@@ -976,6 +987,8 @@ __global__ void dequant_bf16_kernel(struct dmat w, __nv_bfloat16 *out)
 		ow[j] = bf16x2(d * (float)qb[2 * j], d * (float)qb[2 * j + 1]);
 	*reinterpret_cast<uint4 *>(out + i) = o;
 }
+
+#include "cuda/kq_tc.cuh"
 
 /* Fragment layouts (PTX ISA, mma.m16n8k16 / m16n8k32): lane = 4 g + t; A registers 0/2 hold
  * row g, 1/3 row g + 8; B registers hold column (row of the pass) g; C registers 0, 1 hold
@@ -1030,6 +1043,8 @@ template <int MT, int NT> __global__ void __launch_bounds__(256) mm_tc(struct mm
 				}
 			}
 		}
+	} else if (w.type == GGUF_TENSOR_Q4_K || w.type == GGUF_TENSOR_Q5_K || w.type == GGUF_TENSOR_Q6_K) {
+		tc_kq256<MT, NT>(a, w, warp, g, t, oa, ob, r0, acc); /* kq_tc.cuh */
 	} else { /* BF16 */
 		const uint16_t *wh = (const uint16_t *)w.w + t * 8;
 #pragma unroll 2
@@ -1507,7 +1522,8 @@ struct norm_next {
 
 #define AN_ROWS 4 /* widest pass whose add_norm the product's last block does (one block's work) */
 
-/* Whether the n products of an N-row pass take mm_tc: N >= tc_rows, every matrix BF16 or Q8_0,
+/* Whether the n products of an N-row pass take mm_tc: N >= tc_rows, every matrix BF16, Q8_0, Q4_K,
+ * Q5_K or Q6_K (kq_tc.cuh),
  * inputs a multiple of 32 and rows of x 16-byte aligned (F32/F16 weights keep the fp32 kernels). */
 static int use_tc(const struct cuda_model *m, int n, const struct dmat *const *w, int xs, int N)
 {
@@ -1515,7 +1531,9 @@ static int use_tc(const struct cuda_model *m, int n, const struct dmat *const *w
 		return 0;
 	long tiles = 0;
 	for (int i = 0; i < n; i++) {
-		if (w[i]->type != GGUF_TENSOR_BF16 && w[i]->type != GGUF_TENSOR_Q8_0)
+		int t = w[i]->type;
+		if (t != GGUF_TENSOR_BF16 && t != GGUF_TENSOR_Q8_0 && t != GGUF_TENSOR_Q4_K && t != GGUF_TENSOR_Q5_K &&
+		    t != GGUF_TENSOR_Q6_K)
 			return 0;
 		tiles += (w[i]->n_out + 15) / 16;
 	}

@@ -8,7 +8,8 @@
  * round-half-even of x * (127 / amax), zero blocks all zero), so the same input floats give the
  * same bytes; a block's dot is the exact integer sum of its 32 products (__dp4a) times
  * (weight scale * activation scale) in fp32, the CPU's per-block term bit for bit. Only the
- * fp32 sum over a row's blocks is in another order. The other block types (Q4_0 .. Q6_K, IQ4_NL)
+ * fp32 sum over a row's blocks is in another order. The other block types (Q4_0 .. Q6_K, IQ4_NL,
+ * IQ4_XS)
  * are kept as stored and read the same way, against Q8_0, Q8_1 or Q8_K activations
  * (kq_upload.cuh, kq_kernels.cuh), by the warp-per-output kernel at every width or, Q4_K, Q5_K
  * and Q6_K, by mm_tc where it is on (kq_tc.cuh). Norm weights are used as stored (the GGUF
@@ -218,7 +219,7 @@ static const struct model_tensor *get_tensor(struct loader *ld, const char *name
 	uint64_t rb = row_bytes(t->type, ne0);
 	if (rb == 0) {
 		err_set(ld->err, ld->errlen, "%s: tensor '%s' has type %s; the CUDA engine reads F32, F16, BF16, "
-			"Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K",
+			"Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS",
 			ld->source, name, gguf_type_name(t->type));
 		return NULL;
 	}

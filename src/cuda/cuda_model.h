@@ -33,7 +33,7 @@ int cuda_device_copy_bandwidth(int dev, double *bytes_per_s);
 
 /* Uploads the weights (looked up by GGUF name, as model_create does; F32, F16, BF16, Q8_0,
  * whose products quantise their input to Q8_0 as the CPU engine does, and Q4_0, Q4_1, Q5_0,
- * Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K as stored, with Q8_0, Q8_1 or Q8_K inputs likewise) to device dev and
+ * Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS as stored, with Q8_0, Q8_1 or Q8_K inputs likewise) to device dev and
  * allocates n_slots states of n_ctx positions, with a log of rb_rows rows
  * per slot (0: no rollback). NULL with "what, what to do" in err. */
 struct cuda_model *cuda_model_create(int dev, const struct model_config *cfg, model_tensor_find_fn find, void *ctx,

@@ -4,11 +4,12 @@
  *
  * Numerics are the CPU engine's (quant.c), as for Q8_0: the input rows are quantised on the
  * device with quant_act_quantize's arithmetic (Q8_0 for Q4_0, Q5_0, IQ4_NL; Q8_1 for Q4_1, Q5_1;
- * Q8_K for Q4_K, Q5_K, Q6_K), a block's integer sum is exact (__dp4a), and its float term is
+ * Q8_K for Q4_K, Q5_K, Q6_K, IQ4_XS), a block's integer sum is exact (__dp4a), and its float term is
  * dot_portable's, each operation rounded alone (__fmul_rn etc., never fused):
  *  - 32-element blocks: sum += d_w * d_x * s; Q4_1/Q5_1 then sum += m_w * s_x.
  *  - 256-element blocks: is = sum over sub-blocks g of sc_g * (integer dot of g), im = sum of
- *    mn_g * (the Q8_K bsums of g); sum += d_w * d_x * is - dmin_w * d_x * im (Q6_K: dmin 0).
+ *    mn_g * (the Q8_K bsums of g); sum += d_w * d_x * is - dmin_w * d_x * im (Q6_K, IQ4_XS:
+ *    dmin 0).
  * Only the order of the fp32 sum over a row's blocks differs from the CPU.
  * Work split: a lane takes whole 32-element blocks (as dot_q8); for the 256-element types a
  * lane takes one 32-element part of a super-block (8 lanes a super-block), its integer terms
@@ -205,7 +206,7 @@ __device__ __forceinline__ void dot_kq32(const struct dmat &w, int o, const stru
 
 /* Part j (elements 32 j .. 32 j + 31) of a super-block: 32 int8 values in element order,
  * Q4_K/Q5_K: its 6-bit scale and min; Q6_K: the scales of its two 16-element groups (sc, mn);
- * the super-block's d and dmin (Q6_K: 0). */
+ * IQ4_XS: its signed 6-bit scale (mn 0); the super-block's d and dmin (Q6_K, IQ4_XS: 0). */
 struct kq256 {
 	int4 lo, hi;
 	int sc, mn;
@@ -238,6 +239,19 @@ __device__ __forceinline__ kq256 kq256_load(const struct dmat &w, int o, int sb,
 		uint32_t s2 = __ldg(reinterpret_cast<const unsigned short *>(p + 192 + 2 * j));
 		c.sc = (int)(int8_t)(s2 & 0xff);
 		c.mn = (int)(int8_t)(s2 >> 8);
+		c.d = __half2float(w.d[blk]);
+		c.dmin = 0.f;
+	} else if (w.type == GGUF_TENSOR_IQ4_XS) {
+		int4 n = kq_int4((const uint8_t *)w.w + blk * 128 + 16 * j);
+		uint32_t q[4] = { (uint32_t)n.x, (uint32_t)n.y, (uint32_t)n.z, (uint32_t)n.w };
+#pragma unroll
+		for (int k = 0; k < 4; k++) {
+			v[k] = kq_iq4(q[k] & 0x0f0f0f0fu);
+			v[4 + k] = kq_iq4((q[k] >> 4) & 0x0f0f0f0fu);
+		}
+		uint32_t sh = __ldg(w.qh + 2 * blk), sl = __ldg(w.qh + 2 * blk + 1);
+		c.sc = (int)(((sl >> (4 * j)) & 0xf) | (((sh >> (2 * j)) & 3) << 4)) - 32;
+		c.mn = 0;
 		c.d = __half2float(w.d[blk]);
 		c.dmin = 0.f;
 	} else {
@@ -365,7 +379,8 @@ __device__ __forceinline__ void dot_kq256(const struct dmat &w, int o, const str
 __host__ __device__ static inline bool kq_is(int t)
 {
 	return t == GGUF_TENSOR_Q4_0 || t == GGUF_TENSOR_Q4_1 || t == GGUF_TENSOR_Q5_0 || t == GGUF_TENSOR_Q5_1 ||
-	       t == GGUF_TENSOR_IQ4_NL || t == GGUF_TENSOR_Q4_K || t == GGUF_TENSOR_Q5_K || t == GGUF_TENSOR_Q6_K;
+	       t == GGUF_TENSOR_IQ4_NL || t == GGUF_TENSOR_Q4_K || t == GGUF_TENSOR_Q5_K || t == GGUF_TENSOR_Q6_K ||
+	       t == GGUF_TENSOR_IQ4_XS;
 }
 
 /* dot_rows for a kq type: L, nL as dot_kq256 (a 32-element type takes blocks L, L + nL, ...). */
@@ -373,7 +388,8 @@ template <int R, int U>
 __device__ __forceinline__ void dot_kq(const struct dmat &w, int o, const struct mm_args &a, int r0, int L, int nL,
 				       float *acc)
 {
-	if (w.type == GGUF_TENSOR_Q4_K || w.type == GGUF_TENSOR_Q5_K || w.type == GGUF_TENSOR_Q6_K)
+	if (w.type == GGUF_TENSOR_Q4_K || w.type == GGUF_TENSOR_Q5_K || w.type == GGUF_TENSOR_Q6_K ||
+	    w.type == GGUF_TENSOR_IQ4_XS)
 		dot_kq256<R, U>(w, o, a, r0, L, nL, acc);
 	else
 		dot_kq32<R, U>(w, o, a, r0, L, nL, acc);
@@ -385,6 +401,16 @@ __device__ __forceinline__ void dot_kq(const struct dmat &w, int o, const struct
 __device__ __forceinline__ float kq_value(const struct dmat &w, int o, int e)
 {
 	const uint8_t *base = (const uint8_t *)w.w;
+	if (w.type == GGUF_TENSOR_IQ4_XS) { /* dl = d * ls, y = dl * level (quant_row_dequantize) */
+		const size_t blk = (size_t)o * (size_t)(w.n_in / 256) + (size_t)(e / 256);
+		const int k = e % 256, j = k / 32, l = k % 32;
+		int nib = (base[blk * 128 + 16 * j + l % 16] >> (l < 16 ? 0 : 4)) & 15;
+		const uint32_t t[4] = { 0xBFAD9881u, 0xF6EADDCFu, 0x26190D01u, 0x71594535u };
+		int q = (int8_t)((t[nib / 4] >> (8 * (nib % 4))) & 0xff);
+		uint32_t sh = w.qh[2 * blk], sl = w.qh[2 * blk + 1];
+		int ls = (int)(((sl >> (4 * j)) & 0xf) | (((sh >> (2 * j)) & 3) << 4)) - 32;
+		return __fmul_rn(__fmul_rn(__half2float(w.d[blk]), (float)ls), (float)q);
+	}
 	if (w.type == GGUF_TENSOR_Q4_K || w.type == GGUF_TENSOR_Q5_K || w.type == GGUF_TENSOR_Q6_K) {
 		const size_t blk = (size_t)o * (size_t)(w.n_in / 256) + (size_t)(e / 256);
 		const int k = e % 256;

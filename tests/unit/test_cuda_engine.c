@@ -27,7 +27,7 @@
  * rows) or the tensor-core product at every width (SIXI_CUDA_TC_ROWS=1).
  * The other block types (check_block_models): the Q8_K and Q8_1 activation quantisers byte for
  * byte first, then models in llama-quantize's Q4_K_M and Q5_K_M mixtures (the latter with
- * fallbacks: Q5_1, Q8_0), Q4_0 and IQ4_NL, each with Q8_0's kind of bound from its own CPU
+ * fallbacks: Q5_1, Q8_0), Q4_0, IQ4_NL and IQ4_XS, each with Q8_0's kind of bound from its own CPU
  * spread; their products take the warp-per-output kernel at every width unless the tensor-core
  * product is on (K-quants: kq_tc.cuh), so rollback is exact there with the engine's defaults. */
 #include "test.h"
@@ -513,7 +513,7 @@ static double cpu_self_spread(const char *path)
  * (portable against default kernels), at least 2e-3; greedy text counted. Models: llama-quantize's
  * Q4_K_M mixture (Q4_K, Q6_K), its Q5_K_M one on a model whose FFN width (2848) is not a multiple
  * of 256, so that ffn_down falls back to Q5_1 or Q8_0 (Q5_K, Q6_K, Q5_1, Q8_0 in one model), Q4_0,
- * IQ4_NL. The two mixtures also with the tensor-core product from 8 rows (K-quant and Q8_0
+ * IQ4_NL, IQ4_XS. The two mixtures also with the tensor-core product from 8 rows (K-quant and Q8_0
  * matrices there; Q5_1 keeps the warp-per-output kernel), rollback with it at every width. */
 static void check_block_models(const char *dir)
 {
@@ -528,6 +528,7 @@ static void check_block_models(const char *dir)
 		{ "100m-q5_k_m.gguf", "~100M Q5_K_M mixture, FFN 2848 (Q5_K, Q6_K, Q5_1, Q8_0)", MODEL_MIX_Q5_K_M, 1, 1 },
 		{ "100m-q4_0.gguf", "~100M Q4_0", GGUF_TENSOR_Q4_0, 0, 0 },
 		{ "100m-iq4_nl.gguf", "~100M IQ4_NL", GGUF_TENSOR_IQ4_NL, 0, 0 },
+		{ "100m-iq4_xs.gguf", "~100M IQ4_XS", GGUF_TENSOR_IQ4_XS, 0, 0 },
 	};
 	greedy_exact = 0;
 	for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {

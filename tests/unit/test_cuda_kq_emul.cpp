@@ -245,8 +245,8 @@ static void check_eq(long long a, long long b, const char *what, int line)
 
 /* ---- a matrix and activation rows in the device layouts ---- */
 
-static const int all_types[] = { GGUF_TENSOR_Q4_0, GGUF_TENSOR_Q4_1, GGUF_TENSOR_Q5_0,   GGUF_TENSOR_Q5_1,
-				 GGUF_TENSOR_IQ4_NL, GGUF_TENSOR_Q4_K, GGUF_TENSOR_Q5_K, GGUF_TENSOR_Q6_K };
+static const int all_types[] = { GGUF_TENSOR_Q4_0, GGUF_TENSOR_Q4_1, GGUF_TENSOR_Q5_0, GGUF_TENSOR_Q5_1, GGUF_TENSOR_IQ4_NL,
+				 GGUF_TENSOR_Q4_K, GGUF_TENSOR_Q5_K, GGUF_TENSOR_Q6_K, GGUF_TENSOR_IQ4_XS };
 
 static float urand(uint64_t *r)
 {
@@ -275,23 +275,28 @@ static void make_matrix(wmat *w, int type, int n_in, int n_out, uint64_t seed)
 			v = (urand(&seed) - 0.5f) * 3;
 		quant_row_quantize((uint32_t)type, x.data(), w->raw.data() + w->row_bytes * (size_t)o, n_in);
 	}
-	int q_off = 2, q_len = 16, n_half = 1, d_off = 0, qh_off = -1; /* as kq_upload */
+	int q_off = 2, q_len = 16, n_half = 1, d_off = 0, qh_off = -1, qh_words = 1; /* as kq_upload */
 	switch (type) {
 	case GGUF_TENSOR_Q4_1: q_off = 4, n_half = 2; break;
 	case GGUF_TENSOR_Q5_0: q_off = 6, qh_off = 2; break;
 	case GGUF_TENSOR_Q5_1: q_off = 8, n_half = 2, qh_off = 4; break;
 	case GGUF_TENSOR_Q6_K: q_off = 0, q_len = 208, d_off = 208; break;
+	case GGUF_TENSOR_IQ4_XS: q_off = 8, q_len = 128, qh_off = 2, qh_words = 2; break;
 	default: break;
 	}
 	w->qs.assign(nb * (size_t)q_len, 0);
 	w->sc.assign(nb * (size_t)n_half, 0);
-	w->qh.assign(nb, 0);
+	w->qh.assign(nb * (size_t)qh_words, 0);
 	for (size_t b = 0; b < nb; b++) {
 		const uint8_t *p = w->raw.data() + b * (size_t)bb;
 		memcpy(&w->qs[b * (size_t)q_len], p + q_off, (size_t)q_len);
 		memcpy(&w->sc[b * (size_t)n_half], p + d_off, 2 * (size_t)n_half);
-		if (qh_off >= 0)
+		if (qh_words == 2) {
+			memcpy(&w->qh[2 * b], p + qh_off, 2);
+			memcpy(&w->qh[2 * b + 1], p + qh_off + 2, 4);
+		} else if (qh_off >= 0) {
 			memcpy(&w->qh[b], p + qh_off, 4);
+		}
 	}
 	bool raw = type == GGUF_TENSOR_Q4_K || type == GGUF_TENSOR_Q5_K;
 	w->m = dmat{ type, n_in, n_out, raw ? (const void *)w->raw.data() : (const void *)w->qs.data(),

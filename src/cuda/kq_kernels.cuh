@@ -294,11 +294,11 @@ __device__ __forceinline__ kq256 kq256_load(const struct dmat &w, int o, int sb,
 }
 
 /* acc[r] += super-block sb against activation row r0 + r, by the 8 lanes of an aligned group
- * (part j each; ok: the group's super-block exists, uniform in the group). Every lane of the
- * warp calls this (the shuffles). */
+ * (part j each; ok: the group's super-block exists, uniform in the group; mins: Q4_K/Q5_K, the
+ * types with a min term). Every lane of the warp calls this (the shuffles). */
 template <int R>
-__device__ __forceinline__ void kq256_rows(const kq256 &c, bool six, bool ok, const struct mm_args &a, int r0, int sb,
-					   int j, float *acc)
+__device__ __forceinline__ void kq256_rows(const kq256 &c, bool six, bool mins, bool ok, const struct mm_args &a,
+					   int r0, int sb, int j, float *acc)
 {
 	const int nsb = a.nq / 256;
 #pragma unroll
@@ -322,6 +322,8 @@ __device__ __forceinline__ void kq256_rows(const kq256 &c, bool six, bool ok, co
 					is = c.sc * s0 + c.mn * s1;
 				} else {
 					is = c.sc * q8_idot(c.lo, c.hi, xl, xh);
+				}
+				if (mins) {
 					uint32_t bs = __ldg(reinterpret_cast<const unsigned int *>(a.kbs + row * (size_t)(a.nq / 16) +
 												   (size_t)sb * 16 + 2 * j));
 					im = c.mn * ((int)(int16_t)(bs & 0xffff) + (int)(int16_t)(bs >> 16));
@@ -332,7 +334,8 @@ __device__ __forceinline__ void kq256_rows(const kq256 &c, bool six, bool ok, co
 #pragma unroll
 			for (int off = 1; off < 8; off <<= 1) {
 				is += __shfl_xor_sync(0xffffffffu, is, off);
-				im += __shfl_xor_sync(0xffffffffu, im, off);
+				if (mins)
+					im += __shfl_xor_sync(0xffffffffu, im, off);
 			}
 			if (ok && j == 0)
 				acc[r] = __fadd_rn(acc[r], __fsub_rn(__fmul_rn(__fmul_rn(c.d, dx), (float)is),
@@ -349,7 +352,7 @@ __device__ __forceinline__ void dot_kq256(const struct dmat &w, int o, const str
 					  float *acc)
 {
 	const int nsb = w.n_in / 256, step = nL / 8, j = L & 7, mine = (L & 31) / 8;
-	const bool six = w.type == GGUF_TENSOR_Q6_K;
+	const bool six = w.type == GGUF_TENSOR_Q6_K, mins = w.type == GGUF_TENSOR_Q4_K || w.type == GGUF_TENSOR_Q5_K;
 	int base = (L & ~31) / 8;
 	for (; base + (U - 1) * step < nsb; base += U * step) {
 		kq256 c[U];
@@ -363,7 +366,7 @@ __device__ __forceinline__ void dot_kq256(const struct dmat &w, int o, const str
 #pragma unroll
 		for (int u = 0; u < U; u++) {
 			int sb = base + u * step + mine;
-			kq256_rows<R>(c[u], six, sb < nsb, a, r0, sb, j, acc);
+			kq256_rows<R>(c[u], six, mins, sb < nsb, a, r0, sb, j, acc);
 		}
 	}
 	for (; base < nsb; base += step) {
@@ -371,7 +374,7 @@ __device__ __forceinline__ void dot_kq256(const struct dmat &w, int o, const str
 		kq256 c = {};
 		if (sb < nsb)
 			c = kq256_load(w, o, sb, j);
-		kq256_rows<R>(c, six, sb < nsb, a, r0, sb, j, acc);
+		kq256_rows<R>(c, six, mins, sb < nsb, a, r0, sb, j, acc);
 	}
 }
 

@@ -8,7 +8,11 @@
  * round-half-even of x * (127 / amax), zero blocks all zero), so the same input floats give the
  * same bytes; a block's dot is the exact integer sum of its 32 products (__dp4a) times
  * (weight scale * activation scale) in fp32, the CPU's per-block term bit for bit. Only the
- * fp32 sum over a row's blocks is in another order. Norm weights are used as stored (the GGUF
+ * fp32 sum over a row's blocks is in another order. The other block types (Q4_0 .. Q6_K, IQ4_NL,
+ * IQ4_XS)
+ * are kept as stored and read the same way, against Q8_0, Q8_1 or Q8_K activations
+ * (kq_upload.cuh, kq_kernels.cuh), by the warp-per-output kernel at every width or, Q4_K, Q5_K
+ * and Q6_K, by mm_tc where it is on (kq_tc.cuh). Norm weights are used as stored (the GGUF
  * holds 1+w); V-heads are tiled (V-head h uses K-head h mod H_k).
  *
  * Matrix products: three kernels of our own, all reading each weight once per pass and
@@ -80,8 +84,9 @@ extern "C" {
 struct dmat {
 	int type;          /* GGUF_TENSOR_* */
 	int n_in, n_out;
-	const void *w;     /* F32/F16/BF16: [n_out][n_in]; Q8_0: int8 quants [n_out][n_in] */
-	const __half *d;   /* Q8_0 only: scales [n_out][n_in / 32] */
+	const void *w;     /* F32/F16/BF16: [n_out][n_in]; Q8_0: int8 quants [n_out][n_in]; others: kq_upload.cuh */
+	const __half *d;   /* Q8_0: scales [n_out][n_in / 32]; others: kq_upload.cuh */
+	const uint32_t *qh; /* Q5_0, Q5_1: the fifth bits (kq_upload.cuh) */
 };
 
 struct moe_layer;
@@ -144,6 +149,10 @@ struct cuda_model {
 	float *logits;                   /* [rows][n_vocab] */
 	int8_t *xq;                      /* [rows][max_in]: a Q8_0 product's input quantised (act_q8_kernel) */
 	float *xd;                       /* [rows][max_in / 32]: its block scales (fp16 values widened) */
+	float *xs1;                      /* [rows][max_in / 32]: Q8_1's d * sum (act_q81_kernel) */
+	int8_t *kq;                      /* [rows][max_in]: a K-quant product's input as Q8_K (act_q8k_kernel) */
+	float *kd;                       /* [rows][max_in / 256]: its scales */
+	int16_t *kbs;                    /* [rows][max_in / 16]: its sums of 16 */
 	int max_in;                      /* widest product input: max(n_embd, w1 .. w4) */
 	int *meta, meta_cap;             /* device copy of the pass's index arrays */
 	struct moe_bufs *moe;            /* qwen35moe: the expert layers' pass buffers (moe_cuda.cuh) */
@@ -188,6 +197,8 @@ static void *upload(struct cuda_model *m, const void *src, size_t bytes, char *e
 	return p;
 }
 
+static uint64_t kq_row_bytes(int type, uint64_t n);
+
 static uint64_t row_bytes(uint32_t type, uint64_t n)
 {
 	switch (type) {
@@ -195,7 +206,7 @@ static uint64_t row_bytes(uint32_t type, uint64_t n)
 	case GGUF_TENSOR_F16:
 	case GGUF_TENSOR_BF16: return 2 * n;
 	case GGUF_TENSOR_Q8_0: return n % 32 ? 0 : n / 32 * 34;
-	default: return 0;
+	default: return kq_row_bytes((int)type, n);
 	}
 }
 
@@ -207,6 +218,8 @@ struct loader {
 	size_t errlen;
 };
 
+#include "cuda/kq_upload.cuh"
+
 static const struct model_tensor *get_tensor(struct loader *ld, const char *name, uint64_t ne0, uint64_t ne1)
 {
 	const struct model_tensor *t = ld->find(ld->ctx, name);
@@ -216,7 +229,8 @@ static const struct model_tensor *get_tensor(struct loader *ld, const char *name
 	}
 	uint64_t rb = row_bytes(t->type, ne0);
 	if (rb == 0) {
-		err_set(ld->err, ld->errlen, "%s: tensor '%s' has type %s; the CUDA engine reads F32, F16, BF16, Q8_0",
+		err_set(ld->err, ld->errlen, "%s: tensor '%s' has type %s; the CUDA engine reads F32, F16, BF16, "
+			"Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS",
 			ld->source, name, gguf_type_name(t->type));
 		return NULL;
 	}
@@ -249,6 +263,9 @@ static int get_mat(struct cuda_model *m, struct loader *ld, struct dmat *d, cons
 	if ((size_t)n_in * (size_t)n_out > m->max_mat)
 		m->max_mat = (size_t)n_in * (size_t)n_out;
 	d->d = NULL;
+	d->qh = NULL;
+	if (kq_block_elems((int)t->type))
+		return kq_upload(m, ld, d, t);
 	if (t->type != GGUF_TENSOR_Q8_0) {
 		d->w = upload(m, t->data, t->n_bytes, ld->err, ld->errlen);
 		return d->w ? 0 : -ENOMEM;
@@ -281,6 +298,12 @@ static int get_f32(struct cuda_model *m, struct loader *ld, float **out, const c
 	const struct model_tensor *t = get_tensor(ld, name, (uint64_t)ne0, (uint64_t)ne1);
 	if (!t)
 		return -EINVAL;
+	if (t->type != GGUF_TENSOR_F32 && t->type != GGUF_TENSOR_F16 && t->type != GGUF_TENSOR_BF16 &&
+	    t->type != GGUF_TENSOR_Q8_0) {
+		err_set(ld->err, ld->errlen, "%s: tensor '%s' has type %s; the CUDA engine reads it as F32, F16, BF16 or Q8_0",
+			ld->source, name, gguf_type_name(t->type));
+		return -EINVAL;
+	}
 	size_t n = (size_t)ne0 * ne1;
 	float *v = (float *)malloc(sizeof(float) * n);
 	if (!v) {
@@ -364,6 +387,8 @@ __device__ __forceinline__ float bf16_bits(uint32_t h)
 	return __uint_as_float(h << 16);
 }
 
+__device__ __forceinline__ void kq_load8(const struct dmat &m, int o, int i, float *w);
+
 /* Weights (o, i..i+8) of m as fp32; i is a multiple of 8. */
 __device__ __forceinline__ void load8(const struct dmat &m, int o, int i, float *w)
 {
@@ -395,14 +420,17 @@ __device__ __forceinline__ void load8(const struct dmat &m, int o, int i, float 
 		}
 		break;
 	}
-	default: { /* Q8_0, repacked */
+	case GGUF_TENSOR_Q8_0: { /* repacked */
 		uint2 u = __ldg(reinterpret_cast<const uint2 *>((const int8_t *)m.w + at));
 		float s = __half2float(m.d[at / 32]);
 		uint32_t v[2] = { u.x, u.y };
 #pragma unroll
 		for (int j = 0; j < 8; j++)
 			w[j] = s * (float)(int8_t)((v[j / 4] >> (8 * (j % 4))) & 0xff);
+		break;
 	}
+	default: /* kq_kernels.cuh */
+		kq_load8(m, o, i, w);
 	}
 }
 
@@ -428,6 +456,10 @@ struct mm_args {
 	int xs, N;
 	const int8_t *xq; /* Q8_0 matrices: x quantised, [N][nq] int8 and [N][nq / 32] scales (NULL: none) */
 	const float *xd;
+	const float *xs1;    /* Q4_1/Q5_1 matrices: Q8_1's d * sum, [N][nq / 32] (with xq, xd) */
+	const int8_t *kq;    /* K-quant matrices: x as Q8_K, [N][nq] int8, [N][nq / 256] scales, [N][nq / 16] sums */
+	const float *kd;
+	const int16_t *kbs;
 	int nq;           /* the products' n_in */
 	int kw;      /* small kernel: warps per output */
 	int pair;    /* small kernel: the SwiGLU pair above (n_mat 2, end[0] = end[1]) */
@@ -603,8 +635,11 @@ __device__ __forceinline__ void dot_q8(const struct dmat &w, int o, const struct
 		q8_rows<R>(q8_load(w, o, b), a, r0, b, acc);
 }
 
+#include "cuda/kq_kernels.cuh"
+
 /* The weight type is uniform per warp (one matrix). i is the lane's first input (8 per lane,
- * step apart); a Q8_0 matrix gives each lane whole blocks instead: block i / 8, step / 8 apart. */
+ * step apart); a Q8_0 matrix gives each lane whole blocks instead: block i / 8, step / 8 apart
+ * (the other block types: dot_kq). */
 template <int R, int U>
 __device__ __forceinline__ void dot_rows(const struct dmat &w, int o, const struct mm_args &a, int r0, int i, int step,
 					 float *acc)
@@ -613,7 +648,8 @@ __device__ __forceinline__ void dot_rows(const struct dmat &w, int o, const stru
 	case GGUF_TENSOR_F32: dot_typed<R, GGUF_TENSOR_F32, U>(w, o, a, r0, i, step, acc); break;
 	case GGUF_TENSOR_F16: dot_typed<R, GGUF_TENSOR_F16, U>(w, o, a, r0, i, step, acc); break;
 	case GGUF_TENSOR_BF16: dot_typed<R, GGUF_TENSOR_BF16, U>(w, o, a, r0, i, step, acc); break;
-	default: dot_q8<R, U>(w, o, a, r0, i / 8, step / 8, acc); break;
+	case GGUF_TENSOR_Q8_0: dot_q8<R, U>(w, o, a, r0, i / 8, step / 8, acc); break;
+	default: dot_kq<R, U>(w, o, a, r0, i / 8, step / 8, acc); break;
 	}
 }
 
@@ -911,7 +947,9 @@ __global__ void __launch_bounds__(256) mm_tiled(struct mm_args a)
  *  - Q8_0 weights: the rows' Q8_0 activations (act_q8_kernel), m16n8k32 s8 products, one Q8_0
  *    block a step: the integer dot of a block is exact, then added to the fp32 sum times
  *    (weight scale * activation scale) as q8_rows does: the CPU's per-block term, bit for bit;
- *    only the order of the fp32 sum over blocks differs. The dequantisation is this scaling. */
+ *    only the order of the fp32 sum over blocks differs. The dequantisation is this scaling.
+ *  - Q4_K, Q5_K, Q6_K weights: the same against Q8_K activations, a super-block a step
+ *    (kq_tc.cuh). */
 __device__ __forceinline__ void mma_bf16(float *c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
 					 uint32_t b1)
 {
@@ -928,6 +966,14 @@ __device__ __forceinline__ void mma_s8(int *c, uint32_t a0, uint32_t a1, uint32_
 		     "{%0,%1,%2,%3};"
 		     : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
 		     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+/* m16n8k16 s8 (kq_tc.cuh's Q6_K groups of 16): a0/a1 rows g/g+8 at k 4t..4t+3, b0 column g. */
+__device__ __forceinline__ void mma_s8_k16(int *c, uint32_t a0, uint32_t a1, uint32_t b0)
+{
+	asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};"
+		     : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+		     : "r"(a0), "r"(a1), "r"(b0));
 }
 
 __device__ __forceinline__ uint32_t bf16x2(float lo, float hi)
@@ -956,6 +1002,8 @@ __global__ void dequant_bf16_kernel(struct dmat w, __nv_bfloat16 *out)
 		ow[j] = bf16x2(d * (float)qb[2 * j], d * (float)qb[2 * j + 1]);
 	*reinterpret_cast<uint4 *>(out + i) = o;
 }
+
+#include "cuda/kq_tc.cuh"
 
 /* Fragment layouts (PTX ISA, mma.m16n8k16 / m16n8k32): lane = 4 g + t; A registers 0/2 hold
  * row g, 1/3 row g + 8; B registers hold column (row of the pass) g; C registers 0, 1 hold
@@ -1010,6 +1058,8 @@ template <int MT, int NT> __device__ __forceinline__ void mm_tc_block(const stru
 				}
 			}
 		}
+	} else if (w.type == GGUF_TENSOR_Q4_K || w.type == GGUF_TENSOR_Q5_K || w.type == GGUF_TENSOR_Q6_K) {
+		tc_kq256<MT, NT>(a, w, warp, g, t, oa, ob, r0, acc); /* kq_tc.cuh */
 	} else { /* BF16 */
 		const uint16_t *wh = (const uint16_t *)w.w + t * 8;
 #pragma unroll 2
@@ -1493,7 +1543,8 @@ struct norm_next {
 
 #define AN_ROWS 4 /* widest pass whose add_norm the product's last block does (one block's work) */
 
-/* Whether the n products of an N-row pass take mm_tc: N >= tc_rows, every matrix BF16 or Q8_0,
+/* Whether the n products of an N-row pass take mm_tc: N >= tc_rows, every matrix BF16, Q8_0, Q4_K,
+ * Q5_K or Q6_K (kq_tc.cuh),
  * inputs a multiple of 32 and rows of x 16-byte aligned (F32/F16 weights keep the fp32 kernels). */
 static int use_tc(const struct cuda_model *m, int n, const struct dmat *const *w, int xs, int N)
 {
@@ -1501,9 +1552,11 @@ static int use_tc(const struct cuda_model *m, int n, const struct dmat *const *w
 		return 0;
 	long tiles = 0;
 	for (int i = 0; i < n; i++) {
-		if (w[i]->type != GGUF_TENSOR_BF16 && w[i]->type != GGUF_TENSOR_Q8_0)
+		int t = w[i]->type;
+		if (t != GGUF_TENSOR_BF16 && t != GGUF_TENSOR_Q8_0 && t != GGUF_TENSOR_Q4_K && t != GGUF_TENSOR_Q5_K &&
+		    t != GGUF_TENSOR_Q6_K)
 			return 0;
-		if (m->tc_rows < 0 && N < (w[i]->type == GGUF_TENSOR_BF16 ? TC_ROWS_BF16 : TC_ROWS_Q8))
+		if (m->tc_rows < 0 && N < (t == GGUF_TENSOR_BF16 ? TC_ROWS_BF16 : TC_ROWS_Q8)) /* K-quants: as Q8_0 */
 			return 0;
 		tiles += (w[i]->n_out + 15) / 16;
 	}
@@ -1551,9 +1604,17 @@ static void matmul_n(struct cuda_model *m, int n, const struct dmat *const *w, c
 	a.N = N;
 	a.pair = pair;
 	int tc = !pair && use_tc(m, n, w, xs, N), mt = tc ? tc_mt(m, N) : 1;
-	int acc = 0, tiled = !tc && N > m->small_rows, q8 = 0;
-	for (int i = 0; i < n; i++)
-		q8 |= w[i]->type == GGUF_TENSOR_Q8_0;
+	int acc = 0, tiled = !tc && N > m->small_rows, q8 = 0, q81 = 0, q8k = 0;
+	for (int i = 0; i < n; i++) {
+		int t = w[i]->type;
+		q8 |= t == GGUF_TENSOR_Q8_0;
+		if (kq_is(t)) { /* the other block types: mm_small at any width (kq_kernels.cuh) */
+			tiled = 0;
+			q8 |= kq_act(t) == KQ_ACT_Q8_0;
+			q81 |= kq_act(t) == KQ_ACT_Q8_1;
+			q8k |= kq_act(t) == KQ_ACT_Q8_K;
+		}
+	}
 	if (tc && m->dq) { /* the measured alternative: each Q8_0 matrix widened to BF16, then its product */
 		for (int i = 0; i < n; i++) {
 			struct dmat bw = *w[i];
@@ -1573,11 +1634,21 @@ static void matmul_n(struct cuda_model *m, int n, const struct dmat *const *w, c
 			       m->cfg.n_embd, m->cfg.norm_eps, 1, nn->map);
 		return;
 	}
-	if (q8) { /* the input quantised once for the launch's Q8_0 matrices (all read the same x) */
+	if (q8 || q81) { /* the input quantised once for the launch's Q8_0 matrices (all read the same x) */
 		int n_in = w[0]->n_in;
-		launch(m, act_q8_kernel, dim3((unsigned)((n_in / 32 + 7) / 8), (unsigned)N), 256, x, xs, n_in, m->xq,
-		       m->xd);
-		a.xq = m->xq, a.xd = m->xd, a.nq = n_in;
+		if (q81) /* Q8_1: Q8_0's quants and scales, and the sums */
+			launch(m, act_q81_kernel, dim3((unsigned)((n_in / 32 + 7) / 8), (unsigned)N), 256, x, xs, n_in, m->xq,
+			       m->xd, m->xs1);
+		else
+			launch(m, act_q8_kernel, dim3((unsigned)((n_in / 32 + 7) / 8), (unsigned)N), 256, x, xs, n_in, m->xq,
+			       m->xd);
+		a.xq = m->xq, a.xd = m->xd, a.xs1 = m->xs1, a.nq = n_in;
+	}
+	if (q8k) { /* the same for K-quant matrices, as Q8_K */
+		int n_in = w[0]->n_in;
+		launch(m, act_q8k_kernel, dim3((unsigned)((n_in / 256 + 7) / 8), (unsigned)N), 256, x, xs, n_in, m->kq,
+		       m->kd, m->kbs);
+		a.kq = m->kq, a.kd = m->kd, a.kbs = m->kbs, a.nq = n_in;
 	}
 	for (int i = 0; i < n; i++) {
 		a.w[i] = *w[i];
@@ -1591,7 +1662,8 @@ static void matmul_n(struct cuda_model *m, int n, const struct dmat *const *w, c
 	 * its inputs over up to 8 warps an output (a warp's step: 256 inputs, Q8_0 1024) */
 	int min_in = w[0]->n_in;
 	a.kw = 1;
-	while (!tiled && !tc && a.kw < 8 && (long)acc * a.kw < 64L * m->n_sm && min_in >= (q8 ? 2048 : 512) * a.kw)
+	while (!tiled && !tc && a.kw < 8 && (long)acc * a.kw < 64L * m->n_sm &&
+	       min_in >= (q8 || q81 || q8k ? 2048 : 512) * a.kw)
 		a.kw *= 2;
 	unsigned blocks = (unsigned)(((long)acc * a.kw + 7) / 8);
 	const struct model_config *c = &m->cfg;
@@ -1663,8 +1735,13 @@ static int ensure_rows(struct cuda_model *m, int N)
 		cudaFree(bufs[i]);
 	cudaFree(m->xq);
 	cudaFree(m->xd);
-	m->x = m->h = m->y = m->a1 = m->a2 = m->a3 = m->a4 = m->gb = m->ab = m->logits = m->xd = NULL;
-	m->xq = NULL;
+	cudaFree(m->xs1);
+	cudaFree(m->kq);
+	cudaFree(m->kd);
+	cudaFree(m->kbs);
+	m->x = m->h = m->y = m->a1 = m->a2 = m->a3 = m->a4 = m->gb = m->ab = m->logits = m->xd = m->xs1 = m->kd = NULL;
+	m->xq = m->kq = NULL;
+	m->kbs = NULL;
 	m->cap_rows = 0;
 	size_t E = (size_t)m->cfg.n_embd, R = (size_t)cap;
 	float **dst[] = { &m->x, &m->h, &m->y, &m->a1, &m->a2, &m->a3, &m->a4, &m->gb, &m->ab, &m->logits };
@@ -1678,6 +1755,14 @@ static int ensure_rows(struct cuda_model *m, int N)
 	cudaError_t e = cudaMalloc((void **)&m->xq, (size_t)m->max_in * R);
 	if (e == cudaSuccess)
 		e = cudaMalloc((void **)&m->xd, sizeof(float) * (size_t)(m->max_in / 32) * R);
+	if (e == cudaSuccess)
+		e = cudaMalloc((void **)&m->xs1, sizeof(float) * (size_t)(m->max_in / 32) * R);
+	if (e == cudaSuccess)
+		e = cudaMalloc((void **)&m->kq, (size_t)m->max_in * R);
+	if (e == cudaSuccess)
+		e = cudaMalloc((void **)&m->kd, sizeof(float) * (size_t)((m->max_in + 255) / 256) * R);
+	if (e == cudaSuccess)
+		e = cudaMalloc((void **)&m->kbs, sizeof(int16_t) * (size_t)(m->max_in / 16) * R);
 	if (e != cudaSuccess)
 		return cuda_fail(m, e, "pass buffers");
 	int rc = moe_ensure(m, cap);
@@ -2426,10 +2511,12 @@ extern "C" void cuda_model_destroy(struct cuda_model *m)
 	for (int i = 0; i < m->n_allocs; i++)
 		cudaFree(m->allocs[i]);
 	float *bufs[] = { m->ssm, m->conv, m->kc, m->vc, m->lx, m->lk, m->lv, m->lg, m->lb, m->x, m->h, m->y,
-			  m->a1, m->a2, m->a3, m->a4, m->gb, m->ab, m->logits, m->xd };
+			  m->a1, m->a2, m->a3, m->a4, m->gb, m->ab, m->logits, m->xd, m->xs1, m->kd };
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		cudaFree(bufs[i]);
 	cudaFree(m->xq);
+	cudaFree(m->kq);
+	cudaFree(m->kbs);
 	cudaFree(m->dq);
 	cudaFree(m->meta);
 	cudaFree(m->an_count);
@@ -2565,6 +2652,76 @@ extern "C" int cuda_quantize_q8_0(int dev, const float *x, int n, void *out)
 	free(hd);
 	free(hq);
 	return rc;
+}
+
+/* cuda_quantize_q8_k / _q8_1: one row of n floats through act_q8k_kernel or act_q81_kernel. */
+static int quantize_act(int dev, int act, const float *x, int n, void *out)
+{
+	int be = act == KQ_ACT_Q8_K ? 256 : 32;
+	if (n <= 0 || n % be)
+		return -EINVAL;
+	size_t nb = (size_t)n / (size_t)be;
+	float *dx = NULL, *dd = NULL, *ds = NULL;
+	int8_t *dq = NULL;
+	int16_t *dbs = NULL;
+	float *hd = (float *)malloc(sizeof(float) * (size_t)n / 32), *hs = (float *)malloc(sizeof(float) * (size_t)n / 32);
+	int8_t *hq = (int8_t *)malloc((size_t)n);
+	int16_t *hbs = (int16_t *)malloc(sizeof(int16_t) * (size_t)n / 16);
+	int rc = -EIO;
+	if (!hd || !hs || !hq || !hbs) {
+		rc = -ENOMEM;
+	} else if (cudaSetDevice(dev) == cudaSuccess && cudaMalloc((void **)&dx, sizeof(float) * (size_t)n) == cudaSuccess &&
+		   cudaMalloc((void **)&dq, (size_t)n) == cudaSuccess &&
+		   cudaMalloc((void **)&dd, sizeof(float) * (size_t)n / 32) == cudaSuccess &&
+		   cudaMalloc((void **)&ds, sizeof(float) * (size_t)n / 32) == cudaSuccess &&
+		   cudaMalloc((void **)&dbs, sizeof(int16_t) * (size_t)n / 16) == cudaSuccess &&
+		   cudaMemcpy(dx, x, sizeof(float) * (size_t)n, cudaMemcpyHostToDevice) == cudaSuccess) {
+		if (act == KQ_ACT_Q8_K)
+			act_q8k_kernel<<<dim3((unsigned)((nb + 7) / 8), 1), 256>>>(dx, n, n, dq, dd, dbs);
+		else
+			act_q81_kernel<<<dim3((unsigned)((nb + 7) / 8), 1), 256>>>(dx, n, n, dq, dd, ds);
+		if (cudaGetLastError() == cudaSuccess && cudaMemcpy(hq, dq, (size_t)n, cudaMemcpyDeviceToHost) == cudaSuccess &&
+		    cudaMemcpy(hd, dd, sizeof(float) * nb, cudaMemcpyDeviceToHost) == cudaSuccess &&
+		    cudaMemcpy(hs, ds, sizeof(float) * nb, cudaMemcpyDeviceToHost) == cudaSuccess &&
+		    cudaMemcpy(hbs, dbs, sizeof(int16_t) * (size_t)n / 16, cudaMemcpyDeviceToHost) == cudaSuccess) {
+			uint8_t *o = (uint8_t *)out;
+			for (size_t b = 0; b < nb; b++) {
+				if (act == KQ_ACT_Q8_K) {
+					memcpy(o, &hd[b], 4);
+					memcpy(o + 4, hq + b * 256, 256);
+					memcpy(o + 260, hbs + b * 16, 32);
+					o += 292;
+				} else {
+					__half h = __float2half_rn(hd[b]), s = __float2half_rn(hs[b]); /* exact: fp16 values */
+					memcpy(o, &h, 2);
+					memcpy(o + 2, &s, 2);
+					memcpy(o + 4, hq + b * 32, 32);
+					o += 36;
+				}
+			}
+			rc = 0;
+		}
+	}
+	cudaFree(dx);
+	cudaFree(dq);
+	cudaFree(dd);
+	cudaFree(ds);
+	cudaFree(dbs);
+	free(hd);
+	free(hs);
+	free(hq);
+	free(hbs);
+	return rc;
+}
+
+extern "C" int cuda_quantize_q8_k(int dev, const float *x, int n, void *out)
+{
+	return quantize_act(dev, KQ_ACT_Q8_K, x, n, out);
+}
+
+extern "C" int cuda_quantize_q8_1(int dev, const float *x, int n, void *out)
+{
+	return quantize_act(dev, KQ_ACT_Q8_1, x, n, out);
 }
 
 extern "C" void *cuda_host_alloc(size_t bytes)

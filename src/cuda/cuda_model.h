@@ -32,7 +32,8 @@ int cuda_device_query(int dev, char *name, size_t name_len, size_t *free_bytes, 
 int cuda_device_copy_bandwidth(int dev, double *bytes_per_s);
 
 /* Uploads the weights (looked up by GGUF name, as model_create does; F32, F16, BF16, Q8_0,
- * whose products quantise their input to Q8_0 as the CPU engine does) to device dev and
+ * whose products quantise their input to Q8_0 as the CPU engine does, and Q4_0, Q4_1, Q5_0,
+ * Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS as stored, with Q8_0, Q8_1 or Q8_K inputs likewise) to device dev and
  * allocates n_slots states of n_ctx positions, with a log of rb_rows rows
  * per slot (0: no rollback). NULL with "what, what to do" in err. */
 struct cuda_model *cuda_model_create(int dev, const struct model_config *cfg, model_tensor_find_fn find, void *ctx,
@@ -99,6 +100,12 @@ void cuda_model_memory(const struct cuda_model *m, struct model_state_memory *ou
  * quant_act_quantize(GGUF_TENSOR_Q8_0, ...) writes, byte for byte (the agreement test checks it).
  * 0, -EINVAL (n), -ENOMEM, -EIO (a device error). */
 int cuda_quantize_q8_0(int dev, const float *x, int n, void *out);
+/* The same for the activations of K-quant products (act_q8k_kernel): n a multiple of 256, into
+ * n / 256 Q8_K blocks (292 bytes: fp32 scale, 256 int8, 16 int16 sums of 16) as
+ * quant_act_quantize(GGUF_TENSOR_Q8_K, ...) writes them; and of Q4_1/Q5_1 products
+ * (act_q81_kernel): n a multiple of 32, into Q8_1 blocks (36 bytes: fp16 d, fp16 d * sum, 32 int8). */
+int cuda_quantize_q8_k(int dev, const float *x, int n, void *out);
+int cuda_quantize_q8_1(int dev, const float *x, int n, void *out);
 /* Page-locked host memory (the logits copy runs at full bus speed into it), NULL if none;
  * cuda_host_free accepts NULL. */
 void *cuda_host_alloc(size_t bytes);

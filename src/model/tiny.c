@@ -42,7 +42,31 @@ struct tw {
 	struct rng r;
 	uint32_t matrix_type;
 	int rc;
+	const struct model_config *cfg; /* for MODEL_MIX_* */
 };
+
+/* llama.cpp's use_more_bits: the layers of n whose attn_v / ffn_down a K_M mixture keeps at Q6_K. */
+static int more_bits(int i, int n)
+{
+	return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+}
+
+uint32_t model_mix_type(uint32_t mix, const struct model_config *c, const char *name, int ne0)
+{
+	uint32_t base = mix == MODEL_MIX_Q5_K_M ? GGUF_TENSOR_Q5_K : GGUF_TENSOR_Q4_K, type = base;
+	int il = -1, fai = c->full_attn_interval, n = c->n_layer;
+	if (sscanf(name, "blk.%d.", &il) != 1)
+		il = -1;
+	if (strcmp(name, "output.weight") == 0)
+		type = GGUF_TENSOR_Q6_K;
+	else if (il >= 0 && strstr(name, ".attn_v.weight") && more_bits((il + 1) / fai - 1, n / fai))
+		type = GGUF_TENSOR_Q6_K;
+	else if (il >= 0 && strstr(name, ".ffn_down.weight") && more_bits(il, n))
+		type = GGUF_TENSOR_Q6_K;
+	if (ne0 % 256)
+		type = type == GGUF_TENSOR_Q6_K ? GGUF_TENSOR_Q8_0 : base == GGUF_TENSOR_Q5_K ? GGUF_TENSOR_Q5_1 : GGUF_TENSOR_Q5_0;
+	return ne0 % 32 ? GGUF_TENSOR_F32 : type;
+}
 
 /* A tensor of ggml shape ne0 x ne1 x ne2 whose elements are mean + spread * uniform; `matrix`
  * ones are stored as tw->matrix_type where that type can hold rows of ne0. */
@@ -62,7 +86,9 @@ static void add3(struct tw *t, const char *name, int ne0, int ne1, int ne2, floa
 	int rows = ne1 * ne2;
 	uint32_t type = GGUF_TENSOR_F32;
 	int be = quant_block_elems(t->matrix_type);
-	if (matrix && (!be || ne0 % be == 0))
+	if (matrix && (t->matrix_type == MODEL_MIX_Q4_K_M || t->matrix_type == MODEL_MIX_Q5_K_M))
+		type = model_mix_type(t->matrix_type, t->cfg, name, ne0);
+	else if (matrix && (!be || ne0 % be == 0))
 		type = t->matrix_type;
 	uint64_t nb = gguf_type_row_bytes(type, (uint64_t)ne0) * (uint64_t)rows;
 	void *data = v;
@@ -204,7 +230,7 @@ int model_write_random_vocab(const char *path, const struct model_config *cfg_in
 		err_set(err, errlen, "%s: %s", path, why);
 		return -EINVAL;
 	}
-	struct tw t = { gguf_writer_create(), { seed ? seed : 0x9e3779b97f4a7c15ull }, matrix_type, 0 };
+	struct tw t = { gguf_writer_create(), { seed ? seed : 0x9e3779b97f4a7c15ull }, matrix_type, 0, &c };
 	if (!t.w)
 		return -ENOMEM;
 	rc = model_config_to_gguf(&c, t.w);

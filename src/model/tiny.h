@@ -30,10 +30,23 @@ void model_tiny_moe_config(struct model_config *cfg);
  * matrix_type (see model_write_random). */
 int model_write_tiny_moe(const char *path, uint32_t matrix_type, char *err, size_t errlen);
 
+/* matrix_type values of model_write_random that are not one type but llama-quantize's mixtures
+ * (llama.cpp's llama_tensor_get_type for LLAMA_FTYPE_MOSTLY_Q4_K_M / _Q5_K_M): Q4_K (Q5_K)
+ * matrices, Q6_K for output.weight and for attn_v and ffn_down in the layers llama.cpp's
+ * use_more_bits picks (the first and last eighth, every third between: about half); a row that
+ * is not a multiple of 256 falls back as llama-quantize does (Q4_K to Q5_0, Q5_K to Q5_1, Q6_K
+ * to Q8_0; F32 if not a multiple of 32). */
+#define MODEL_MIX_Q4_K_M 0x10000u
+#define MODEL_MIX_Q5_K_M 0x10001u
+/* The type of matrix `name` (rows of ne0 elements) in mixture mix of a model of config c. The
+ * tied embedding of a model without output.weight is not special-cased (callers pass
+ * "output.weight" for it, as llama-quantize treats it). */
+uint32_t model_mix_type(uint32_t mix, const struct model_config *c, const char *name, int ne0);
+
 /* Writes a random model with the tiny vocabulary and template: the vocabulary decides n_vocab
  * (cfg->n_vocab is ignored), cfg gives every other size; matrices are stored as matrix_type
  * (F32, F16, BF16 or a block type of quant.h, quantised by sixi's own quantiser; matrices whose
- * rows are not a multiple of the type's block stay F32). model_write_tiny is this with the tiny config; the benchmark uses it
+ * rows are not a multiple of the type's block stay F32; or a MODEL_MIX_*). model_write_tiny is this with the tiny config; the benchmark uses it
  * to build a ~100M-parameter model. */
 int model_write_random(const char *path, const struct model_config *cfg, uint32_t matrix_type, uint64_t seed,
 		       char *err, size_t errlen);

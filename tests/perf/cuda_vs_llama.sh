@@ -2,14 +2,15 @@
 # cuda_vs_llama.sh — decode tokens/s of sixi's CUDA engine against llama.cpp's CUDA backend on
 # the same GGUF files, on one GPU: random models of Qwen3.5-0.8B's, 9B's and 35B-A3B's shapes and
 # moe-small (35B-A3B's widths, 8 layers) (tests/perf/shapes.h, the real 248320-token vocabulary)
-# written by perf_model --write-shape, BF16 and Q8_0 matrices (the CUDA engine reads no K-quants
-# yet, so no Q4_K_M). Disk: 35b-a3b takes ~37 GB as Q8_0 and ~69 GB as BF16 (more than a 64 GB
-# disk holds: run it with TYPES q8_0); moe-small ~8 and ~15 GB.
+# written by perf_model --write-shape, BF16, Q8_0 and Q4_K_M matrices (q4_k_m: llama-quantize's
+# mixture of Q4_K and Q6_K as perf_model --type q4_k_m writes it, model/tiny.h; llama.cpp reads the
+# same file). Disk: 35b-a3b takes ~37 GB as Q8_0 and ~69 GB as BF16 (more than a 64 GB disk
+# holds: run it with TYPES q8_0); moe-small ~8 and ~15 GB.
 #
 #   LLAMA_BIN=/path/to/llama.cpp/build/bin tests/perf/cuda_vs_llama.sh [SHAPES] [TYPES]
 #
-# SHAPES: comma-separated 0.8b, 9b, 35b-a3b, moe-small (default 0.8b,9b); TYPES: bf16, q8_0
-# (default bf16,q8_0).
+# SHAPES: comma-separated 0.8b, 9b, 35b-a3b, moe-small (default 0.8b,9b); TYPES: bf16, q8_0,
+# q4_k_m (default bf16,q8_0,q4_k_m).
 # LLAMA_BIN holds llama-bench and llama-batched-bench built with CUDA outside the project from
 # llama.cpp's public source (any commit with the qwen35 architecture), e.g.
 #   cmake -B b -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 && cmake --build b --target llama-bench llama-batched-bench
@@ -29,7 +30,7 @@
 set -u
 B="${SIXI_BUILD_ROOT:-build}"
 SHAPES=$(echo "${1:-0.8b,9b}" | tr ',' ' ')
-TYPES=$(echo "${2:-bf16,q8_0}" | tr ',' ' ')
+TYPES=$(echo "${2:-bf16,q8_0,q4_k_m}" | tr ',' ' ')
 STREAMS="${STREAMS:-1,8,32}"
 STEPS="${STEPS:-64}"
 [ -n "${LLAMA_BIN:-}" ] && [ -x "$LLAMA_BIN/llama-bench" ] && [ -x "$LLAMA_BIN/llama-batched-bench" ] ||
@@ -37,7 +38,7 @@ STEPS="${STEPS:-64}"
 [ -x "$B/src/cuda/perf_cuda_engine" ] && [ -x "$B/tests/perf_model" ] ||
 	{ echo "SKIP: $B/src/cuda/perf_cuda_engine (a CUDA build) or $B/tests/perf_model not built"; exit 77; }
 for s in $SHAPES; do case "$s" in 0.8b|9b|35b-a3b|moe-small) ;; *) echo "cuda_vs_llama.sh: unknown shape '$s' (0.8b, 9b, 35b-a3b or moe-small)"; exit 2 ;; esac; done
-for t in $TYPES; do case "$t" in bf16|q8_0) ;; *) echo "cuda_vs_llama.sh: unknown type '$t' (bf16 or q8_0)"; exit 2 ;; esac; done
+for t in $TYPES; do case "$t" in bf16|q8_0|q4_k_m) ;; *) echo "cuda_vs_llama.sh: unknown type '$t' (bf16, q8_0 or q4_k_m)"; exit 2 ;; esac; done
 case "$STREAMS" in *[!0-9,]*|'') echo "cuda_vs_llama.sh: STREAMS is a comma-separated list of counts"; exit 2 ;; esac
 if [ -n "${MODEL_DIR:-}" ]; then
 	D="$MODEL_DIR"

@@ -1,5 +1,6 @@
 /* perf_cuda_engine — decode throughput of the CUDA forward pass (cuda/cuda_model.h) on random
- * models of Qwen3.5-0.8B's and Qwen3.5-9B's shapes (BF16 and Q8_0 matrices, the real 248320-row
+ * models of Qwen3.5-0.8B's and Qwen3.5-9B's shapes (BF16, Q8_0 and llama-quantize's Q4_K_M mixture of
+ * Q4_K and Q6_K matrices (model/tiny.h), the real 248320-row
  * vocabulary), made in memory from a seed: aggregate tok/s at 1, 8, 32 and 128 streams (every
  * stream decodes one row per pass, logits of every row copied back into page-locked host memory,
  * as the engine gives the scheduler; pageable memory timed once below), and the one-stream decode time against its floor: the bytes a token must read (every
@@ -12,8 +13,9 @@
  * that many streams, 0: all); perf_cuda_engine 35b-a3b|moe-small [STREAMS [q8_0|bf16|all]] (the
  * qwen35moe shapes of shapes.h, not in "all": Qwen3.5-35B-A3B's takes ~37 GB as Q8_0, ~69 GB as
  * BF16, host and device; the floor counts the 8 experts a token reads); perf_cuda_engine masks [0.8b|9b|all] (the fused set's parts one at a time);
- * perf_cuda_engine profile 0.8b|9b bf16|q8_0 STREAMS MASK COLS PDL (one pass for ncu);
- * perf_cuda_engine tc [0.8b|9b|all] [bf16|q8_0|all] (fp32 against tensor-core products, 1..128 streams);
+ * perf_cuda_engine profile 0.8b|9b bf16|q8_0|q4_k_m STREAMS MASK COLS PDL (one pass for ncu);
+ * perf_cuda_engine tc [0.8b|9b|all] [bf16|q8_0|q4_k_m|all] (fp32 against tensor-core products, 1..128
+ * streams);
  * perf_cuda_engine gguf FILE [STREAMS [STEPS]] (a GGUF through the engine, for
  * tests/perf/cuda_vs_llama.sh). */
 #include "core/clock.h"
@@ -24,6 +26,8 @@
 #include "shapes.h"
 #include "model/kernels.h"
 #include "model/model.h"
+#include "model/quant.h"
+#include "model/tiny.h"
 
 #include <errno.h>
 #include <math.h>
@@ -61,7 +65,7 @@ static int add3(struct mem_model *mm, const char *name, int ne0, int ne1, int ne
 	ne1 *= ne2; /* rows */
 	struct model_tensor *t = &mm->t[mm->n];
 	snprintf(mm->names[mm->n], sizeof mm->names[0], "%s", name);
-	size_t row = type == GGUF_TENSOR_Q8_0 ? (size_t)ne0 / 32 * 34 : (size_t)ne0 * (type == GGUF_TENSOR_F32 ? 4 : 2);
+	size_t row = (size_t)gguf_type_row_bytes(type, (uint64_t)ne0);
 	uint8_t *d = malloc(row * ne1);
 	float *x = malloc(sizeof(float) * (size_t)ne0);
 	if (!d || !x) {
@@ -76,6 +80,8 @@ static int add3(struct mem_model *mm, const char *name, int ne0, int ne1, int ne
 			x[i] = centre + spread * urand();
 		if (type == GGUF_TENSOR_Q8_0) {
 			kern_quantize_q8_0(x, o, ne0);
+		} else if (quant_type_is_block(type)) {
+			quant_row_quantize(type, x, o, ne0);
 		} else if (type == GGUF_TENSOR_F32) {
 			memcpy(o, x, row);
 		} else {
@@ -109,6 +115,12 @@ static const struct model_tensor *find(void *ctx, const char *name)
 	return NULL;
 }
 
+/* A matrix's type: type itself, or its type in a MODEL_MIX_* mixture (model/tiny.h). */
+static uint32_t mat_type(uint32_t type, const struct model_config *c, const char *name, int ne0)
+{
+	return type == MODEL_MIX_Q4_K_M || type == MODEL_MIX_Q5_K_M ? model_mix_type(type, c, name, ne0) : type;
+}
+
 static int build(struct mem_model *mm, const struct model_config *c, uint32_t type)
 {
 	int E = c->n_embd, d = c->ssm_head_dim, Hk = c->ssm_n_k_heads, Hv = c->ssm_n_v_heads, hd = c->head_dim;
@@ -117,7 +129,7 @@ static int build(struct mem_model *mm, const struct model_config *c, uint32_t ty
 	float fe = 1.0f / sqrtf((float)E);
 	mm->n = 0;
 	mm->matrix_bytes = 0;
-#define MAT(nm, a, b, s) (snprintf(n, sizeof n, "blk.%d.%s", il, nm), rc = rc ? rc : add(mm, n, a, b, type, 0, s), \
+#define MAT(nm, a, b, s) (snprintf(n, sizeof n, "blk.%d.%s", il, nm), rc = rc ? rc : add(mm, n, a, b, mat_type(type, c, n, a), 0, s), \
 			  mm->matrix_bytes += rc ? 0 : mm->t[mm->n - 1].n_bytes)
 #define VEC(nm, a, b, cen, s) (snprintf(n, sizeof n, "blk.%d.%s", il, nm), rc = rc ? rc : add(mm, n, a, b, GGUF_TENSOR_F32, cen, s))
 	/* qwen35moe: a one-row pass reads n_expert_used of the n_expert experts of a layer */
@@ -163,7 +175,7 @@ static int build(struct mem_model *mm, const struct model_config *c, uint32_t ty
 #undef VEC
 #undef EXPS
 	if (!rc)
-		rc = add(mm, "token_embd.weight", E, c->n_vocab, type, 0, 1);
+		rc = add(mm, "token_embd.weight", E, c->n_vocab, mat_type(type, c, "output.weight", E), 0, 1); /* tied */
 	if (!rc)
 		mm->matrix_bytes += mm->t[mm->n - 1].n_bytes; /* tied: read once a pass as the output matrix */
 	if (!rc)
@@ -286,7 +298,8 @@ static int run(const char *label, const struct model_config *c, uint32_t type, d
 			one_ms = ms;
 		printf("| %s | %d | %.3f | %.0f |\n", label, S, ms, S * 1000.0 / ms);
 	}
-	if (!rc && (!only_streams || only_streams == 32)) { /* 32 streams through the other matrix kernel */
+	int kq = type == MODEL_MIX_Q4_K_M || type == MODEL_MIX_Q5_K_M; /* K-quants: the warp-per-output kernel either way */
+	if (!rc && !kq && (!only_streams || only_streams == 32)) { /* 32 streams through the other matrix kernel */
 		int alt = small >= 32 ? 16 : 32;
 		cuda_model_set_small_rows(m, alt);
 		rc = prefill(m, 32, tok, slot, want, lg, c->n_vocab);
@@ -642,24 +655,29 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(which, "profile") == 0) { /* profile 0.8b|9b bf16|q8_0 STREAMS MASK COLS PDL */
 		if (argc < 8) {
-			fprintf(stderr, "usage: perf_cuda_engine profile 0.8b|9b bf16|q8_0 STREAMS MASK COLS PDL\n");
+			fprintf(stderr, "usage: perf_cuda_engine profile 0.8b|9b bf16|q8_0|q4_k_m STREAMS MASK COLS PDL\n");
 			return 2;
 		}
 		return profile(strcmp(argv[2], "9b") == 0 ? &perf_shape_9b : &perf_shape_08b,
-			       strcmp(argv[3], "q8_0") == 0 ? GGUF_TENSOR_Q8_0 : GGUF_TENSOR_BF16, atoi(argv[4]), atoi(argv[5]),
-			       atoi(argv[6]), atoi(argv[7]));
+			       strcmp(argv[3], "q8_0") == 0	? GGUF_TENSOR_Q8_0
+			       : strcmp(argv[3], "q4_k_m") == 0 ? MODEL_MIX_Q4_K_M
+								: GGUF_TENSOR_BF16,
+			       atoi(argv[4]), atoi(argv[5]), atoi(argv[6]), atoi(argv[7]));
 	}
-	if (strcmp(which, "tc") == 0) { /* tc [0.8b|9b|all] [bf16|q8_0|all] */
+	if (strcmp(which, "tc") == 0) { /* tc [0.8b|9b|all] [bf16|q8_0|q4_k_m|all] */
 		const char *w = argc > 2 ? argv[2] : "all", *t = argc > 3 ? argv[3] : "all";
-		int rc = 0, bf = strcmp(t, "q8_0") != 0, q8 = strcmp(t, "bf16") != 0;
+		int rc = 0, all = strcmp(t, "all") == 0, bf = all || strcmp(t, "bf16") == 0,
+		    q8 = all || strcmp(t, "q8_0") == 0, k4 = all || strcmp(t, "q4_k_m") == 0;
 		printf("device: %s\n\n", name);
 		if (strcmp(w, "9b") != 0) {
 			rc |= bf ? tc_compare("0.8B-shape BF16", &perf_shape_08b, GGUF_TENSOR_BF16) : 0;
 			rc |= q8 ? tc_compare("0.8B-shape Q8_0", &perf_shape_08b, GGUF_TENSOR_Q8_0) : 0;
+			rc |= k4 ? tc_compare("0.8B-shape Q4_K_M", &perf_shape_08b, MODEL_MIX_Q4_K_M) : 0;
 		}
 		if (strcmp(w, "0.8b") != 0) {
 			rc |= bf ? tc_compare("9B-shape BF16", &perf_shape_9b, GGUF_TENSOR_BF16) : 0;
 			rc |= q8 ? tc_compare("9B-shape Q8_0", &perf_shape_9b, GGUF_TENSOR_Q8_0) : 0;
+			rc |= k4 ? tc_compare("9B-shape Q4_K_M", &perf_shape_9b, MODEL_MIX_Q4_K_M) : 0;
 		}
 		return rc;
 	}
@@ -697,10 +715,12 @@ int main(int argc, char **argv)
 	if (strcmp(which, "9b") != 0) {
 		rc |= run("0.8B-shape BF16", &perf_shape_08b, GGUF_TENSOR_BF16, bw);
 		rc |= run("0.8B-shape Q8_0", &perf_shape_08b, GGUF_TENSOR_Q8_0, bw);
+		rc |= run("0.8B-shape Q4_K_M", &perf_shape_08b, MODEL_MIX_Q4_K_M, bw);
 	}
 	if (strcmp(which, "0.8b") != 0) {
 		rc |= run("9B-shape BF16", &perf_shape_9b, GGUF_TENSOR_BF16, bw);
 		rc |= run("9B-shape Q8_0", &perf_shape_9b, GGUF_TENSOR_Q8_0, bw);
+		rc |= run("9B-shape Q4_K_M", &perf_shape_9b, MODEL_MIX_Q4_K_M, bw);
 	}
 	return rc;
 }

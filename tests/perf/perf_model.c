@@ -6,7 +6,8 @@
  *   perf_model --model FILE.gguf --greedy TEXT [--steps N]
  *   perf_model --model FILE.gguf --logits N OUT
  *   perf_model --import-hf DIR OUT.gguf [--type T]
- * (T: f32, f16, bf16 or a block type of model/quant.h, e.g. q4_k; sixi's own quantiser)
+ * (T: f32, f16, bf16 or a block type of model/quant.h, e.g. q4_k; sixi's own quantiser; for
+ * --write-*, also q4_k_m or q5_k_m: llama-quantize's mixtures, model/tiny.h)
  *
  * Without --model it writes two random models to a temporary directory: the embedded tiny
  * default and a ~100M-parameter one (F32), both with the tiny vocabulary. For each model it
@@ -430,6 +431,10 @@ int main(int argc, char **argv)
 		else if (strcmp(argv[i], "--type") == 0 && i + 1 < argc) {
 			const char *t = argv[++i];
 			hf_type = GGUF_TENSOR_F32;
+			if (strcasecmp(t, "q4_k_m") == 0)
+				hf_type = MODEL_MIX_Q4_K_M;
+			else if (strcasecmp(t, "q5_k_m") == 0)
+				hf_type = MODEL_MIX_Q5_K_M;
 			for (uint32_t k = 0; k < 40; k++)
 				if (strcasecmp(t, gguf_type_name(k)) == 0 &&
 				    (k <= GGUF_TENSOR_F16 || k == GGUF_TENSOR_BF16 || quant_type_is_block(k)))
@@ -442,7 +447,8 @@ int main(int argc, char **argv)
 					"       perf_model --model FILE.gguf --greedy TEXT [--steps N]\n"
 					"       perf_model --model FILE.gguf --logits N OUT\n"
 					"       perf_model --import-hf DIR OUT.gguf [--type T]\n"
-					"  T: f32, f16, bf16, or a block type: q4_0 q4_1 q5_0 q5_1 q8_0 q4_k q5_k q6_k iq4_nl iq4_xs\n");
+					"  T: f32, f16, bf16, or a block type: q4_0 q4_1 q5_0 q5_1 q8_0 q4_k q5_k q6_k iq4_nl iq4_xs,\n"
+					"     or (--write-*) q4_k_m, q5_k_m: llama-quantize's mixtures of those (model/tiny.h)\n");
 			return 2;
 		}
 	}
@@ -453,7 +459,14 @@ int main(int argc, char **argv)
 	if (steps < 1 || steps > 400)
 		steps = 32;
 	char err0[512];
+	const char *type_label = hf_type == MODEL_MIX_Q4_K_M   ? "Q4_K_M-mixture"
+				 : hf_type == MODEL_MIX_Q5_K_M ? "Q5_K_M-mixture"
+							       : gguf_type_name(hf_type);
 	if (hf_dir) {
+		if (hf_type == MODEL_MIX_Q4_K_M || hf_type == MODEL_MIX_Q5_K_M) {
+			fprintf(stderr, "perf_model: --import-hf takes one type (q4_k_m and q5_k_m are for --write-*)\n");
+			return 2;
+		}
 		if (hf_model_convert(hf_dir, hf_out, hf_type, err0, sizeof(err0))) {
 			fprintf(stderr, "perf_model: %s\n", err0);
 			return 1;
@@ -470,7 +483,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "perf_model: %s\n", err0);
 			return 1;
 		}
-		printf("wrote %s (%s shape, %s matrices, %d tokens)\n", write_shape, shape, gguf_type_name(hf_type), c->n_vocab);
+		printf("wrote %s (%s shape, %s matrices, %d tokens)\n", write_shape, shape, type_label, c->n_vocab);
 		return 0;
 	}
 	if (write_tiny || write_100m) {

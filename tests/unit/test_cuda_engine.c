@@ -2,8 +2,9 @@
  * through the engine interface the scheduler uses, on the tiny model and on a ~100M random model
  * (BF16 and Q8_0): logits of a batch of sequences of different lengths, prefill and decode in
  * the same passes; greedy text; log rollback (repeated, whole-batch, with a fold) against
- * recomputation; slot copies. First, the device's Q8_0 activation quantiser against the CPU's
- * (quant_act_quantize), byte for byte. Exits 77 with a message when there is no CUDA device.
+ * recomputation; slot copies; then models of the other block types (K-quants and the 32-element
+ * ones). First, the device's activation quantisers against the CPU's (quant_act_quantize), byte
+ * for byte. Exits 77 with a message when there is no CUDA device.
  *
  * Tolerances: GPU vs CPU, max |a - b| <= 2e-3 x max |logit| of the row for F32 and BF16 (fp32
  * both sides, sums in another order), and greedy text equal. Q8_0: both engines quantise a
@@ -25,7 +26,13 @@
  * passes compute a row alike at any width: the fp32 kernels (every pass there has at most 16
  * rows) or the tensor-core product at every width (SIXI_CUDA_TC_ROWS=1).
  * The tiny qwen35moe model (F32, BF16, Q8_0) takes the same checks with the same bounds, and an
- * engine with a wrong router (no renormalisation, a test hook) must fail the logits' bound. */
+ * engine with a wrong router (no renormalisation, a test hook) must fail the logits' bound.
+ * The other block types (check_block_models): the Q8_K and Q8_1 activation quantisers byte for
+ * byte first, then models in llama-quantize's Q4_K_M and Q5_K_M mixtures (the latter with
+ * fallbacks: Q5_1, Q8_0), Q4_0, IQ4_NL and IQ4_XS, each with Q8_0's kind of bound from its own CPU
+ * spread; each is checked on the fp32 kernels (SIXI_CUDA_TC_ROWS=0: warp per output at every
+ * width) and the K-quant mixtures also with the tensor-core product from 8 rows (kq_tc.cuh),
+ * rollback then with it at every width. */
 #include "test.h"
 #include "greedy.h"
 #include "core/buf.h"
@@ -404,6 +411,63 @@ static void check_act_q8(void)
 	free(b);
 }
 
+/* The device's Q8_K quantiser (K-quant products) against quant_act_quantize on super-blocks
+ * that probe it: zero, the largest magnitude twice with both signs (the first decides the sign),
+ * exact ties after scaling (max -127: iscale 1), an iscale that overflows with zeros in the
+ * block (0 * inf), subnormal inputs, tiny and huge blocks, then random values over 12 decades.
+ * And the Q8_1 quantiser (Q4_1/Q5_1 products) on blocks of 32 of the same values. */
+static void check_act_q8k(void)
+{
+	enum { NB = 24, N = NB * 256 };
+	float *x = malloc(sizeof(float) * N);
+	uint8_t *a = malloc((size_t)NB * 292), *b = malloc((size_t)NB * 292);
+	uint64_t r = 0x9e3779b97f4a7c15ull;
+	for (int i = 0; i < N; i++) {
+		r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+		double u = (double)(r >> 11) / 9007199254740992.0 - 0.5; /* [-0.5, 0.5) */
+		int blk = i / 256, j = i % 256;
+		float v = (float)(u * pow(10.0, (double)(blk % 13) - 6.0));
+		switch (blk) {
+		case 0: v = 0.f; break;
+		case 1: v = j == 3 ? -2.f : j == 200 ? 2.f : (float)u; break;
+		case 2: v = j == 0 ? -127.f : (float)(j % 253) - 126.5f; break;
+		case 3: v = j == 0 ? 1e-38f : j % 4 ? (float)u * 1e-38f : 0.f; break;
+		case 4: v = (float)u * 1e-41f; break;
+		case 5: v = (float)u * 1e-36f; break;
+		case 6: v = j == 7 ? 1e30f : (float)u * 1e30f; break;
+		case 7: v = j == 100 ? 3.5f : j == 0 ? -3.5f : (float)u; break;
+		default: break;
+		}
+		x[i] = v;
+	}
+	quant_act_quantize(GGUF_TENSOR_Q8_K, x, a, N);
+	int rc = cuda_quantize_q8_k(0, x, N, b), diff = 0;
+	CHECK_EQ_INT(rc, 0);
+	for (int k = 0; rc == 0 && k < NB; k++)
+		if (memcmp(a + 292 * k, b + 292 * k, 292) != 0) {
+			diff++;
+			fprintf(stderr, "  activation block %d: the device's Q8_K bytes differ from the CPU's\n", k);
+		}
+	CHECK_EQ_INT(diff, 0);
+	printf("Q8_K activation quantiser: %d blocks (zero, both signs at the largest magnitude, ties, overflowing "
+	       "-127/max, subnormal, random): %d differ from the CPU's bytes\n", NB, rc == 0 ? diff : NB);
+	int nb1 = N / 32, diff1 = 0;
+	quant_act_quantize(GGUF_TENSOR_Q8_1, x, a, N);
+	rc = cuda_quantize_q8_1(0, x, N, b);
+	CHECK_EQ_INT(rc, 0);
+	for (int k = 0; rc == 0 && k < nb1; k++)
+		if (memcmp(a + 36 * k, b + 36 * k, 36) != 0) {
+			if (diff1++ < 8)
+				fprintf(stderr, "  activation block %d: the device's Q8_1 bytes differ from the CPU's\n", k);
+		}
+	CHECK_EQ_INT(diff1, 0);
+	printf("Q8_1 activation quantiser: %d blocks of the same values: %d differ from the CPU's bytes\n", nb1,
+	       rc == 0 ? diff1 : nb1);
+	free(x);
+	free(a);
+	free(b);
+}
+
 /* The CPU engine against itself: the last logits of one 40-token prefill of path with the
  * portable kernels and with the default ones, max difference relative to the largest logit
  * (-1 if either fails). */
@@ -447,6 +511,50 @@ static double cpu_self_spread(const char *path)
 	free(lg[1]);
 	return r;
 }
+
+/* The other block types, each model with its own bound: 3 x the CPU engine's own spread on it
+ * (portable against default kernels), at least 2e-3; greedy text counted. Models: llama-quantize's
+ * Q4_K_M mixture (Q4_K, Q6_K), its Q5_K_M one on a model whose FFN width (2848) is not a multiple
+ * of 256, so that ffn_down falls back to Q5_1 or Q8_0 (Q5_K, Q6_K, Q5_1, Q8_0 in one model), Q4_0,
+ * IQ4_NL, IQ4_XS. The two mixtures also with the tensor-core product from 8 rows (K-quant and Q8_0
+ * matrices there; Q5_1 keeps the warp-per-output kernel), rollback with it at every width. */
+static void check_block_models(const char *dir)
+{
+	struct model_config cf = c100;
+	cf.n_ff = 2848;
+	static const struct {
+		const char *file, *name;
+		uint32_t type;
+		int fallback, tc;
+	} ms[] = {
+		{ "100m-q4_k_m.gguf", "~100M Q4_K_M mixture (Q4_K, Q6_K)", MODEL_MIX_Q4_K_M, 0, 1 },
+		{ "100m-q5_k_m.gguf", "~100M Q5_K_M mixture, FFN 2848 (Q5_K, Q6_K, Q5_1, Q8_0)", MODEL_MIX_Q5_K_M, 1, 1 },
+		{ "100m-q4_0.gguf", "~100M Q4_0", GGUF_TENSOR_Q4_0, 0, 0 },
+		{ "100m-iq4_nl.gguf", "~100M IQ4_NL", GGUF_TENSOR_IQ4_NL, 0, 0 },
+		{ "100m-iq4_xs.gguf", "~100M IQ4_XS", GGUF_TENSOR_IQ4_XS, 0, 0 },
+	};
+	greedy_exact = 0;
+	for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+		char path[300], err[512] = "";
+		snprintf(path, sizeof path, "%s/%s", dir, ms[i].file);
+		if (!CHECK_EQ_INT(model_write_random(path, ms[i].fallback ? &cf : &c100, ms[i].type, 7, err, sizeof err), 0)) {
+			fprintf(stderr, "%s\n", err);
+			continue;
+		}
+		double sp = cpu_self_spread(path);
+		CHECK(sp >= 0);
+		tol = sp > 2e-3 / 3 ? 3 * sp : 2e-3;
+		printf("%s: the CPU engine against itself %.3g of the largest logit; bound %.3g\n", ms[i].name, sp, tol);
+		check_model(path, ms[i].name, "0", NULL);
+		if (ms[i].tc) {
+			char nm[200];
+			snprintf(nm, sizeof nm, "%s, tensor cores from 8 rows", ms[i].name);
+			check_model(path, nm, "8", "1");
+		}
+		unlink(path);
+	}
+}
+
 
 /* The MoE check can fail: an engine whose router leaves the chosen experts' weights as they are
  * (no renormalisation; SIXI_CUDA_MOE_FAULT=renorm, a test hook) must differ from the CPU engine
@@ -592,6 +700,7 @@ int main(void)
 	}
 	printf("device: %s, %.1f GiB free\n", name, (double)free_b / 1073741824.0);
 	check_act_q8();
+	check_act_q8k();
 	char tiny[300], bf16[300], q8[300];
 	snprintf(tiny, sizeof tiny, "%s/tiny.gguf", dir);
 	snprintf(bf16, sizeof bf16, "%s/100m-bf16.gguf", dir);
@@ -619,6 +728,7 @@ int main(void)
 	unlink(tiny);
 	unlink(bf16);
 	unlink(q8);
+	check_block_models(dir);
 	rmdir(dir);
 	return test_done();
 }

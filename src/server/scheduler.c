@@ -127,6 +127,8 @@ struct batch {
 	size_t n_floats;          /* capacity of logits */
 };
 
+#define SPARE_LOGITS 8 /* spare logits buffers kept (passes queued for the sampler return theirs) */
+
 struct sched {
 	struct engine *e;
 	struct sched_config cfg;
@@ -146,8 +148,9 @@ struct sched {
 	struct batch *q_head, *q_tail; /* sampler queue */
 	int64_t last_pass_ns;
 	int64_t passes_started;   /* passes built so far */
-	float *spare_logits[2];   /* (spare_floats) logits buffers the sampler is done with: a pass in */
-	size_t spare_floats[2];   /* flight and one being sampled need two */
+	float *spare_logits[SPARE_LOGITS]; /* (spare_floats) logits buffers the sampler is done with */
+	size_t spare_floats[SPARE_LOGITS];
+	int n_spare;
 	bool last_was_prompt_pass; /* interleave off: alternate prompt chunks and decode passes */
 	struct retained *ret;     /* (n_slots) */
 	/* executor scratch */
@@ -187,6 +190,28 @@ static void logits_free(struct sched *s, float *p)
 		o->logits_free(s->e, p);
 	else
 		free(p);
+}
+
+/* A logits buffer of at least *n_floats floats for the next pass (*n_floats gets its size): the
+ * smallest spare that fits, else a new one, the spares too small for this pass freed first. Only
+ * the executor calls it, with the lock held, between passes: a GPU engine's page-locked memory is
+ * allocated and freed where no pass of it is in flight or being captured. NULL when out of memory. */
+static float *spare_take(struct sched *s, size_t *n_floats)
+{
+	int best = -1;
+	for (int i = 0; i < s->n_spare; i++)
+		if (s->spare_floats[i] >= *n_floats && (best < 0 || s->spare_floats[i] < s->spare_floats[best]))
+			best = i;
+	if (best >= 0) {
+		float *p = s->spare_logits[best];
+		*n_floats = s->spare_floats[best];
+		s->spare_logits[best] = s->spare_logits[--s->n_spare];
+		s->spare_floats[best] = s->spare_floats[s->n_spare];
+		return p;
+	}
+	while (s->n_spare > 0)
+		logits_free(s, s->spare_logits[--s->n_spare]);
+	return logits_alloc(s, *n_floats);
 }
 static void seq_finish(struct sched *s, struct sched_seq *q, enum sched_finish why);
 
@@ -796,15 +821,7 @@ static void *exec_main(void *arg)
 		/* Reuse the buffer of a pass the sampler has finished: with a large vocabulary
 		 * a fresh allocation per pass costs thousands of page faults. */
 		size_t want_floats = (n_want ? n_want : 1) * n_logits;
-		float *logits = NULL;
-		for (int i = 0; b && !logits && i < 2; i++)
-			if (s->spare_logits[i] && s->spare_floats[i] >= want_floats) {
-				logits = s->spare_logits[i];
-				s->spare_logits[i] = NULL;
-				want_floats = s->spare_floats[i];
-			}
-		if (b && !logits)
-			logits = logits_alloc(s, want_floats);
+		float *logits = b ? spare_take(s, &want_floats) : NULL;
 		struct batch_item *items = b ? calloc(n_want ? n_want : 1, sizeof *items) : NULL;
 		int rc = (b && logits && items) ? 0 : -ENOMEM;
 		pthread_mutex_unlock(&s->lock);
@@ -1122,13 +1139,11 @@ static void *samp_main(void *arg)
 		}
 		free(b->items);
 		pthread_mutex_lock(&s->lock);
-		int k = !s->spare_logits[0] ? 0 : !s->spare_logits[1] ? 1 : s->spare_floats[0] <= s->spare_floats[1] ? 0 : 1;
-		if (!s->spare_logits[k] || s->spare_floats[k] < b->n_floats) { /* keep the larger */
-			logits_free(s, s->spare_logits[k]);
-			s->spare_logits[k] = b->logits;
-			s->spare_floats[k] = b->n_floats;
+		if (s->n_spare < SPARE_LOGITS) { /* freed by the executor (spare_take), never here */
+			s->spare_logits[s->n_spare] = b->logits;
+			s->spare_floats[s->n_spare++] = b->n_floats;
 		} else {
-			logits_free(s, b->logits);
+			logits_free(s, b->logits); /* more passes queued for the sampler than spares */
 		}
 		free(b);
 	}
@@ -1227,8 +1242,8 @@ void sched_destroy(struct sched *s)
 		if (s->ret[i].slot >= 0)
 			retained_drop(s, &s->ret[i]);
 	free(s->seqs);
-	logits_free(s, s->spare_logits[0]);
-	logits_free(s, s->spare_logits[1]);
+	for (int i = 0; i < s->n_spare; i++)
+		logits_free(s, s->spare_logits[i]);
 	free(s->ret);
 	free(s->rows);
 	free(s->keep);

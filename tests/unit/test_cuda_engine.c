@@ -468,48 +468,92 @@ static void check_act_q8k(void)
 	free(b);
 }
 
-/* The CPU engine against itself: the last logits of one 40-token prefill of path with the
- * portable kernels and with the default ones, max difference relative to the largest logit
- * (-1 if either fails). */
-static double cpu_self_spread(const char *path)
+/* One pass of n rows on both CPU models; the largest difference of the n_want rows' logits
+ * relative to their largest logit goes into *worst. 1 if both passes ran. */
+static int spread_pass(struct model *const *m, struct model_state *const *st, int32_t *tok, int32_t *slot,
+		       uint8_t *want, int n, float *const *lg, int V, int n_want, double *worst)
 {
-	enum { T = 40 };
-	float *lg[2] = { NULL, NULL };
-	double r = -1;
-	int32_t tok[T], slot[T];
-	uint8_t want[T];
-	tokens_of(11, T, 200, tok);
-	for (int i = 0; i < T; i++)
-		slot[i] = 0, want[i] = i == T - 1;
-	struct model_batch b = { .n_rows = T, .tokens = tok, .slots = slot, .want_logits = want };
-	int V = 0, ok = 1;
-	for (int k = 0; k < 2 && ok; k++) {
-		char err[512];
-		struct model *m = model_load(path, 8, err, sizeof err);
-		struct model_state *st = m ? model_state_create(m, 1, 256) : NULL;
-		ok = st && (k == 1 || model_set_isa(m, "portable") == 0);
-		if (ok) {
-			V = model_get_config(m)->n_vocab;
-			lg[k] = malloc(sizeof(float) * (size_t)V);
-			ok = lg[k] && model_forward(m, st, &b, lg[k]) == 0;
-		}
-		if (!m)
-			fprintf(stderr, "cpu: %s\n", err);
-		model_state_destroy(st);
-		model_free(m);
-	}
-	if (ok) {
+	struct model_batch b = { .n_rows = n, .tokens = tok, .slots = slot, .want_logits = want };
+	for (int k = 0; k < 2; k++)
+		if (model_forward(m[k], st[k], &b, lg[k]) != 0)
+			return 0;
+	for (int j = 0; j < n_want; j++) {
 		double mx = 0, d = 0;
+		const float *p = lg[0] + (size_t)j * V, *q = lg[1] + (size_t)j * V;
 		for (int i = 0; i < V; i++) {
-			mx = fabs(lg[1][i]) > mx ? fabs(lg[1][i]) : mx;
-			double e = fabs((double)lg[0][i] - lg[1][i]);
+			mx = fabs(q[i]) > mx ? fabs(q[i]) : mx;
+			double e = fabs((double)p[i] - q[i]);
 			d = e > d || isnan(e) ? e : d;
 		}
-		r = mx > 0 ? d / mx : d;
+		double r = mx > 0 ? d / mx : d;
+		*worst = r > *worst ? r : *worst;
 	}
-	free(lg[0]);
-	free(lg[1]);
-	return r;
+	return 1;
+}
+
+/* The CPU engine against itself on the checks' own kind of input: a 40-token prefill, then
+ * check_batches' battery (sequences of 1, 5, 17 and 40 rows in one pass, then NDEC decode
+ * passes of all four, each fed the default kernels' greedy token), once with the portable kernels
+ * and once with the default ones; the largest difference of a row's logits relative to its
+ * largest logit (-1 if either fails). A single prefill undersells it on a mixture of experts: an
+ * input that differs in its last bits can pick another expert, which only some rows meet. */
+static double cpu_self_spread(const char *path)
+{
+	static const int len[NSEQ] = { 1, 5, 17, 40 };
+	enum { T = 40 };
+	int total = 0;
+	for (int s = 0; s < NSEQ; s++)
+		total += len[s];
+	struct model *m[2] = { NULL, NULL };
+	struct model_state *st[2] = { NULL, NULL };
+	float *lg[2] = { NULL, NULL };
+	int32_t *tok = malloc(sizeof(int32_t) * (size_t)total), *slot = malloc(sizeof(int32_t) * (size_t)total);
+	uint8_t *want = malloc((size_t)total);
+	double worst = -1;
+	int V = 0, ok = tok && slot && want;
+	for (int k = 0; k < 2 && ok; k++) {
+		char err[512];
+		m[k] = model_load(path, 8, err, sizeof err);
+		st[k] = m[k] ? model_state_create(m[k], NSEQ + 1, 256) : NULL;
+		ok = st[k] && (k == 1 || model_set_isa(m[k], "portable") == 0);
+		if (!m[k])
+			fprintf(stderr, "cpu: %s\n", err);
+		if (ok) {
+			V = model_get_config(m[k])->n_vocab;
+			ok = (lg[k] = malloc(sizeof(float) * (size_t)V * NSEQ)) != NULL;
+		}
+	}
+	double mx_seen = 0;
+	if (ok) { /* the 40-token prefill, in slot NSEQ */
+		tokens_of(11, T, 200 < V ? 200 : V, tok);
+		for (int i = 0; i < T; i++)
+			slot[i] = NSEQ, want[i] = i == T - 1;
+		ok = spread_pass(m, st, tok, slot, want, T, lg, V, 1, &mx_seen);
+	}
+	if (ok) { /* the battery */
+		tokens_of(3, total, V, tok);
+		int r = 0;
+		for (int s = 0; s < NSEQ; s++)
+			for (int i = 0; i < len[s]; i++, r++)
+				slot[r] = s, want[r] = i == len[s] - 1;
+		ok = spread_pass(m, st, tok, slot, want, total, lg, V, NSEQ, &mx_seen);
+		for (int step = 0; step < NDEC && ok; step++) {
+			for (int s = 0; s < NSEQ; s++)
+				tok[s] = greedy_argmax(lg[1] + (size_t)s * V, V), slot[s] = s, want[s] = 1;
+			ok = spread_pass(m, st, tok, slot, want, NSEQ, lg, V, NSEQ, &mx_seen);
+		}
+	}
+	if (ok)
+		worst = mx_seen;
+	for (int k = 0; k < 2; k++) {
+		model_state_destroy(st[k]);
+		model_free(m[k]);
+		free(lg[k]);
+	}
+	free(tok);
+	free(slot);
+	free(want);
+	return worst;
 }
 
 /* The other block types, each model with its own bound: 3 x the CPU engine's own spread on it
@@ -652,7 +696,7 @@ static void check_moe_weights(const char *path)
 /* The tiny qwen35moe model (16 experts, 4 a row) as F32, BF16 and Q8_0: the dense model's checks
  * with the same bounds (Q8_0 and BF16 on tensor cores: 3 x the CPU engine's own spread on this
  * model's Q8_0 file, at least 2e-3, greedy text counted). */
-static void check_moe(const char *dir)
+static void check_moe(const char *dir, double dense_q8_spread)
 {
 	char f32[300], bf16[300], q8[300], err[512];
 	snprintf(f32, sizeof f32, "%s/tiny-moe.gguf", dir);
@@ -671,10 +715,17 @@ static void check_moe(const char *dir)
 		check_model(bf16, "tiny MoE BF16, fp32 kernels", "0", NULL);
 		double sq = cpu_self_spread(q8);
 		CHECK(sq >= 0);
-		tol = sq > 2e-3 / 3 ? 3 * sq : 2e-3;
+		/* The tiny model's two CPU kernel levels sum its 128-wide rows almost alike (1.6e-07
+		 * apart on a Debian 12 x86-64 host), so no 8-bit step flips between them and its own
+		 * spread says nothing of what another summation order gives; the GPU's order flips some
+		 * (0.0184 of the largest logit on an H100). So the bound is the dense Q8_0 model's, 3 x
+		 * the CPU engine's spread there, where flips do happen, or this model's if larger. A
+		 * router that does not renormalise is off by ~0.3 (check_moe_fault's model, F32). */
+		double sp = sq > dense_q8_spread ? sq : dense_q8_spread;
+		tol = sp > 2e-3 / 3 ? 3 * sp : 2e-3;
 		greedy_exact = 0;
-		printf("tiny MoE Q8_0, and BF16 on tensor cores: bound %.3g of the largest logit (the CPU engine's own Q8_0 "
-		       "spread %.3g x 3, at least 2e-3)\n", tol, sq);
+		printf("tiny MoE Q8_0, and BF16 on tensor cores: bound %.3g of the largest logit (3 x the CPU engine's own "
+		       "Q8_0 spread: %.3g on this model, %.3g on the ~100M one; at least 2e-3)\n", tol, sq, dense_q8_spread);
 		check_model(bf16, "tiny MoE BF16, tensor cores from 8 rows", "8", "1");
 		check_model(q8, "tiny MoE Q8_0, fp32 kernels", "0", NULL);
 		check_model(q8, "tiny MoE Q8_0, tensor cores from 8 rows", "8", "1");
@@ -686,6 +737,7 @@ static void check_moe(const char *dir)
 
 int main(void)
 {
+	double dense_q8_spread = 0; /* the ~100M Q8_0 model's, for the MoE bound */
 	char name[256], err[512];
 	size_t free_b = 0, total_b = 0;
 	char dir[] = "/tmp/sixi-cuda-XXXXXX";
@@ -713,8 +765,9 @@ int main(void)
 		check_model(tiny, "tiny (F32)", NULL, NULL); /* F32: never the tensor-core product */
 		check_model(bf16, "~100M BF16, fp32 kernels", "0", NULL);
 		double sb = cpu_self_spread(bf16), sq = cpu_self_spread(q8);
+		dense_q8_spread = sq;
 		CHECK(sb >= 0 && sq >= 0);
-		printf("the CPU engine against itself (portable vs default kernels, 40-token prefill): BF16 %.3g, Q8_0 %.3g of "
+		printf("the CPU engine against itself (portable vs default kernels, a 40-token prefill and the batches): BF16 %.3g, Q8_0 %.3g of "
 		       "the largest logit\n", sb, sq);
 		tol = sq > 2e-3 / 3 ? 3 * sq : 2e-3;
 		greedy_exact = 0;
@@ -724,7 +777,7 @@ int main(void)
 		check_model(q8, "~100M Q8_0, fp32 kernels", "0", NULL);
 		check_model(q8, "~100M Q8_0, engine default (tensor cores from 4 rows)", NULL, "1");
 	}
-	check_moe(dir);
+	check_moe(dir, dense_q8_spread);
 	unlink(tiny);
 	unlink(bf16);
 	unlink(q8);

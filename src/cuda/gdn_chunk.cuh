@@ -19,9 +19,19 @@
  * 0, 2, 4, 6, 1, 3, 5, 7, which the B operand follows) and as the accumulator of the state
  * update. Rows are taken in chunks of at most CH (balanced: 33 rows at CH 32 are 17 + 16).
  *
- * Precision: every product runs as split TF32 (3xTF32: hi*hi + hi*lo + lo*hi, fp32 accumulate),
- * close to fp32 (plain TF32 would leave ~1e-3 relative error in the outputs, test_gdn_chunk
- * measures). The small products (A, q.k, the substitution, the intra-chunk sum) are fp32. */
+ * Precision: every product runs as split TF32 (3xTF32: hi*hi + hi*lo + lo*hi, fp32 accumulate):
+ * outputs and state within ~2e-6 of the CPU recurrence relative to the largest magnitude, as
+ * the row kernel (test_gdn_chunk, H100). chunk_tf32 = 1 runs the products with the state in
+ * plain TF32: ~6e-4 there, and 10-30 % faster from 8 rows. The substitution is fp32 on
+ * CUDA cores.
+ *
+ * Speed (H100, 27B shape, reports/perf/spec-chunk-h100.txt): latency-bound, not memory-bound.
+ * The state in registers (64 a thread) allows 2 blocks (16 warps) an SM, and the phases of a
+ * chunk (loads, A and M, substitution, W S0, outputs, state update) run one after another, so
+ * a log step of width 16 (33 rows, two chunks) takes 13.2 ms against 15.2 ms row by row and a
+ * 1.6 ms floor (8.3x); from 6 new rows it beats the row kernel by 1.05-1.4x. Leaving out one
+ * phase at a time (width 16) saved: W S0 and Q S0 4.9 ms, substitution 2.2, A and M 1.9,
+ * outputs 0.9, state update 0.6; with all left out 3.0 ms remain. */
 
 namespace gdn_chunk {
 
@@ -94,7 +104,7 @@ __device__ __forceinline__ void mma3s(float *d, const unsigned *ah, const unsign
 }
 
 template <int CH> struct smem {
-	static constexpr size_t floats = (size_t)4 * CH * P + (size_t)2 * CH * CH + 4 * CH;
+	static constexpr size_t floats = (size_t)4 * CH * P + (size_t)CH * CH + (size_t)CH * (CH + 4) + 4 * CH;
 	static constexpr size_t bytes = floats * sizeof(float);
 };
 
@@ -107,14 +117,15 @@ __global__ void __launch_bounds__(gdn_chunk::NT, CH <= 32 ? 2 : 1) gdn_chunk_ker
 	static_assert(CH % 16 == 0 && CH <= 64, "chunks of 16, 32 or 64 rows");
 	asm volatile("griddepcontrol.wait;" ::: "memory");
 	asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+	constexpr int MS = CH + 4; /* Ms row stride: M's B fragments hit distinct banks */
 	extern __shared__ float4 smem_raw[];
 	float *Ks = reinterpret_cast<float *>(smem_raw); /* [CH][P] keys */
 	float *Qs = Ks + CH * P;                         /* [CH][P] queries of the output rows */
 	float *Us = Qs + CH * P;                         /* [CH][P] v, then U, then u */
-	float *Ws = Us + CH * P;                         /* [CH][P] W, then the S0^T q part of o */
+	float *Ws = Us + CH * P;                         /* [CH][P] W */
 	float *As = Ws + CH * P;                         /* [CH][CH] A (strict lower) */
-	float *Ms = As + CH * CH;                        /* [CH][CH] e^{G_i-G_j} q_i.k_j, output rows */
-	float *gs = Ms + CH * CH, *bs = gs + CH, *Gs = bs + CH, *eG = Gs + CH;
+	float *Ms = As + CH * CH;                        /* [CH][MS] e^{G_i-G_j} q_i.k_j, output rows */
+	float *gs = Ms + CH * MS, *bs = gs + CH, *Gs = bs + CH, *eG = Gs + CH;
 
 	const int h = blockIdx.x, ns = blockIdx.y, tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
 	const int gq = lane >> 2, tq = lane & 3; /* fragment row group and thread in group */
@@ -225,7 +236,7 @@ __global__ void __launch_bounds__(gdn_chunk::NT, CH <= 32 ? 2 : 1) gdn_chunk_ker
 							As[i * CH + j] = j < i ? bs[i] * expf(Gs[i] - Gs[j]) * d[r] : 0.f;
 					} else if (i < mo) {
 						const int ii = io + i;
-						Ms[i * CH + j] = j <= ii ? expf(Gs[ii] - Gs[j]) * d[r] : 0.f;
+						Ms[i * MS + j] = j <= ii ? expf(Gs[ii] - Gs[j]) * d[r] : 0.f;
 					}
 				}
 			}
@@ -256,7 +267,7 @@ __global__ void __launch_bounds__(gdn_chunk::NT, CH <= 32 ? 2 : 1) gdn_chunk_ker
 		}
 		__syncthreads();
 
-		/* ---- u = U - W S0 (rows of W), then e^G S0^T q (rows of Q) into Ws ---- */
+		/* ---- u = U - W S0 (rows of W, this warp's columns), then the outputs (rows of Q) ---- */
 #pragma unroll 1
 		for (int phase = 0; phase < 2; phase++) {
 			const int rows = phase == 0 ? m : mo;
@@ -291,43 +302,62 @@ __global__ void __launch_bounds__(gdn_chunk::NT, CH <= 32 ? 2 : 1) gdn_chunk_ker
 #pragma unroll
 					for (int r = 0; r < 4; r++)
 						d[u][r] += e[u][r];
+				if (phase == 0) {
+#pragma unroll
+					for (int u = 0; u < GT; u++)
+#pragma unroll
+						for (int r = 0; r < 4; r++) {
+							const int c = c0 + gq + (r >> 1) * 8, i = (nt0 + u) * 8 + 2 * tq + (r & 1);
+							if (i < rows)
+								Us[i * P + c] -= d[u][r];
+						}
+					continue;
+				}
+				/* outputs: o_i = scale (e^{G_i} S0^T q_i + sum_{j <= i} M_ij u_j), the sum as
+				 * u^T M^T on the tensor cores (A: this warp's columns of u, B: M) */
+#pragma unroll
+				for (int u = 0; u < GT; u++)
+#pragma unroll
+					for (int r = 0; r < 4; r++) {
+						const int i = (nt0 + u) * 8 + 2 * tq + (r & 1);
+						d[u][r] *= i < rows ? eG[io + i] : 0.f;
+						e[u][r] = 0.f;
+					}
+				const int last_i = io + min(rows, (nt0 + GT) * 8) - 1, jbn = min(last_i / 8 + 1, (m + 7) / 8);
+#pragma unroll 1
+				for (int jb = 0; jb < jbn; jb++) {
+					const int j0 = 8 * jb + tq, j1 = j0 + 4;
+					float af[4] = { j0 < m ? Us[j0 * P + c0 + gq] : 0.f, j0 < m ? Us[j0 * P + c0 + gq + 8] : 0.f,
+							j1 < m ? Us[j1 * P + c0 + gq] : 0.f, j1 < m ? Us[j1 * P + c0 + gq + 8] : 0.f };
+					unsigned ah[4], al[4];
+#pragma unroll
+					for (int q = 0; q < 4; q++) {
+						if (SPLIT)
+							split(af[q], ah[q], al[q]);
+						else
+							ah[q] = tf32(af[q]);
+					}
+#pragma unroll
+					for (int u = 0; u < GT; u++) {
+						if (nt0 + u < (rows + 7) / 8) {
+							/* B: (j, output row rr) = M[rr][j], for j <= io + rr only: the A and M
+							 * phase leaves the tiles above the diagonal unwritten */
+							const int rr = (nt0 + u) * 8 + gq, jm = min(m - 1, io + rr);
+							float bf[2] = { j0 <= jm ? Ms[rr * MS + j0] : 0.f, j1 <= jm ? Ms[rr * MS + j1] : 0.f };
+							mma_s<SPLIT>(d[u], e[u], ah, al, bf);
+						}
+					}
+				}
 #pragma unroll
 				for (int u = 0; u < GT; u++)
 #pragma unroll
 					for (int r = 0; r < 4; r++) {
 						const int c = c0 + gq + (r >> 1) * 8, i = (nt0 + u) * 8 + 2 * tq + (r & 1);
-						if (i >= rows)
-							continue;
-						if (phase == 0)
-							Us[i * P + c] -= d[u][r];
-						else
-							Ws[i * P + c] = eG[io + i] * d[u][r];
+						if (i < rows)
+							a.o[(r0 + (size_t)(t0 + io + i - kept)) * os + (size_t)h * D + c] = a.scale * (d[u][r] + e[u][r]);
 					}
 			}
-			__syncthreads(); /* after phase 0 nothing reads W: phase 1 writes there */
-		}
-
-		/* ---- outputs: o_i = scale (e^{G_i} S0^T q_i + sum_{j <= i} M_ij u_j) ---- */
-		if (mo > 0) {
-			const int c = tid & (D - 1);
-			for (int r = tid >> 7; r < mo; r += NT / D) {
-				const int ii = io + r;
-				float acc[4] = { Ws[r * P + c], 0.f, 0.f, 0.f };
-				const float *mr = Ms + r * CH;
-				int j = 0;
-				for (; j + 3 <= ii; j += 4) {
-					const float4 mv = *reinterpret_cast<const float4 *>(mr + j);
-					const float u0 = Us[j * P + c], u1 = Us[(j + 1) * P + c], u2 = Us[(j + 2) * P + c], u3 = Us[(j + 3) * P + c];
-					acc[0] = fmaf(mv.x, u0, acc[0]);
-					acc[1] = fmaf(mv.y, u1, acc[1]);
-					acc[2] = fmaf(mv.z, u2, acc[2]);
-					acc[3] = fmaf(mv.w, u3, acc[3]);
-				}
-				for (; j <= ii; j++)
-					acc[0] = fmaf(mr[j], Us[j * P + c], acc[0]);
-				const size_t orow = r0 + (size_t)(t0 + ii - kept);
-				a.o[orow * os + (size_t)h * D + c] = a.scale * ((acc[0] + acc[1]) + (acc[2] + acc[3]));
-			}
+			__syncwarp(); /* phase 1 and the state update read the u this warp wrote */
 		}
 
 		/* ---- the state at the chunk's end: e^{G_last} S0 + sum_j u_j (e^{G_last - G_j} k_j)^T ---- */

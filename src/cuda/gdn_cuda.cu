@@ -152,7 +152,10 @@ template <int DK, int SUB, int C> static int launch(const struct gdn_cuda_args *
 
 #include "cuda/gdn_chunk.cuh"
 
-/* SIXI_CUDA_GDN_CHUNK=N: the chunked kernel for steps of N or more new rows (0: never) */
+/* SIXI_CUDA_GDN_CHUNK=N: the chunked kernel for steps of N or more new rows (0, the default:
+ * never). On an H100 at the 27B shape it is faster from 6 new rows after as many kept ones
+ * (reports/perf/spec-chunk-h100.txt); off by default because a row's result then depends on
+ * the chunk it falls in (rounding), so rollback is no longer bit-exact against recomputation. */
 static int chunk_env(void)
 {
 	static int v = -1;

@@ -404,6 +404,7 @@ __global__ void __launch_bounds__(gdn_chunk::NT, CH <= 32 ? 2 : 1) gdn_chunk_ker
 template <int CH, bool SPLIT> static int launch_chunk(const struct gdn_cuda_args *a, cudaStream_t stream)
 {
 	const size_t sm = gdn_chunk::smem<CH>::bytes;
+	/* every launch: the attribute belongs to the current device (not a stream operation) */
 	cudaError_t e = cudaFuncSetAttribute(gdn_chunk_kernel<CH, SPLIT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm);
 	if (e != cudaSuccess)
 		return (int)e;

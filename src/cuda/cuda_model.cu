@@ -1143,6 +1143,7 @@ struct meta {
 	const int *tokens, *row_seg, *row_pos;     /* [N] */
 	const int *seg_slot, *seg_r0, *seg_n, *seg_c, *seg_wb, *seg_spec; /* [S] */
 	const int *want;                           /* [n_out] */
+	int max_n;                                 /* the largest seg_n (host side: picks the GDN kernel) */
 };
 
 /* Causal conv + SiLU of channel c of row r. Input row j of the slot's virtual sequence
@@ -1808,6 +1809,9 @@ static int meta_upload(struct cuda_model *m, const struct pass_meta *p, struct m
 		*dst[i] = d + at;
 		at += len[i];
 	}
+	mt->max_n = 0;
+	for (int i = 0; p->seg_n && i < p->S; i++)
+		mt->max_n = p->seg_n[i] > mt->max_n ? p->seg_n[i] : mt->max_n;
 	/* async from pinned memory: h is rewritten only after the pass (or the fold) has synchronised */
 	cudaError_t e = cudaMemcpyAsync(d, h, sizeof(int) * (size_t)at, cudaMemcpyHostToDevice, m->st);
 	return e == cudaSuccess ? 0 : cuda_fail(m, e, "pass metadata");
@@ -1853,6 +1857,7 @@ static int gdn_step(struct cuda_model *m, int gi, const struct meta *mt, int S, 
 		a.gb_stride = 2 * m->Hv;
 		a.o = m->a4;
 		a.o_stride = m->w4;
+		a.max_rows = mt->max_n; /* SIXI_CUDA_GDN_CHUNK=N: the chunked kernel from N rows a segment */
 	} else {
 		/* a fold: every replayed row comes from the log; nk stays NULL but no new rows exist */
 		a.T = 0;

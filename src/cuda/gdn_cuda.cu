@@ -16,6 +16,8 @@
 
 #include <cuda_runtime.h>
 
+#include <stdlib.h>
+
 #define WARPS 4 /* warps per block */
 
 template <int SUB> __device__ __forceinline__ float group_sum(float x)
@@ -148,11 +150,51 @@ template <int DK, int SUB, int C> static int launch(const struct gdn_cuda_args *
 	return (int)cudaLaunchKernelEx(&cfg, gdn_rows_kernel<DK, SUB, C>, *a);
 }
 
+#include "cuda/gdn_chunk.cuh"
+
+/* SIXI_CUDA_GDN_CHUNK=N: the chunked kernel for steps of N or more new rows (0, the default:
+ * never). On an H100 at the 27B shape it is faster from 6 new rows after as many kept ones
+ * (reports/perf/spec-chunk-h100.txt); off by default because a row's result then depends on
+ * the chunk it falls in (rounding), so rollback is no longer bit-exact against recomputation. */
+static int chunk_env(void)
+{
+	static int v = -1;
+	if (v < 0) {
+		const char *e = getenv("SIXI_CUDA_GDN_CHUNK");
+		int x = e ? atoi(e) : 0;
+		v = x > 0 ? x : 0;
+	}
+	return v;
+}
+
+static bool use_chunk(const struct gdn_cuda_args *a)
+{
+	if (a->ring || (a->d_k != 0 && a->d_k != 128) || a->d_v != 128 || a->chunk < 0)
+		return false;
+	const int thr = a->chunk > 0 ? a->chunk : chunk_env();
+	const int rows = a->rows ? a->max_rows : a->T;
+	return thr > 0 && rows >= thr;
+}
+
 extern "C" int gdn_cuda_rows(const struct gdn_cuda_args *a, void *stream)
 {
 	if (a->H_v % a->H_k || a->ns <= 0 || a->ns > 65535 || a->H_v > 65535)
 		return (int)cudaErrorInvalidValue;
 	cudaStream_t s = (cudaStream_t)stream;
+	if (use_chunk(a)) {
+		const bool split = a->chunk_tf32 == 0;
+		switch (a->chunk_rows) {
+		case 16:
+			return split ? launch_chunk<16, true>(a, s) : launch_chunk<16, false>(a, s);
+		case 0:
+		case 32:
+			return split ? launch_chunk<32, true>(a, s) : launch_chunk<32, false>(a, s);
+		case 64:
+			return split ? launch_chunk<64, true>(a, s) : launch_chunk<64, false>(a, s);
+		default:
+			return (int)cudaErrorInvalidValue;
+		}
+	}
 	if (a->d_k == 64)
 		return launch<64, 16, 4>(a, s);
 	if (a->d_k == 32)

@@ -18,6 +18,8 @@
  * V-head h uses K-head h mod H_k (tiled order). The log here holds the normalised key, not the
  * pre-convolution row the CPU log keeps: the convolution is not part of these kernels.
  * Math per row (gdn.h): u = beta (v - e^g S k); S = e^g S + k u^T; o = scale S^T q.
+ * Steps with many new rows may run in chunked form on tensor cores instead (gdn_chunk.cuh:
+ * split TF32, outputs within ~1e-6 of the row form relative to the largest; `chunk` below).
  * Does not: project, convolve, normalise. Host functions return 0 or a cudaError_t value. */
 #ifndef SIXI_CUDA_GDN_CUDA_H
 #define SIXI_CUDA_GDN_CUDA_H
@@ -49,6 +51,14 @@ struct gdn_cuda_args {
 	int cols;                      /* d_k 128, 16 lanes a column: value columns a lane group holds,
 					* 0 (the default, 4) or 1 (4 times the blocks: more of the
 					* device busy when few rows and heads make a small grid) */
+	/* The chunked form (gdn_chunk.cuh, tensor cores; d_k = d_v = 128, not with ring): */
+	int chunk;                     /* used when the new rows (T, or max_rows with rows) are at
+					* least this; 0: SIXI_CUDA_GDN_CHUNK (unset or 0: never); -1: never */
+	int max_rows;                  /* with rows: the largest rows[ns] (0: unknown, not chunked) */
+	/* (the switch is read once; per launch the kernel is one or the other for every ns) */
+	int chunk_rows;                /* rows per chunk: 0 (32), 16 or 64 */
+	int chunk_tf32;                /* 0: split TF32 throughout; 1: plain TF32 for the products
+					* with the state (10-30 % faster, ~6e-4 relative error) */
 };
 
 /* Launches on `stream` (a cudaStream_t, 0 for the default). */

@@ -13,7 +13,10 @@
  * one read; plain decode = read + write; snapshot = read + one write per row. Times are the
  * median of --iters runs (CUDA events). A second table times the same log steps with each
  * mapping of lanes to value columns the kernel offers (gdn_cuda.h, `lanes`), and the agreement
- * check runs for every mapping. Exits 77 when no GPU is present. */
+ * check runs for every mapping. A third table times the chunked form (gdn_chunk.cuh) against the
+ * row kernel for widths 1..16, 32 and 64 (the log holds up to 2 x 65 rows) beside the memory
+ * floor (the state read once at the copy bandwidth), and checks it against the CPU kernel.
+ * Exits 77 when no GPU is present. */
 #include <cuda_runtime.h>
 
 #include <math.h>
@@ -36,7 +39,7 @@ extern "C" {
 		}                                                                                 \
 	} while (0)
 
-static const int NL = 48, HK = 16, HV = 48, D = 128, WMAX = 16;
+static const int NL = 48, HK = 16, HV = 48, D = 128, WMAX = 16, WBIG = 64;
 
 __device__ __forceinline__ float hash_uniform(size_t i, unsigned seed) /* [0, 1) */
 {
@@ -179,7 +182,7 @@ int main(int argc, char **argv)
 	}
 	cudaDeviceProp prop;
 	CK(cudaGetDeviceProperties(&prop, 0));
-	int NS = seqs * NL, L = 2 * (WMAX + 1);
+	int NS = seqs * NL, L = 2 * (WBIG + 1);
 	size_t hs = (size_t)D * D, state_f = (size_t)NS * HV * hs;
 	double state_b = (double)state_f * 4;
 	printf("device: %s, %d SMs, %.1f GiB\n", prop.name, prop.multiProcessorCount, prop.totalGlobalMem / 1073741824.0);
@@ -188,7 +191,7 @@ int main(int argc, char **argv)
 	struct bufs b;
 	b.ns = NS;
 	size_t nk = (size_t)NS * L * HK * D, nv = (size_t)NS * L * HV * D, ng = (size_t)NS * L * HV;
-	size_t nq = (size_t)NS * (WMAX + 1) * HK * D, no = (size_t)NS * (WMAX + 1) * HV * D;
+	size_t nq = (size_t)NS * (WBIG + 1) * HK * D, no = (size_t)NS * (WBIG + 1) * HV * D;
 	CK(cudaMalloc(&b.state, state_f * 4));
 	CK(cudaMalloc(&b.copy, state_f * 4));
 	CK(cudaMalloc(&b.k, nk * 4));
@@ -228,6 +231,7 @@ int main(int argc, char **argv)
 
 	struct gdn_cuda_args a;
 	memset(&a, 0, sizeof(a));
+	a.chunk = -1; /* the row kernel, whatever SIXI_CUDA_GDN_CHUNK says, except in the chunked table */
 	a.state = b.state, a.k = b.k, a.v = b.v, a.g = b.g, a.beta = b.beta, a.q = b.q, a.o = b.o;
 	a.kept = b.kept, a.ns = NS, a.L = L, a.H_k = HK, a.H_v = HV, a.d_v = D, a.scale = 1.0f / sqrtf((float)D);
 	int *kept_h = (int *)malloc(sizeof(int) * (size_t)NS);
@@ -307,6 +311,66 @@ int main(int argc, char **argv)
 		printf(" lanes %d %.3f ms (%.0f%% of copy);", lanes[li], tp, 100.0 * (2 * state_b / (tp * 1e-3)) / copy_bw);
 	}
 	printf("\n");
+
+	/* the chunked form (gdn_chunk.cuh) against the row kernel, log mode, and the memory floor:
+	 * the state read once at the copy bandwidth (read + write counted), i.e. half a copy */
+	a.lanes = 0, a.ring = NULL;
+	double floor_ms = state_b / copy_bw * 1e3;
+	printf("\nchunked (tensor cores, split TF32) against row by row, log step (kept = width, width + 1 new rows, no "
+	       "write-back); floor = state read once at copy bandwidth = %.3f ms\n", floor_ms);
+	printf("| width | rows/step | row ms | chunked ms (16-row chunks) | chunked ms (32) | chunked ms (64) | best / floor | row / best | plain TF32 ms (32) |\n");
+	printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+	static const int cw[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 32, 64 };
+	for (int wi = 0; wi < (int)(sizeof cw / sizeof cw[0]); wi++) {
+		int w = cw[wi], T = w + 1;
+		for (int i = 0; i < NS; i++)
+			kept_h[i] = w;
+		CK(cudaMemcpy(b.kept, kept_h, sizeof(int) * (size_t)NS, cudaMemcpyHostToDevice));
+		a.T = T, a.write_back = 0, a.o = b.o, a.chunk = -1;
+		float tr = time_ms(&a, iters, NULL), tc[3], best = 1e30f;
+		static const int crs[] = { 16, 32, 64 };
+		for (int ci = 0; ci < 3; ci++) {
+			a.chunk = 1, a.chunk_rows = crs[ci];
+			tc[ci] = time_ms(&a, iters, NULL);
+			best = fminf(best, tc[ci]);
+		}
+		a.chunk_rows = 32, a.chunk_tf32 = 1;
+		float tt = time_ms(&a, iters, NULL);
+		a.chunk = -1, a.chunk_rows = 0, a.chunk_tf32 = 0;
+		printf("| %d | %d | %.3f | %.3f | %.3f | %.3f | %.2fx | %.2fx | %.3f |\n", w, T, tr, tc[0], tc[1], tc[2], best / floor_ms,
+		       tr / best, tt);
+	}
+	/* chunked agreement with the CPU kernel: width 16 after 16 kept rows, written back */
+	for (int ci = 0; ci < 3; ci++) {
+		static const int crs[] = { 16, 32, 64 };
+		int w = 16, T = w + 1;
+		for (int i = 0; i < NS; i++)
+			kept_h[i] = w;
+		CK(cudaMemcpy(b.kept, kept_h, sizeof(int) * (size_t)NS, cudaMemcpyHostToDevice));
+		CK(cudaMemcpy(b.state, b.copy, state_f * 4, cudaMemcpyDeviceToDevice));
+		a.T = T, a.write_back = 1, a.o = b.o, a.chunk = 1, a.chunk_rows = crs[ci];
+		CK((cudaError_t)gdn_cuda_rows(&a, 0));
+		CK(cudaDeviceSynchronize());
+		double worst_o = 0, worst_s = 0;
+		int pairs[4][2] = { { 0, 0 }, { 1, 17 }, { NS / 2, 33 }, { NS - 1, HV - 1 } };
+		float *s0 = (float *)malloc(sizeof(float) * hs);
+		for (int p = 0; p < 4; p++) {
+			int ns = pairs[p][0], h = pairs[p][1];
+			CK(cudaMemcpy(s0, b.copy + ((size_t)ns * HV + h) * hs, sizeof(float) * hs, cudaMemcpyDeviceToHost));
+			double se = 0, oe = check_head(&b, s0, ns, h, w, T, L, 1, &se);
+			worst_o = fmax(worst_o, oe);
+			worst_s = fmax(worst_s, se);
+		}
+		free(s0);
+		printf("agreement with the CPU kernel, chunked, %d-row chunks (width 16 after 16 kept rows, 4 pairs): max |o| "
+		       "error %.2e, max state error %.2e\n", crs[ci], worst_o, worst_s);
+		if (!(worst_o < 1e-4 && worst_s < 1e-4)) {
+			printf("FAIL: chunked GPU and CPU kernels disagree\n");
+			return 1;
+		}
+	}
+	a.chunk = -1, a.chunk_rows = 0;
+	CK(cudaMemcpy(b.state, b.copy, state_f * 4, cudaMemcpyDeviceToDevice));
 
 	/* agreement with the CPU kernel: width 8, kept 8, a few (sequence, head) pairs, every mapping */
 	for (int li = 0; li < 4; li++) {

@@ -778,9 +778,54 @@ static void tile_block(struct matmul_job *j, const struct kern_mat *w, int o0, i
 	}
 }
 
+/* Grouped weights: one group of 8 rows against every quantised activation row. */
+static void tile_group(struct matmul_job *j, const struct kern_mat *w, int o0, int n_w, float *y, int y_stride)
+{
+	int a = act_index(quant_act_type(w->type));
+	const uint8_t *xq = j->xq[a];
+	const void *g = (const uint8_t *)w->data + (size_t)(o0 / QUANT_GROUP_ROWS) * quant_group_bytes(w->type, w->n_in);
+	float out[64 * QUANT_GROUP_ROWS];
+	for (int r0 = 0; r0 < j->n_rows; r0 += 64) {
+		int nr = j->n_rows - r0 < 64 ? j->n_rows - r0 : 64;
+		quant_group_dot(w->type, g, xq + (size_t)r0 * j->xq_row[a], j->xq_row[a], nr, w->n_in, out, j->p->quant_isa);
+		for (int r = 0; r < nr; r++)
+			memcpy(y + (size_t)(r0 + r) * y_stride + o0, out + r * QUANT_GROUP_ROWS, sizeof(float) * (size_t)n_w);
+	}
+}
+
+/* Output rows per tile: 4, or a group of 8 for grouped weights. */
+static int tile_rows(const struct kern_mat *w)
+{
+	return w->grouped ? QUANT_GROUP_ROWS : ROWS_PER_TILE;
+}
+
 static int tiles_of(const struct kern_mat *w)
 {
-	return (w->n_out + ROWS_PER_TILE - 1) / ROWS_PER_TILE;
+	return (w->n_out + tile_rows(w) - 1) / tile_rows(w);
+}
+
+size_t kern_mat_group_bytes(const struct kern_mat *w)
+{
+#if KERN_X86
+	if (!quant_type_groups(w->type) || w->grouped || w->n_out <= 0 || !have_avx2())
+		return 0;
+#else
+	if (1)
+		return 0;
+#endif
+	return (size_t)((w->n_out + QUANT_GROUP_ROWS - 1) / QUANT_GROUP_ROWS) * quant_group_bytes(w->type, w->n_in);
+}
+
+void kern_mat_group(struct kern_mat *w, void *dst)
+{
+	size_t gb = quant_group_bytes(w->type, w->n_in);
+	for (int o = 0; o < w->n_out; o += QUANT_GROUP_ROWS) {
+		int nr = w->n_out - o < QUANT_GROUP_ROWS ? w->n_out - o : QUANT_GROUP_ROWS;
+		quant_group_pack(w->type, (const uint8_t *)w->data + (size_t)o * w->row_bytes, w->row_bytes, nr, w->n_in,
+				 (uint8_t *)dst + (size_t)(o / QUANT_GROUP_ROWS) * gb);
+	}
+	w->data = dst;
+	w->grouped = 1;
 }
 
 /* Thread ith of nth takes an even share of all the matrices' tiles, in order. */
@@ -797,8 +842,12 @@ static void matmul_part(void *arg, int ith, int nth)
 		const struct kern_mat *w = j->w[mi];
 		float *y = j->y[mi];
 		int y_stride = j->y_stride[mi];
-		int o0 = (t - j->tile0[mi]) * ROWS_PER_TILE;
-		int n_w = w->n_out - o0 < ROWS_PER_TILE ? w->n_out - o0 : ROWS_PER_TILE;
+		int o0 = (t - j->tile0[mi]) * tile_rows(w);
+		int n_w = w->n_out - o0 < tile_rows(w) ? w->n_out - o0 : tile_rows(w);
+		if (w->grouped) {
+			tile_group(j, w, o0, n_w, y, y_stride);
+			continue;
+		}
 		if (quant_type_is_block(w->type)) {
 			tile_block(j, w, o0, n_w, y, y_stride);
 			continue;

@@ -17,14 +17,23 @@
 #include <stdint.h>
 
 /* Weight matrix in ggml layout: n_out rows of n_in elements of `type` (enum gguf_tensor_type),
- * rows `row_bytes` apart. */
+ * rows `row_bytes` apart; or, with `grouped`, the rows in groups of 8 (quant.h's grouped
+ * layout, kern_mat_group), each group quant_group_bytes(type, n_in) bytes, the last one
+ * padded with zero rows (row_bytes is then still that of one plain row). */
 struct kern_mat {
 	const void *data;
 	uint32_t type;
 	int n_in;
 	int n_out;
 	size_t row_bytes;
+	int grouped;
 };
+
+/* Bytes of w in the grouped layout, or 0 where it has none (types other than Q4_K and Q6_K,
+ * or a CPU without AVX2, where grouped weights would only be slower). */
+size_t kern_mat_group_bytes(const struct kern_mat *w);
+/* Write w's rows grouped into dst (kern_mat_group_bytes(w) bytes) and point w at them. */
+void kern_mat_group(struct kern_mat *w, void *dst);
 
 struct kern_pool;
 

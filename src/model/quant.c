@@ -1014,6 +1014,7 @@ INL void q4_k_group_sub(const uint8_t *qs, int hi, const uint8_t *sc8, const uin
 	UNROLL
 	for (int a = 0; a < na; a++)
 		s16[a] = _mm256_setzero_si256();
+	_Pragma("GCC unroll 8")
 	for (int u = 0; u < 8; u++) {
 		__m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * u));
 		q = _mm256_and_si256(hi ? _mm256_srli_epi16(q, 4) : q, m4);
@@ -1069,35 +1070,46 @@ INL void q4_k_group(const uint8_t *g, const uint8_t *xq, size_t xs, int n, int n
 		_mm256_storeu_ps(out + 8 * a, acc[a]);
 }
 
-/* One group k (0..3, 32 weights a row) of half of a Q6_K group into is[]: units 0..3 are
- * sub-block 2p, 4..7 sub-block 2p + 1 (scales from the pair sc). */
-INL void q6_k_group_part(const uint8_t *ql, const uint8_t *qh, int k, __m256i sc, const uint8_t *xq, size_t xs,
-			 int yo, int na, __m256i *is)
+/* Units u0 .. u0+3 (one sub-block of 16 weights a row) of group k (0..3) of half of a Q6_K
+ * group into is[], with sc: each row's scale in both int16 halves of its lane. */
+INL void q6_k_group_sub(const uint8_t *ql, const uint8_t *qh, int k, int u0, __m256i sc, const uint8_t *xq,
+			size_t xs, int yo, int na, __m256i *is)
 {
-	const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
-	/* each row's scale in both int16 halves of its lane: the first or the second of the pair */
-	const __m256i dup0 = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13, 0, 1, 0, 1, 4, 5, 4, 5,
-					      8, 9, 8, 9, 12, 13, 12, 13);
-	const __m256i dup1 = _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15, 2, 3, 2, 3, 6, 7,
-					      6, 7, 10, 11, 10, 11, 14, 15, 14, 15);
-	__m256i s[2] = { _mm256_shuffle_epi8(sc, dup0), _mm256_shuffle_epi8(sc, dup1) };
+	const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x30);
 	const uint8_t *src = ql + 256 * (k & 1);
-	for (int u = 0; u < 8; u += 2) {
+	_Pragma("GCC unroll 4")
+	for (int u = u0; u < u0 + 4; u += 2) {
 		__m256i q[2];
 		for (int v = 0; v < 2; v++) {
 			__m256i l = _mm256_loadu_si256((const __m256i *)(src + 32 * (u + v)));
 			__m256i h = _mm256_loadu_si256((const __m256i *)(qh + 32 * (u + v)));
 			l = _mm256_and_si256(k >= 2 ? _mm256_srli_epi16(l, 4) : l, m4);
-			h = _mm256_and_si256(_mm256_srli_epi16(h, 2 * k), m2);
-			q[v] = _mm256_or_si256(l, _mm256_slli_epi16(h, 4));
+			/* bits 2k, 2k+1 of each byte to bits 4, 5 */
+			h = _mm256_and_si256(k == 3 ? _mm256_srli_epi16(h, 2) : k == 2 ? h : _mm256_slli_epi16(h, 4 - 2 * k), m2);
+			q[v] = _mm256_or_si256(l, h);
 		}
 		UNROLL
 		for (int a = 0; a < na; a++) {
 			const uint8_t *y = xq + (size_t)a * xs + yo + 4 * u;
 			__m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(q[0], bcast4(y)), _mm256_maddubs_epi16(q[1], bcast4(y + 4)));
-			is[a] = _mm256_add_epi32(is[a], _mm256_madd_epi16(p, s[u / 4]));
+			is[a] = _mm256_add_epi32(is[a], _mm256_madd_epi16(p, sc));
 		}
 	}
+}
+
+/* Group k of half h: sub-blocks 8h + 2k and 8h + 2k + 1 (scale pair 4h + k). */
+INL void q6_k_group_part(const uint8_t *g, int h, int k, const uint8_t *xq, size_t xs, int na, __m256i *is)
+{
+	/* each row's scale in both int16 halves of its lane: the first or the second of the pair */
+	const __m256i dup0 = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13, 0, 1, 0, 1, 4, 5, 4, 5,
+					      8, 9, 8, 9, 12, 13, 12, 13);
+	const __m256i dup1 = _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15, 2, 3, 2, 3, 6, 7,
+					      6, 7, 10, 11, 10, 11, 14, 15, 14, 15);
+	__m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(g + G6_SC + 16 * (4 * h + k))));
+	const uint8_t *ql = g + G6_QL + 512 * h, *qh = g + G6_QH + 256 * h;
+	int yo = 4 + 128 * h + 32 * k;
+	q6_k_group_sub(ql, qh, k, 0, _mm256_shuffle_epi8(sc, dup0), xq, xs, yo, na, is);
+	q6_k_group_sub(ql, qh, k, 4, _mm256_shuffle_epi8(sc, dup1), xq, xs, yo, na, is);
 }
 
 INL void q6_k_group(const uint8_t *g, const uint8_t *xq, size_t xs, int n, int na, float *out)
@@ -1111,13 +1123,12 @@ INL void q6_k_group(const uint8_t *g, const uint8_t *xq, size_t xs, int n, int n
 		UNROLL
 		for (int a = 0; a < na; a++)
 			is[a] = _mm256_setzero_si256();
-		for (int h = 0; h < 2; h++)
-			for (int k = 0; k < 4; k++) {
-				/* sub-blocks 8h + 2k and 8h + 2k + 1: scale pair 4h + k */
-				__m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(g + G6_SC + 16 * (4 * h + k))));
-				q6_k_group_part(g + G6_QL + 512 * h, g + G6_QH + 256 * h, k, sc, xq, xs, 4 + 128 * h + 32 * k, na,
-						is);
-			}
+		for (int h = 0; h < 2; h++) {
+			q6_k_group_part(g, h, 0, xq, xs, na, is);
+			q6_k_group_part(g, h, 1, xq, xs, na, is);
+			q6_k_group_part(g, h, 2, xq, xs, na, is);
+			q6_k_group_part(g, h, 3, xq, xs, na, is);
+		}
 		__m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(g + G6_D)));
 		UNROLL
 		for (int a = 0; a < na; a++) {

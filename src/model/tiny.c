@@ -42,6 +42,7 @@ struct tw {
 	struct rng r;
 	uint32_t matrix_type;
 	int rc;
+	int n_layer;
 };
 
 /* A tensor of ggml shape ne0 x ne1 x ne2 whose elements are mean + spread * uniform; `matrix`
@@ -60,10 +61,19 @@ static void add3(struct tw *t, const char *name, int ne0, int ne1, int ne2, floa
 		v[i] = mean + spread * uniform(&t->r);
 	uint64_t ne[4] = { (uint64_t)ne0, (uint64_t)ne1, (uint64_t)ne2, 1 };
 	int rows = ne1 * ne2;
-	uint32_t type = GGUF_TENSOR_F32;
-	int be = quant_block_elems(t->matrix_type);
+	uint32_t type = GGUF_TENSOR_F32, mt = t->matrix_type;
+	if (mt == MODEL_MIX_Q4_K_M) {
+		int il = -1, nl = t->n_layer;
+		sscanf(name, "blk.%d.", &il);
+		int more = il >= 0 && (il < nl / 8 || il >= 7 * nl / 8 || (il - nl / 8) % 3 == 2);
+		mt = strcmp(name, "output.weight") == 0 || strstr(name, "attn_v.") ||
+				     (more && strstr(name, "ffn_down"))
+			     ? GGUF_TENSOR_Q6_K
+			     : GGUF_TENSOR_Q4_K;
+	}
+	int be = quant_block_elems(mt);
 	if (matrix && (!be || ne0 % be == 0))
-		type = t->matrix_type;
+		type = mt;
 	uint64_t nb = gguf_type_row_bytes(type, (uint64_t)ne0) * (uint64_t)rows;
 	void *data = v;
 	uint8_t *conv = NULL;
@@ -204,7 +214,7 @@ int model_write_random_vocab(const char *path, const struct model_config *cfg_in
 		err_set(err, errlen, "%s: %s", path, why);
 		return -EINVAL;
 	}
-	struct tw t = { gguf_writer_create(), { seed ? seed : 0x9e3779b97f4a7c15ull }, matrix_type, 0 };
+	struct tw t = { gguf_writer_create(), { seed ? seed : 0x9e3779b97f4a7c15ull }, matrix_type, 0, c.n_layer };
 	if (!t.w)
 		return -ENOMEM;
 	rc = model_config_to_gguf(&c, t.w);

@@ -37,6 +37,10 @@ int model_write_tiny_moe(const char *path, uint32_t matrix_type, char *err, size
  * to build a ~100M-parameter model. */
 int model_write_random(const char *path, const struct model_config *cfg, uint32_t matrix_type, uint64_t seed,
 		       char *err, size_t errlen);
+/* matrix_type for model_write_random*: Q4_K, with Q6_K where llama-quantize's Q4_K_M preset
+ * puts it (output, attn_v, ffn_down and the experts' down of the layers its use_more_bits
+ * picks: the first and last eighth and every third between). */
+#define MODEL_MIX_Q4_K_M 0x10000u
 
 /* Writes a model trained on the tiny vocabulary (src/model/trained/: a Hugging Face Qwen3.5
  * directory, config.json + model.safetensors) as GGUF with the tiny vocabulary and template,

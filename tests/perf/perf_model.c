@@ -1,12 +1,13 @@
 /* perf_model — decode throughput of the CPU forward pass.
  *
  *   perf_model [--threads N] [--steps N] [--isa auto|avx512|avx2|portable] [--model FILE.gguf]... [--json]
- *   perf_model --write-tiny PATH | --write-100m PATH [--type T]
+ *   perf_model --write-tiny PATH | --write-100m PATH | --write-moe PATH [--type T]
  *   perf_model --write-shape 0.8b|9b PATH [--type T]
  *   perf_model --model FILE.gguf --greedy TEXT [--steps N]
  *   perf_model --model FILE.gguf --logits N OUT
  *   perf_model --import-hf DIR OUT.gguf [--type T]
- * (T: f32, f16, bf16 or a block type of model/quant.h, e.g. q4_k; sixi's own quantiser)
+ * (T: f32, f16, bf16 or a block type of model/quant.h, e.g. q4_k; sixi's own quantiser; or
+ * q4_k_m for the random models: Q4_K with Q6_K where llama-quantize's Q4_K_M preset puts it)
  *
  * Without --model it writes two random models to a temporary directory: the embedded tiny
  * default and a ~100M-parameter one (F32), both with the tiny vocabulary. For each model it
@@ -18,6 +19,8 @@
  * llama.cpp on the same file; --logits writes teacher-forced logits of N fixed ids (for the KL
  * divergence against llama.cpp, tests/perf/kl_vs_llama.sh). --write-* write the two benchmark models and exit; --import-hf
  * converts a Hugging Face Qwen3.5 text checkpoint to GGUF (without tokenizer keys).
+ * --write-moe writes the 100M model's attention and GDN layers with a qwen35moe MLP (16
+ * experts of width 512, 4 used, a shared expert of width 512).
  * --write-shape writes a random model of Qwen3.5-0.8B's or 9B's shape (shapes.h; the tiny
  * vocabulary padded to the real 248320 tokens), the GPU comparison's files (cuda_vs_llama.sh).
  * Tokens/s = rows decoded / wall time of the passes (clock_now_ns). Run by `meson test
@@ -229,7 +232,7 @@ out:
 
 int main(int argc, char **argv)
 {
-	const char *greedy_text = NULL, *write_tiny = NULL, *write_100m = NULL, *hf_dir = NULL, *hf_out = NULL;
+	const char *greedy_text = NULL, *write_tiny = NULL, *write_100m = NULL, *write_moe = NULL, *hf_dir = NULL, *hf_out = NULL;
 	const char *shape = NULL, *write_shape = NULL;
 	const char *logits_out = NULL;
 	int logits_n = 0;
@@ -256,6 +259,8 @@ int main(int argc, char **argv)
 			write_tiny = argv[++i];
 		else if (strcmp(argv[i], "--write-100m") == 0 && i + 1 < argc)
 			write_100m = argv[++i];
+		else if (strcmp(argv[i], "--write-moe") == 0 && i + 1 < argc)
+			write_moe = argv[++i];
 		else if (strcmp(argv[i], "--write-shape") == 0 && i + 2 < argc &&
 			 (strcmp(argv[i + 1], "0.8b") == 0 || strcmp(argv[i + 1], "9b") == 0))
 			shape = argv[i + 1], write_shape = argv[i + 2], i += 2;
@@ -263,7 +268,7 @@ int main(int argc, char **argv)
 			hf_dir = argv[i + 1], hf_out = argv[i + 2], i += 2;
 		else if (strcmp(argv[i], "--type") == 0 && i + 1 < argc) {
 			const char *t = argv[++i];
-			hf_type = GGUF_TENSOR_F32;
+			hf_type = strcasecmp(t, "q4_k_m") == 0 ? MODEL_MIX_Q4_K_M : GGUF_TENSOR_F32;
 			for (uint32_t k = 0; k < 40; k++)
 				if (strcasecmp(t, gguf_type_name(k)) == 0 &&
 				    (k <= GGUF_TENSOR_F16 || k == GGUF_TENSOR_BF16 || quant_type_is_block(k)))
@@ -271,12 +276,13 @@ int main(int argc, char **argv)
 		}
 		else {
 			fprintf(stderr, "usage: perf_model [--threads N] [--steps N] [--isa auto|avx512|avx2|portable] [--model FILE.gguf]... [--json]\n"
-					"       perf_model --write-tiny PATH | --write-100m PATH [--type T]\n"
+					"       perf_model --write-tiny PATH | --write-100m PATH | --write-moe PATH [--type T]\n"
 					"       perf_model --write-shape 0.8b|9b PATH [--type T]\n"
 					"       perf_model --model FILE.gguf --greedy TEXT [--steps N]\n"
 					"       perf_model --model FILE.gguf --logits N OUT\n"
 					"       perf_model --import-hf DIR OUT.gguf [--type T]\n"
-					"  T: f32, f16, bf16, or a block type: q4_0 q4_1 q5_0 q5_1 q8_0 q4_k q5_k q6_k iq4_nl iq4_xs\n");
+					"  T: f32, f16, bf16, or a block type: q4_0 q4_1 q5_0 q5_1 q8_0 q4_k q5_k q6_k iq4_nl iq4_xs;\n"
+					"     q4_k_m (random models: Q4_K with Q6_K where llama-quantize's Q4_K_M puts it)\n");
 			return 2;
 		}
 	}
@@ -301,12 +307,16 @@ int main(int argc, char **argv)
 			fprintf(stderr, "perf_model: %s\n", err0);
 			return 1;
 		}
-		printf("wrote %s (%s shape, %s matrices, %d tokens)\n", write_shape, shape, gguf_type_name(hf_type), c->n_vocab);
+		printf("wrote %s (%s shape, %s matrices, %d tokens)\n", write_shape, shape,
+		       hf_type == MODEL_MIX_Q4_K_M ? "Q4_K_M mix" : gguf_type_name(hf_type), c->n_vocab);
 		return 0;
 	}
-	if (write_tiny || write_100m) {
+	if (write_tiny || write_100m || write_moe) {
+		struct model_config cm = c100; /* the 100M model's attention and GDN with a qwen35moe MLP */
+		cm.n_ff = 512, cm.n_expert = 16, cm.n_expert_used = 4, cm.n_ff_exp = 512;
 		if ((write_tiny && model_write_tiny(write_tiny, err0, sizeof(err0))) ||
-		    (write_100m && model_write_random(write_100m, &c100, hf_type, 7, err0, sizeof(err0)))) {
+		    (write_100m && model_write_random(write_100m, &c100, hf_type, 7, err0, sizeof(err0))) ||
+		    (write_moe && model_write_random(write_moe, &cm, hf_type, 9, err0, sizeof(err0)))) {
 			fprintf(stderr, "perf_model: %s\n", err0);
 			return 1;
 		}

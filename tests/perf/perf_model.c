@@ -192,13 +192,18 @@ static int greedy(const char *path, const char *text, int steps, int threads)
 
 /* Teacher-forced logits: n fixed ids ((37 i + 11) mod n_vocab) in one pass, every row's
  * n_vocab logits written to out as float32 (row-major); the ids go to stdout, one line. */
-static int logits_dump(const char *path, int n, const char *out, int threads)
+static int logits_dump(const char *path, int n, const char *out, int threads, const char *isa)
 {
 	char err[512];
 	struct model *m = model_load(path, threads, err, sizeof(err));
 	if (!m) {
 		fprintf(stderr, "perf_model: %s\n", err);
 		return 1;
+	}
+	if (isa && model_set_isa(m, isa) != 0) {
+		fprintf(stderr, "perf_model: unknown --isa '%s'\n", isa);
+		model_free(m);
+		return 2;
 	}
 	int V = model_get_config(m)->n_vocab, rc = 1;
 	int32_t *ids = malloc(sizeof(int32_t) * (size_t)n), *slots = calloc((size_t)n, sizeof(int32_t));
@@ -327,7 +332,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "perf_model: --logits N OUT needs one --model and 1 <= N <= 4096\n");
 			return 2;
 		}
-		return logits_dump(models[0], logits_n, logits_out, threads);
+		return logits_dump(models[0], logits_n, logits_out, threads, isa);
 	}
 	if (greedy_text) {
 		if (n_models != 1) {

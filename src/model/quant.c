@@ -598,11 +598,12 @@ static float dot_portable(uint32_t type, const uint8_t *w, const uint8_t *xq, in
 /* Offsets in one super-block of a group. Q4_K: d[8] and dmin[8] (fp16), sc[j][i] (sub-block
  * j, row i), the mins as pairs mn[p][i][2] (sub-blocks 2p, 2p+1: the int16 pairs of a madd),
  * then qs[c][u][i][4]: bytes 32c + 4u .. +3 of row i's qs (low nibbles sub-block 2c, high
- * 2c+1). Q6_K: d[8], scales as pairs sc[p][i][2] (sub-blocks 2p, 2p+1), then for each half h
- * the low nibbles ql[h][0..1][u][i][4] (bytes 64h + 32k + 4u .. +3 of row i's ql) and the
- * high bits qh[h][u][i][4] (bytes 32h + 4u .. +3 of row i's qh). */
+ * 2c+1). Q6_K: for each half h the low nibbles ql[h][0..1][u][i][4] (bytes 64h + 32k + 4u
+ * .. +3 of row i's ql), the high bits qh[h][u][i][4] (bytes 32h + 4u .. +3 of row i's qh),
+ * the scales as pairs sc[p][i][2] (sub-blocks 2p, 2p+1), d[8], 16 bytes of padding (a
+ * multiple of 32 bytes, so that no 32-byte load crosses a cache line). */
 enum { G4_D = 0, G4_DMIN = 16, G4_SC = 32, G4_MN = 96, G4_QS = 160, G4_BYTES = 1184 };
-enum { G6_D = 0, G6_SC = 16, G6_QL = 144, G6_QH = 1168, G6_BYTES = 1680 };
+enum { G6_QL = 0, G6_QH = 1024, G6_SC = 1536, G6_D = 1664, G6_BYTES = 1696 }; /* 32-byte loads stay in a line */
 
 int quant_type_groups(uint32_t type)
 {

@@ -60,8 +60,8 @@ void quant_rows_dot(uint32_t type, const void *w, const void *xq, size_t xq_row_
  * weights of each of the 8 rows and one multiply against 4 broadcast activation bytes feeds 8
  * outputs at once (the idea of llama.cpp's repacked Q4_K_8x8 CPU layout; this layout is its
  * own). Per super-block of a group: Q4_K: 8 fp16 d, 8 fp16 dmin, the 6-bit scales and mins
- * as bytes, then the nibbles (1184 bytes); Q6_K: 8 fp16 d, the int8 scales, then low nibbles
- * and high bit pairs (1680 bytes, 8 x 210). The integer sums per block are the row kernels';
+ * as bytes, then the nibbles (1184 bytes); Q6_K: low nibbles, high bit pairs, the int8
+ * scales, 8 fp16 d and padding (1696 bytes, 8 x 210 + 16). The integer sums per block are the row kernels';
  * only the fp32 order differs (each output is one lane, no horizontal sum). */
 #define QUANT_GROUP_ROWS 8
 /* True for the types with a grouped layout (Q4_K, Q6_K). */

@@ -9,7 +9,10 @@
  * on how many rows share the pass. While a tile is computed, the next tile's weight rows
  * are prefetched into L2 (a pass streams weights far larger than the caches); rows longer
  * than KBLOCK_MAX floats are cut into K blocks so that a tile and a group of activation
- * rows stay in L1, the partial accumulators waiting in a per-thread buffer in between. */
+ * rows stay in L1, the partial accumulators waiting in a per-thread buffer in between.
+ * Block weights meet the pass's quantised activations in quant.h's fused dot products; a
+ * grouped matrix (Q4_K, Q6_K in groups of 8 rows) has tiles of one group, which feeds all 8
+ * outputs of every activation row from each load. */
 #include "model/kernels.h"
 
 #include <errno.h>

@@ -9,7 +9,9 @@
  * bytes directly (maddubs on 4- to 6-bit unsigned values against int8 activations, or
  * abs/sign for signed ones), one function per type.
  * Workload: a decode pass is a few hundred dot products of a weight row with each activation
- * row; unpacking is only on the portable path and for decoding (embedding rows, tests). */
+ * row; unpacking is only on the portable path and for decoding (embedding rows, tests).
+ * Q4_K and Q6_K matrices are mostly read in groups of 8 rows (quant_group_*, the model's
+ * load-time copy): the group kernels are the row kernels' integer sums in another layout. */
 #include "model/quant.h"
 
 #include <math.h>
@@ -494,9 +496,67 @@ static int nearest_int(float v)
 	return (i & 0x007fffff) - 0x00400000;
 }
 
+#if QUANT_X86
+/* One Q8_K block as the scalar code below makes it, byte for byte: the same first value of
+ * largest magnitude, the same fp32 multiply and round-to-even add, the same clamp. */
+__attribute__((target("avx2,fma,f16c"))) static void q8_k_block_avx2(const float *x, uint8_t *o)
+{
+	const __m256 sign = _mm256_set1_ps(-0.0f);
+	__m256 am = _mm256_setzero_ps();
+	for (int j = 0; j < QK_K; j += 8) /* a NaN (second operand) leaves am as it is */
+		am = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + j)), am);
+	__m128 h = _mm_max_ps(_mm256_castps256_ps128(am), _mm256_extractf128_ps(am, 1));
+	h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+	h = _mm_max_ss(h, _mm_shuffle_ps(h, h, 1));
+	float amax = _mm_cvtss_f32(h), max = 0;
+	if (amax == 0) {
+		memset(o, 0, 292);
+		return;
+	}
+	for (int j = 0; j < QK_K; j++)
+		if (fabsf(x[j]) == amax) {
+			max = x[j];
+			break;
+		}
+	float iscale = -127.0f / max, d = 1 / iscale;
+	const __m256 is = _mm256_set1_ps(iscale), magic = _mm256_set1_ps(12582912.0f);
+	const __m256i mant = _mm256_set1_epi32(0x007fffff), off = _mm256_set1_epi32(0x00400000);
+	const __m256i top = _mm256_set1_epi32(127), order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+	const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+	int8_t *q = (int8_t *)(o + 4);
+	int16_t bs[16];
+	for (int j = 0; j < QK_K; j += 32) {
+		__m256i v[4];
+		for (int k = 0; k < 4; k++) {
+			__m256 f = _mm256_add_ps(_mm256_mul_ps(is, _mm256_loadu_ps(x + j + 8 * k)), magic);
+			v[k] = _mm256_min_epi32(_mm256_sub_epi32(_mm256_and_si256(_mm256_castps_si256(f), mant), off), top);
+		}
+		/* packs interleave the 128-bit lanes: the permute puts the 32 bytes back in order */
+		__m256i p = _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3]));
+		p = _mm256_permutevar8x32_epi32(p, order);
+		_mm256_storeu_si256((__m256i *)(q + j), p);
+		/* sums of 16: bytes to pairs, pairs to fours, then two horizontal adds */
+		__m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, p), ones16);
+		s = _mm256_hadd_epi32(s, s);
+		s = _mm256_hadd_epi32(s, s);
+		bs[j / 16] = (int16_t)_mm256_extract_epi32(s, 0);
+		bs[j / 16 + 1] = (int16_t)_mm256_extract_epi32(s, 4);
+	}
+	memcpy(o, &d, 4);
+	memcpy(o + 260, bs, 32);
+}
+#endif
+
 void quant_act_quantize(uint32_t act, const float *x, void *out, int n)
 {
 	uint8_t *o = out;
+#if QUANT_X86
+	if (act == GGUF_TENSOR_Q8_K && __builtin_cpu_supports("avx2")) {
+		for (int b = 0; b < n / QK_K; b++)
+			q8_k_block_avx2(x + (size_t)b * QK_K, o + (size_t)b * 292);
+		return;
+	}
+#endif
 	if (act == GGUF_TENSOR_Q8_K) {
 		for (int b = 0; b < n / QK_K; b++, x += QK_K, o += 292) {
 			float max = signed_max(x, QK_K), d = 0;

@@ -310,6 +310,57 @@ static void check_groups(uint32_t type, int avx2)
 	free(dec), free(xd), free(y0), free(y1);
 }
 
+
+/* Q8_K activations (the SIMD quantiser where the CPU has one) against a plain reading of
+ * llama.cpp's quantize_row_q8_K_ref, byte for byte, on rows with ties of |x| of both signs,
+ * zero blocks, a lone value and values that round at .5. */
+static void check_q8_k(void)
+{
+	enum { N = 1024 };
+	float x[N];
+	uint8_t got[4 * 292], want[4 * 292];
+	int bad = 0;
+	for (int trial = 0; trial < 64; trial++) {
+		for (int i = 0; i < N; i++)
+			x[i] = urand() * (float)(1 + trial % 7);
+		if (trial % 4 == 1)
+			x[3] = -8, x[200] = 8, x[9] = 8; /* ties: the first of largest magnitude decides */
+		if (trial % 4 == 2)
+			for (int i = 256; i < 512; i++)
+				x[i] = i == 300 ? -0.5f : 0;
+		if (trial % 4 == 3)
+			for (int i = 0; i < N; i++)
+				x[i] = (float)((i * 7) % 255 - 127) * 0.5f; /* many exact halves of a step */
+		if (trial == 5)
+			memset(x + 768, 0, 256 * sizeof(float));
+		quant_act_quantize(GGUF_TENSOR_Q8_K, x, got, N);
+		for (int b = 0; b < N / 256; b++) {
+			const float *v = x + 256 * b;
+			uint8_t *o = want + 292 * b;
+			float amax = 0, max = 0;
+			for (int i = 0; i < 256; i++)
+				if (fabsf(v[i]) > amax)
+					amax = fabsf(v[i]), max = v[i];
+			memset(o, 0, 292);
+			if (amax == 0)
+				continue;
+			float iscale = -127.0f / max, d = 1 / iscale;
+			int16_t bs[16] = { 0 };
+			for (int i = 0; i < 256; i++) {
+				int q = (int)rintf(iscale * v[i]); /* nearest, ties to even */
+				q = q < 127 ? q : 127;
+				o[4 + i] = (uint8_t)(int8_t)q;
+				bs[i / 16] = (int16_t)(bs[i / 16] + q);
+			}
+			memcpy(o, &d, 4);
+			memcpy(o + 260, bs, 32);
+		}
+		bad += memcmp(got, want, sizeof got) != 0;
+	}
+	printf("Q8_K activations: %d of 64 rows differ from the reference\n", bad);
+	CHECK_EQ_INT(bad, 0);
+}
+
 int main(void)
 {
 	int avx2 = best_isa(); /* highest level checked: 0 portable, 1 AVX2, 2 AVX-512 VNNI */
@@ -325,6 +376,7 @@ int main(void)
 		if (quant_type_groups(types[i]))
 			check_groups(types[i], avx2);
 	}
+	check_q8_k();
 	CHECK(!kern_type_supported(GGUF_TENSOR_Q2_K));
 	CHECK(!kern_type_supported(GGUF_TENSOR_Q3_K));
 	return test_done();

@@ -543,6 +543,7 @@ struct kern_pool {
 	float **acc;     /* per thread: 64 * (acc_rows + 4) floats, partial sums between K blocks */
 	int acc_rows;
 	int quant_isa;   /* QUANT_ISA_* for block weights: AVX-512 VNNI with the AVX-512 tiles */
+	int group_isa;   /* QUANT_ISA_* for grouped weights: VNNI (256-bit) wherever the CPU has it */
 	uint8_t *actq;   /* the pass's activations quantised for block weights (Q8_0, Q8_1, Q8_K rows) */
 	size_t actq_bytes;
 };
@@ -631,6 +632,11 @@ struct kern_pool *kern_pool_create(int n_threads, const char *isa)
 		/* with the AVX-512 tiles (where 512-bit operations run at full width, or asked
 		 * for): the VNNI kernels; where they run as two halves they measured slower */
 		p->quant_isa = p->use_avx512 && quant_isa_best() == QUANT_ISA_AVX512 ? QUANT_ISA_AVX512 : QUANT_ISA_AVX2;
+	/* the group kernels' VNNI form is 256-bit, at full rate where 512-bit operations are
+	 * split, so it is taken unless "avx2" (or "portable") was asked for */
+	p->group_isa = p->quant_isa;
+	if (p->use_avx2 && !(isa && strcmp(isa, "avx2") == 0) && quant_isa_best() == QUANT_ISA_AVX512)
+		p->group_isa = QUANT_ISA_AVX512;
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv_start, NULL);
 	atomic_init(&p->generation, 0);
@@ -790,7 +796,7 @@ static void tile_group(struct matmul_job *j, const struct kern_mat *w, int o0, i
 	float out[64 * QUANT_GROUP_ROWS];
 	for (int r0 = 0; r0 < j->n_rows; r0 += 64) {
 		int nr = j->n_rows - r0 < 64 ? j->n_rows - r0 : 64;
-		quant_group_dot(w->type, g, xq + (size_t)r0 * j->xq_row[a], j->xq_row[a], nr, w->n_in, out, j->p->quant_isa);
+		quant_group_dot(w->type, g, xq + (size_t)r0 * j->xq_row[a], j->xq_row[a], nr, w->n_in, out, j->p->group_isa);
 		for (int r = 0; r < nr; r++)
 			memcpy(y + (size_t)(r0 + r) * y_stride + o0, out + r * QUANT_GROUP_ROWS, sizeof(float) * (size_t)n_w);
 	}

@@ -41,7 +41,9 @@ struct kern_pool;
  * has (AVX-512 matrix tiles where 512-bit FMAs run at full width, else AVX2/FMA), "avx512"
  * asks for the AVX-512 tiles wherever the CPU has them, "avx2" stops at AVX2, "portable"
  * forces the plain C path (tests compare them). Block weights (quant.h) take the AVX-512 VNNI
- * kernels with the AVX-512 tiles (when the CPU has VNNI), else AVX2. NULL and errno on failure. */
+ * kernels with the AVX-512 tiles (when the CPU has VNNI), else AVX2; grouped weights take the
+ * 256-bit VNNI group kernels wherever the CPU has VNNI, unless "avx2" or "portable" was asked
+ * for (they give the AVX2 group kernels' results bit for bit). NULL and errno on failure. */
 struct kern_pool *kern_pool_create(int n_threads, const char *isa);
 void kern_pool_destroy(struct kern_pool *p);
 int kern_pool_threads(const struct kern_pool *p);

@@ -1089,47 +1089,50 @@ INL void q4_k_group_sub(const uint8_t *qs, int hi, const uint8_t *sc8, const uin
 		is[a] = _mm256_add_epi32(is[a], _mm256_madd_epi16(s16[a], sc));
 }
 
-INL void q4_k_group(const uint8_t *g, const uint8_t *xq, size_t xs, int n, int na, float *out)
-{
-	__m256 acc[ROWS_MAX];
-	UNROLL
-	for (int a = 0; a < na; a++)
-		acc[a] = _mm256_setzero_ps();
-	for (int b = 0; b < n / QK_K; b++, g += G4_BYTES, xq += 292) {
-		__m256i is[ROWS_MAX];
-		UNROLL
-		for (int a = 0; a < na; a++)
-			is[a] = _mm256_setzero_si256();
-		for (int c = 0; c < 4; c++) {
-			q4_k_group_sub(g + G4_QS + 256 * c, 0, g + G4_SC + 16 * c, xq, xs, 4 + 64 * c, na, is);
-			q4_k_group_sub(g + G4_QS + 256 * c, 1, g + G4_SC + 16 * c + 8, xq, xs, 4 + 64 * c + 32, na, is);
-		}
-		__m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(g + G4_D)));
-		__m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(g + G4_DMIN)));
-		UNROLL
-		for (int a = 0; a < na; a++) {
-			const uint8_t *x = xq + (size_t)a * xs;
-			/* y's sums per sub-block (bs[2j] + bs[2j+1]), pairs of them against the mins */
-			__m128i bs = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)(x + 260)),
-						    _mm_loadu_si128((const __m128i *)(x + 276)));
-			__m256i b2 = _mm256_broadcastsi128_si256(bs);
-			const __m128i *mn = (const __m128i *)(g + G4_MN);
-			__m256i im = _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128(mn)), _mm256_shuffle_epi32(b2, 0x00));
-			im = _mm256_add_epi32(im, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128(mn + 1)),
-								    _mm256_shuffle_epi32(b2, 0x55)));
-			im = _mm256_add_epi32(im, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128(mn + 2)),
-								    _mm256_shuffle_epi32(b2, 0xAA)));
-			im = _mm256_add_epi32(im, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128(mn + 3)),
-								    _mm256_shuffle_epi32(b2, 0xFF)));
-			__m256 dx = _mm256_broadcast_ss((const float *)x);
-			acc[a] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(is[a]), acc[a]);
-			acc[a] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, dx), _mm256_cvtepi32_ps(im), acc[a]);
-		}
-	}
-	UNROLL
-	for (int a = 0; a < na; a++)
-		_mm256_storeu_ps(out + 8 * a, acc[a]);
+/* The block loop of a Q4_K group, for the AVX2 and the VNNI sub-block kernels. */
+#define Q4_K_GROUP_FN(ATTR, NAME, SUB) \
+ATTR void NAME(const uint8_t *g, const uint8_t *xq, size_t xs, int n, int na, float *out) \
+{ \
+	__m256 acc[ROWS_MAX]; \
+	UNROLL \
+	for (int a = 0; a < na; a++) \
+		acc[a] = _mm256_setzero_ps(); \
+	for (int b = 0; b < n / QK_K; b++, g += G4_BYTES, xq += 292) { \
+		__m256i is[ROWS_MAX]; \
+		UNROLL \
+		for (int a = 0; a < na; a++) \
+			is[a] = _mm256_setzero_si256(); \
+		for (int c = 0; c < 4; c++) { \
+			SUB(g + G4_QS + 256 * c, 0, g + G4_SC + 16 * c, xq, xs, 4 + 64 * c, na, is); \
+			SUB(g + G4_QS + 256 * c, 1, g + G4_SC + 16 * c + 8, xq, xs, 4 + 64 * c + 32, na, is); \
+		} \
+		__m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(g + G4_D))); \
+		__m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(g + G4_DMIN))); \
+		UNROLL \
+		for (int a = 0; a < na; a++) { \
+			const uint8_t *x = xq + (size_t)a * xs; \
+			/* y's sums per sub-block (bs[2j] + bs[2j+1]), pairs of them against the mins */ \
+			__m128i bs = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)(x + 260)), \
+						    _mm_loadu_si128((const __m128i *)(x + 276))); \
+			__m256i b2 = _mm256_broadcastsi128_si256(bs); \
+			const __m128i *mn = (const __m128i *)(g + G4_MN); \
+			__m256i im = _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128(mn)), _mm256_shuffle_epi32(b2, 0x00)); \
+			im = _mm256_add_epi32(im, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128(mn + 1)), \
+								    _mm256_shuffle_epi32(b2, 0x55))); \
+			im = _mm256_add_epi32(im, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128(mn + 2)), \
+								    _mm256_shuffle_epi32(b2, 0xAA))); \
+			im = _mm256_add_epi32(im, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128(mn + 3)), \
+								    _mm256_shuffle_epi32(b2, 0xFF))); \
+			__m256 dx = _mm256_broadcast_ss((const float *)x); \
+			acc[a] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(is[a]), acc[a]); \
+			acc[a] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, dx), _mm256_cvtepi32_ps(im), acc[a]); \
+		} \
+	} \
+	UNROLL \
+	for (int a = 0; a < na; a++) \
+		_mm256_storeu_ps(out + 8 * a, acc[a]); \
 }
+Q4_K_GROUP_FN(INL, q4_k_group, q4_k_group_sub)
 
 /* Units u0 .. u0+3 (one sub-block of 16 weights a row) of group k (0..3) of half of a Q6_K
  * group into is[], with sc: each row's scale in both int16 halves of its lane. */
@@ -1158,57 +1161,69 @@ INL void q6_k_group_sub(const uint8_t *ql, const uint8_t *qh, int k, int u0, __m
 	}
 }
 
-/* Group k of half h: sub-blocks 8h + 2k and 8h + 2k + 1 (scale pair 4h + k). */
-INL void q6_k_group_part(const uint8_t *g, int h, int k, const uint8_t *xq, size_t xs, int na, __m256i *is)
-{
-	/* each row's scale in both int16 halves of its lane: the first or the second of the pair */
-	const __m256i dup0 = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13, 0, 1, 0, 1, 4, 5, 4, 5,
-					      8, 9, 8, 9, 12, 13, 12, 13);
-	const __m256i dup1 = _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15, 2, 3, 2, 3, 6, 7,
-					      6, 7, 10, 11, 10, 11, 14, 15, 14, 15);
-	__m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(g + G6_SC + 16 * (4 * h + k))));
-	const uint8_t *ql = g + G6_QL + 512 * h, *qh = g + G6_QH + 256 * h;
-	int yo = 4 + 128 * h + 32 * k;
-	q6_k_group_sub(ql, qh, k, 0, _mm256_shuffle_epi8(sc, dup0), xq, xs, yo, na, is);
-	q6_k_group_sub(ql, qh, k, 4, _mm256_shuffle_epi8(sc, dup1), xq, xs, yo, na, is);
-}
+/* Stops the compiler from keeping loaded vectors across it: without it GCC keeps the shared
+ * qh and ql vectors of all four parts of a half in registers, and spills (measured: Q6_K at 4
+ * activation rows at half the speed of 1 row). */
+#define LOAD_FENCE() __asm__ __volatile__("" ::: "memory")
 
-INL void q6_k_group(const uint8_t *g, const uint8_t *xq, size_t xs, int n, int na, float *out)
-{
-	__m256 acc[ROWS_MAX];
-	UNROLL
-	for (int a = 0; a < na; a++)
-		acc[a] = _mm256_setzero_ps();
-	for (int b = 0; b < n / QK_K; b++, g += G6_BYTES, xq += 292) {
-		__m256i is[ROWS_MAX];
-		UNROLL
-		for (int a = 0; a < na; a++)
-			is[a] = _mm256_setzero_si256();
-		for (int h = 0; h < 2; h++) {
-			q6_k_group_part(g, h, 0, xq, xs, na, is);
-			q6_k_group_part(g, h, 1, xq, xs, na, is);
-			q6_k_group_part(g, h, 2, xq, xs, na, is);
-			q6_k_group_part(g, h, 3, xq, xs, na, is);
-		}
-		__m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(g + G6_D)));
-		UNROLL
-		for (int a = 0; a < na; a++) {
-			const uint8_t *x = xq + (size_t)a * xs;
-			/* the values were stored + 32: less 32 * sum_g sc[g] * bsums[g] */
-			__m256i corr = _mm256_setzero_si256();
-			for (int p = 0; p < 8; p++)
-				corr = _mm256_add_epi32(corr, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128(
-											(const __m128i *)(g + G6_SC + 16 * p))),
-									bcast4(x + 260 + 4 * p)));
-			__m256i t = _mm256_sub_epi32(is[a], _mm256_slli_epi32(corr, 5));
-			acc[a] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_broadcast_ss((const float *)x)), _mm256_cvtepi32_ps(t),
-						 acc[a]);
-		}
-	}
-	UNROLL
-	for (int a = 0; a < na; a++)
-		_mm256_storeu_ps(out + 8 * a, acc[a]);
+/* Group k of half h: sub-blocks 8h + 2k and 8h + 2k + 1 (scale pair 4h + k); and the block
+ * loop of a Q6_K group, for the AVX2 and the VNNI sub-block kernels. */
+#define Q6_K_GROUP_FN(ATTR, NAME, PART, SUB) \
+ATTR void PART(const uint8_t *g, int h, int k, const uint8_t *xq, size_t xs, int na, __m256i *is) \
+{ \
+	/* each row's scale in both int16 halves of its lane: the first or the second of the pair */ \
+	const __m256i dup0 = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13, 0, 1, 0, 1, 4, 5, 4, 5, \
+					      8, 9, 8, 9, 12, 13, 12, 13); \
+	const __m256i dup1 = _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15, 2, 3, 2, 3, 6, 7, \
+					      6, 7, 10, 11, 10, 11, 14, 15, 14, 15); \
+	__m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(g + G6_SC + 16 * (4 * h + k)))); \
+	const uint8_t *ql = g + G6_QL + 512 * h, *qh = g + G6_QH + 256 * h; \
+	int yo = 4 + 128 * h + 32 * k; \
+	SUB(ql, qh, k, 0, _mm256_shuffle_epi8(sc, dup0), xq, xs, yo, na, is); \
+	SUB(ql, qh, k, 4, _mm256_shuffle_epi8(sc, dup1), xq, xs, yo, na, is); \
+} \
+ \
+ATTR void NAME(const uint8_t *g, const uint8_t *xq, size_t xs, int n, int na, float *out) \
+{ \
+	__m256 acc[ROWS_MAX]; \
+	UNROLL \
+	for (int a = 0; a < na; a++) \
+		acc[a] = _mm256_setzero_ps(); \
+	for (int b = 0; b < n / QK_K; b++, g += G6_BYTES, xq += 292) { \
+		__m256i is[ROWS_MAX]; \
+		UNROLL \
+		for (int a = 0; a < na; a++) \
+			is[a] = _mm256_setzero_si256(); \
+		for (int h = 0; h < 2; h++) { \
+			PART(g, h, 0, xq, xs, na, is); \
+			LOAD_FENCE(); \
+			PART(g, h, 1, xq, xs, na, is); \
+			LOAD_FENCE(); \
+			PART(g, h, 2, xq, xs, na, is); \
+			LOAD_FENCE(); \
+			PART(g, h, 3, xq, xs, na, is); \
+			LOAD_FENCE(); \
+		} \
+		__m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(g + G6_D))); \
+		UNROLL \
+		for (int a = 0; a < na; a++) { \
+			const uint8_t *x = xq + (size_t)a * xs; \
+			/* the values were stored + 32: less 32 * sum_g sc[g] * bsums[g] */ \
+			__m256i corr = _mm256_setzero_si256(); \
+			for (int p = 0; p < 8; p++) \
+				corr = _mm256_add_epi32(corr, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128( \
+											(const __m128i *)(g + G6_SC + 16 * p))), \
+									bcast4(x + 260 + 4 * p))); \
+			__m256i t = _mm256_sub_epi32(is[a], _mm256_slli_epi32(corr, 5)); \
+			acc[a] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_broadcast_ss((const float *)x)), _mm256_cvtepi32_ps(t), \
+						 acc[a]); \
+		} \
+	} \
+	UNROLL \
+	for (int a = 0; a < na; a++) \
+		_mm256_storeu_ps(out + 8 * a, acc[a]); \
 }
+Q6_K_GROUP_FN(INL, q6_k_group, q6_k_group_part, q6_k_group_sub)
 
 #define GROUP_FN(name, call)                                                                                 \
 	AVX2 static void name(const uint8_t *g, const uint8_t *xq, size_t xs, int n, int na, float *out)     \
@@ -1222,6 +1237,78 @@ INL void q6_k_group(const uint8_t *g, const uint8_t *xq, size_t xs, int n, int n
 	}
 GROUP_FN(group_q4_k, q4_k_group)
 GROUP_FN(group_q6_k, q6_k_group)
+
+/* The same with AVX-512 VNNI's 256-bit vpdpbusd (AVX512VL), which runs at full rate on cores
+ * that split 512-bit operations: 4 products of a row straight into its int32 lane, so a
+ * sub-block's sum needs no int16 steps; then times the rows' scales (vpmulld). The int32
+ * sums are the AVX2 kernels' and the float steps the same, so both give the same bits. */
+#define INLV __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c"), always_inline)) static inline
+#define VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+
+INLV void q4_k_group_sub_vnni(const uint8_t *qs, int hi, const uint8_t *sc8, const uint8_t *xq, size_t xs, int yo,
+			      int na, __m256i *is)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0F);
+	__m256i s32[ROWS_MAX];
+	UNROLL
+	for (int a = 0; a < na; a++)
+		s32[a] = _mm256_setzero_si256();
+	_Pragma("GCC unroll 8")
+	for (int u = 0; u < 8; u++) {
+		__m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * u));
+		q = _mm256_and_si256(hi ? _mm256_srli_epi16(q, 4) : q, m4);
+		UNROLL
+		for (int a = 0; a < na; a++)
+			s32[a] = _mm256_dpbusd_epi32(s32[a], q, bcast4(xq + (size_t)a * xs + yo + 4 * u));
+	}
+	int64_t b8;
+	memcpy(&b8, sc8, 8);
+	__m256i sc = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(b8));
+	UNROLL
+	for (int a = 0; a < na; a++)
+		is[a] = _mm256_add_epi32(is[a], _mm256_mullo_epi32(s32[a], sc));
+}
+
+INLV void q6_k_group_sub_vnni(const uint8_t *ql, const uint8_t *qh, int k, int u0, __m256i sc, const uint8_t *xq,
+			      size_t xs, int yo, int na, __m256i *is)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x30);
+	const uint8_t *src = ql + 256 * (k & 1);
+	__m256i s32[ROWS_MAX];
+	UNROLL
+	for (int a = 0; a < na; a++)
+		s32[a] = _mm256_setzero_si256();
+	_Pragma("GCC unroll 4")
+	for (int u = u0; u < u0 + 4; u++) {
+		__m256i l = _mm256_loadu_si256((const __m256i *)(src + 32 * u));
+		__m256i h = _mm256_loadu_si256((const __m256i *)(qh + 32 * u));
+		l = _mm256_and_si256(k >= 2 ? _mm256_srli_epi16(l, 4) : l, m4);
+		h = _mm256_and_si256(k == 3 ? _mm256_srli_epi16(h, 2) : k == 2 ? h : _mm256_slli_epi16(h, 4 - 2 * k), m2);
+		__m256i q = _mm256_or_si256(l, h);
+		UNROLL
+		for (int a = 0; a < na; a++)
+			s32[a] = _mm256_dpbusd_epi32(s32[a], q, bcast4(xq + (size_t)a * xs + yo + 4 * u));
+	}
+	__m256i sc32 = _mm256_srai_epi32(sc, 16); /* the row's scale, sign-extended from the pair */
+	UNROLL
+	for (int a = 0; a < na; a++)
+		is[a] = _mm256_add_epi32(is[a], _mm256_mullo_epi32(s32[a], sc32));
+}
+
+Q4_K_GROUP_FN(INLV, q4_k_group_vnni, q4_k_group_sub_vnni)
+Q6_K_GROUP_FN(INLV, q6_k_group_vnni, q6_k_group_part_vnni, q6_k_group_sub_vnni)
+#define GROUP_FN_VNNI(name, call)                                                                            \
+	VNNI static void name(const uint8_t *g, const uint8_t *xq, size_t xs, int n, int na, float *out)     \
+	{                                                                                                    \
+		switch (na) {                                                                                \
+		case 4: call(g, xq, xs, n, 4, out); break;                                                   \
+		case 3: call(g, xq, xs, n, 3, out); break;                                                   \
+		case 2: call(g, xq, xs, n, 2, out); break;                                                   \
+		default: call(g, xq, xs, n, 1, out); break;                                                  \
+		}                                                                                            \
+	}
+GROUP_FN_VNNI(group_q4_k_vnni, q4_k_group_vnni)
+GROUP_FN_VNNI(group_q6_k_vnni, q6_k_group_vnni)
 /* ---- dot products: AVX-512 (BW, VL, VNNI) for the K-quants of the common presets ---- */
 
 /* Q4_K/Q5_K: a 64-element chunk (two sub-blocks) is one 512-bit vector, against 64
@@ -1394,10 +1481,12 @@ void quant_group_dot(uint32_t type, const void *group, const void *xq, size_t xq
 	if (isa >= QUANT_ISA_AVX2) {
 		for (int r0 = 0; r0 < n_rows; r0 += ROWS_STEP) {
 			int nr = n_rows - r0 < ROWS_STEP ? n_rows - r0 : ROWS_STEP;
-			if (type == GGUF_TENSOR_Q4_K)
-				group_q4_k(g, x + (size_t)r0 * xq_row_bytes, xq_row_bytes, n, nr, out + r0 * QUANT_GROUP_ROWS);
+			const uint8_t *xr = x + (size_t)r0 * xq_row_bytes;
+			float *o = out + r0 * QUANT_GROUP_ROWS;
+			if (isa >= QUANT_ISA_AVX512)
+				(type == GGUF_TENSOR_Q4_K ? group_q4_k_vnni : group_q6_k_vnni)(g, xr, xq_row_bytes, n, nr, o);
 			else
-				group_q6_k(g, x + (size_t)r0 * xq_row_bytes, xq_row_bytes, n, nr, out + r0 * QUANT_GROUP_ROWS);
+				(type == GGUF_TENSOR_Q4_K ? group_q4_k : group_q6_k)(g, xr, xq_row_bytes, n, nr, o);
 		}
 		return;
 	}

@@ -15,7 +15,8 @@
  * fused kernels then run on int8 activations (a flop is then a multiply-add of the int8
  * products, counted the same way). For Q4_K and Q6_K each line is timed twice in the same
  * repetitions, on the plain rows and on a copy in groups of 8 rows (kern_mat_group), and the
- * ratio of the two is printed. */
+ * ratio of the two is printed; the grouped kernels use 256-bit AVX-512 VNNI where the CPU has
+ * it unless --isa avx2 (kernels.h). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,13 +162,14 @@ int main(int argc, char **argv)
 			fprintf(stderr, "perf_matmul: cannot create a pool for '%s'\n", isas[a]);
 			return 1;
 		}
+		printf("--isa %s: %s tiles\n", isas[a], kern_pool_isa(p));
 		for (int ri = 0; ri < n_rows; ri++) {
 			int nr = rows[ri];
 			double all_flops = 0, all_s[2] = { 0, 0 };
 			char line[2][512];
 			int ln[2] = { 0, 0 };
 			for (int l = 0; l < n_layout; l++)
-				ln[l] = snprintf(line[l], sizeof(line[l]), "%-8s %-7s %3d rows:", kern_pool_isa(p),
+				ln[l] = snprintf(line[l], sizeof(line[l]), "%-8s %-7s %3d rows:", isas[a],
 						  l ? "grouped" : "rows", nr);
 			for (int s = 0; s < N_SHAPES; s++) {
 				double best[2] = { 1e30, 1e30 };
@@ -191,7 +193,7 @@ int main(int argc, char **argv)
 				printf("%s  | all %6.1f GFLOP/s (%.1f GB/s of weights)\n", line[l], all_flops / all_s[l] / 1e9,
 				       (double)(l ? gtotal : qtotal) / all_s[l] / 1e9);
 			if (n_layout == 2)
-				printf("%-8s ratio   %3d rows: grouped/plain %.2fx\n", kern_pool_isa(p), nr, all_s[0] / all_s[1]);
+				printf("%-8s ratio   %3d rows: grouped/plain %.2fx\n", isas[a], nr, all_s[0] / all_s[1]);
 		}
 		kern_pool_destroy(p);
 	}

@@ -196,7 +196,8 @@ static void check_groups(uint32_t type, int avx2)
 	float *one = malloc(sizeof(float) * 24), *mag = malloc(sizeof(float) * RMAX * 24);
 	float *dec = malloc(sizeof(float) * NMAX * OMAX), *xd = malloc(sizeof(float) * NMAX * RMAX);
 	float *y0 = malloc(sizeof(float) * RMAX * OMAX), *y1 = malloc(sizeof(float) * RMAX * OMAX);
-	int bad_pack = 0, bad_port = 0, bad_simd = 0, bad_inv = 0, bad_mat = 0, checks = 0;
+	int bad_pack = 0, bad_port = 0, bad_simd = 0, bad_inv = 0, bad_mat = 0, bad_vnni = 0, checks = 0;
+	float *avx2_out = malloc(sizeof(float) * RMAX * 8);
 	double worst = 0;
 	for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
 		for (int random_bytes = 0; random_bytes < 2; random_bytes++) {
@@ -264,6 +265,10 @@ static void check_groups(uint32_t type, int avx2)
 							}
 						for (int isa = 1; isa <= avx2; isa++) {
 							quant_group_dot(type, g + gb * gi, xq, xb, R, n, got, isa);
+							if (isa == 2) /* VNNI: the same int32 sums and float steps as AVX2 */
+								bad_vnni += memcmp(got, avx2_out, sizeof(float) * 8 * (size_t)R) != 0;
+							else
+								memcpy(avx2_out, got, sizeof(float) * 8 * (size_t)R);
 							for (int k = 0; k < R * 8; k++) {
 								double e = fabs((double)got[k] - ref[k]) / (mag[k] > 0 ? mag[k] : 1);
 								worst = e > worst ? e : worst;
@@ -299,15 +304,16 @@ static void check_groups(uint32_t type, int avx2)
 			}
 		}
 	printf("%-6s grouped: %d SIMD outputs, worst |grouped - portable| %.1e of sum |w x|; pack %d, portable %d, "
-	       "SIMD %d, row-count %d, matmul %d mismatches\n",
-	       gguf_type_name(type), checks, worst, bad_pack, bad_port, bad_simd, bad_inv, bad_mat);
+	       "SIMD %d, row-count %d, matmul %d, VNNI vs AVX2 %d mismatches\n",
+	       gguf_type_name(type), checks, worst, bad_pack, bad_port, bad_simd, bad_inv, bad_mat, bad_vnni);
+	CHECK_EQ_INT(bad_vnni, 0);
 	CHECK_EQ_INT(bad_pack, 0);
 	CHECK_EQ_INT(bad_port, 0);
 	CHECK_EQ_INT(bad_simd, 0);
 	CHECK_EQ_INT(bad_inv, 0);
 	CHECK_EQ_INT(bad_mat, 0);
 	free(w), free(g), free(back), free(xq), free(x), free(row), free(ref), free(got), free(one), free(mag);
-	free(dec), free(xd), free(y0), free(y1);
+	free(dec), free(xd), free(y0), free(y1), free(avx2_out);
 }
 
 

@@ -277,9 +277,9 @@ static void test_matmul_rows_alone(void)
 				}
 			}
 			/* The same rows as three matrices in one split: the same floats. */
-			struct kern_mat m3[3] = { { w, GGUF_TENSOR_F32, n_in, 5, (size_t)n_in * 4 },
-						  { w + (size_t)5 * n_in, GGUF_TENSOR_F32, n_in, 1, (size_t)n_in * 4 },
-						  { w + (size_t)6 * n_in, GGUF_TENSOR_F32, n_in, n_out - 6, (size_t)n_in * 4 } };
+			struct kern_mat m3[3] = { { w, GGUF_TENSOR_F32, n_in, 5, (size_t)n_in * 4, 0 },
+						  { w + (size_t)5 * n_in, GGUF_TENSOR_F32, n_in, 1, (size_t)n_in * 4, 0 },
+						  { w + (size_t)6 * n_in, GGUF_TENSOR_F32, n_in, n_out - 6, (size_t)n_in * 4, 0 } };
 			const struct kern_mat *mp[3] = { &m3[0], &m3[1], &m3[2] };
 			float *split = malloc(sizeof(float) * n_out * n_rows);
 			float *ys[3] = { split, split + 5, split + 6 };

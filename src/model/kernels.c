@@ -9,7 +9,10 @@
  * on how many rows share the pass. While a tile is computed, the next tile's weight rows
  * are prefetched into L2 (a pass streams weights far larger than the caches); rows longer
  * than KBLOCK_MAX floats are cut into K blocks so that a tile and a group of activation
- * rows stay in L1, the partial accumulators waiting in a per-thread buffer in between. */
+ * rows stay in L1, the partial accumulators waiting in a per-thread buffer in between.
+ * Block weights meet the pass's quantised activations in quant.h's fused dot products; a
+ * grouped matrix (Q4_K, Q6_K in groups of 8 rows) has tiles of one group, which feeds all 8
+ * outputs of every activation row from each load. */
 #include "model/kernels.h"
 
 #include <errno.h>
@@ -540,6 +543,7 @@ struct kern_pool {
 	float **acc;     /* per thread: 64 * (acc_rows + 4) floats, partial sums between K blocks */
 	int acc_rows;
 	int quant_isa;   /* QUANT_ISA_* for block weights: AVX-512 VNNI with the AVX-512 tiles */
+	int group_isa;   /* QUANT_ISA_* for grouped weights: VNNI (256-bit) wherever the CPU has it */
 	uint8_t *actq;   /* the pass's activations quantised for block weights (Q8_0, Q8_1, Q8_K rows) */
 	size_t actq_bytes;
 };
@@ -628,6 +632,11 @@ struct kern_pool *kern_pool_create(int n_threads, const char *isa)
 		/* with the AVX-512 tiles (where 512-bit operations run at full width, or asked
 		 * for): the VNNI kernels; where they run as two halves they measured slower */
 		p->quant_isa = p->use_avx512 && quant_isa_best() == QUANT_ISA_AVX512 ? QUANT_ISA_AVX512 : QUANT_ISA_AVX2;
+	/* the group kernels' VNNI form is 256-bit, at full rate where 512-bit operations are
+	 * split, so it is taken unless "avx2" (or "portable") was asked for */
+	p->group_isa = p->quant_isa;
+	if (p->use_avx2 && !(isa && strcmp(isa, "avx2") == 0) && quant_isa_best() == QUANT_ISA_AVX512)
+		p->group_isa = QUANT_ISA_AVX512;
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv_start, NULL);
 	atomic_init(&p->generation, 0);
@@ -778,9 +787,54 @@ static void tile_block(struct matmul_job *j, const struct kern_mat *w, int o0, i
 	}
 }
 
+/* Grouped weights: one group of 8 rows against every quantised activation row. */
+static void tile_group(struct matmul_job *j, const struct kern_mat *w, int o0, int n_w, float *y, int y_stride)
+{
+	int a = act_index(quant_act_type(w->type));
+	const uint8_t *xq = j->xq[a];
+	const void *g = (const uint8_t *)w->data + (size_t)(o0 / QUANT_GROUP_ROWS) * quant_group_bytes(w->type, w->n_in);
+	float out[64 * QUANT_GROUP_ROWS];
+	for (int r0 = 0; r0 < j->n_rows; r0 += 64) {
+		int nr = j->n_rows - r0 < 64 ? j->n_rows - r0 : 64;
+		quant_group_dot(w->type, g, xq + (size_t)r0 * j->xq_row[a], j->xq_row[a], nr, w->n_in, out, j->p->group_isa);
+		for (int r = 0; r < nr; r++)
+			memcpy(y + (size_t)(r0 + r) * y_stride + o0, out + r * QUANT_GROUP_ROWS, sizeof(float) * (size_t)n_w);
+	}
+}
+
+/* Output rows per tile: 4, or a group of 8 for grouped weights. */
+static int tile_rows(const struct kern_mat *w)
+{
+	return w->grouped ? QUANT_GROUP_ROWS : ROWS_PER_TILE;
+}
+
 static int tiles_of(const struct kern_mat *w)
 {
-	return (w->n_out + ROWS_PER_TILE - 1) / ROWS_PER_TILE;
+	return (w->n_out + tile_rows(w) - 1) / tile_rows(w);
+}
+
+size_t kern_mat_group_bytes(const struct kern_mat *w)
+{
+#if KERN_X86
+	if (!quant_type_groups(w->type) || w->grouped || w->n_out <= 0 || !have_avx2())
+		return 0;
+#else
+	if (1)
+		return 0;
+#endif
+	return (size_t)((w->n_out + QUANT_GROUP_ROWS - 1) / QUANT_GROUP_ROWS) * quant_group_bytes(w->type, w->n_in);
+}
+
+void kern_mat_group(struct kern_mat *w, void *dst)
+{
+	size_t gb = quant_group_bytes(w->type, w->n_in);
+	for (int o = 0; o < w->n_out; o += QUANT_GROUP_ROWS) {
+		int nr = w->n_out - o < QUANT_GROUP_ROWS ? w->n_out - o : QUANT_GROUP_ROWS;
+		quant_group_pack(w->type, (const uint8_t *)w->data + (size_t)o * w->row_bytes, w->row_bytes, nr, w->n_in,
+				 (uint8_t *)dst + (size_t)(o / QUANT_GROUP_ROWS) * gb);
+	}
+	w->data = dst;
+	w->grouped = 1;
 }
 
 /* Thread ith of nth takes an even share of all the matrices' tiles, in order. */
@@ -797,8 +851,12 @@ static void matmul_part(void *arg, int ith, int nth)
 		const struct kern_mat *w = j->w[mi];
 		float *y = j->y[mi];
 		int y_stride = j->y_stride[mi];
-		int o0 = (t - j->tile0[mi]) * ROWS_PER_TILE;
-		int n_w = w->n_out - o0 < ROWS_PER_TILE ? w->n_out - o0 : ROWS_PER_TILE;
+		int o0 = (t - j->tile0[mi]) * tile_rows(w);
+		int n_w = w->n_out - o0 < tile_rows(w) ? w->n_out - o0 : tile_rows(w);
+		if (w->grouped) {
+			tile_group(j, w, o0, n_w, y, y_stride);
+			continue;
+		}
 		if (quant_type_is_block(w->type)) {
 			tile_block(j, w, o0, n_w, y, y_stride);
 			continue;

@@ -17,14 +17,23 @@
 #include <stdint.h>
 
 /* Weight matrix in ggml layout: n_out rows of n_in elements of `type` (enum gguf_tensor_type),
- * rows `row_bytes` apart. */
+ * rows `row_bytes` apart; or, with `grouped`, the rows in groups of 8 (quant.h's grouped
+ * layout, kern_mat_group), each group quant_group_bytes(type, n_in) bytes, the last one
+ * padded with zero rows (row_bytes is then still that of one plain row). */
 struct kern_mat {
 	const void *data;
 	uint32_t type;
 	int n_in;
 	int n_out;
 	size_t row_bytes;
+	int grouped;
 };
+
+/* Bytes of w in the grouped layout, or 0 where it has none (types other than Q4_K and Q6_K,
+ * or a CPU without AVX2, where grouped weights would only be slower). */
+size_t kern_mat_group_bytes(const struct kern_mat *w);
+/* Write w's rows grouped into dst (kern_mat_group_bytes(w) bytes) and point w at them. */
+void kern_mat_group(struct kern_mat *w, void *dst);
 
 struct kern_pool;
 
@@ -32,7 +41,9 @@ struct kern_pool;
  * has (AVX-512 matrix tiles where 512-bit FMAs run at full width, else AVX2/FMA), "avx512"
  * asks for the AVX-512 tiles wherever the CPU has them, "avx2" stops at AVX2, "portable"
  * forces the plain C path (tests compare them). Block weights (quant.h) take the AVX-512 VNNI
- * kernels with the AVX-512 tiles (when the CPU has VNNI), else AVX2. NULL and errno on failure. */
+ * kernels with the AVX-512 tiles (when the CPU has VNNI), else AVX2; grouped weights take the
+ * 256-bit VNNI group kernels wherever the CPU has VNNI, unless "avx2" or "portable" was asked
+ * for (they give the AVX2 group kernels' results bit for bit). NULL and errno on failure. */
 struct kern_pool *kern_pool_create(int n_threads, const char *isa);
 void kern_pool_destroy(struct kern_pool *p);
 int kern_pool_threads(const struct kern_pool *p);

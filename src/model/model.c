@@ -520,7 +520,10 @@ void model_free(struct model *m)
  * at 15-40 % of the matrix time. So the matrices are copied once into anonymous memory
  * advised for transparent huge pages, when the kernel offers them (THP "always" or
  * "madvise") and the copy takes at most a quarter of the physical memory; otherwise (and if
- * anything fails) the matrices stay where they are. Values are unchanged. */
+ * anything fails) the matrices stay where they are. Values are unchanged. Q4_K and Q6_K
+ * matrices (but the token embedding, whose rows are read one by one) are written in groups of
+ * 8 rows on the way (kern_mat_group: kernels that feed 8 outputs a load; the copy is then made
+ * with or without huge pages); SIXI_CPU_GROUPS=0 in the environment keeps them as rows. */
 static int thp_available(void)
 {
 	char buf[128] = { 0 };
@@ -556,14 +559,21 @@ static void weights_to_huge_pages(struct model *m)
 		}
 	}
 	int tied = m->output.data == m->tok_embd.data;
-	mats[n++] = &m->tok_embd;
 	if (!tied)
 		mats[n++] = &m->output;
+	size_t n_group = n; /* mats[0..n_group) may be grouped */
+	mats[n++] = &m->tok_embd;
+	const char *env = getenv("SIXI_CPU_GROUPS");
+	int groups = !(env && strcmp(env, "0") == 0), any_group = 0;
 	size_t total = 0;
-	for (size_t i = 0; i < n; i++)
-		total += ((size_t)mats[i]->n_out * mats[i]->row_bytes + 63) & ~(size_t)63;
+	for (size_t i = 0; i < n; i++) {
+		size_t gb = groups && i < n_group ? kern_mat_group_bytes(mats[i]) : 0;
+		any_group |= gb > 0;
+		total += ((gb ? gb : (size_t)mats[i]->n_out * mats[i]->row_bytes) + 63) & ~(size_t)63;
+	}
 	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-	if (total == 0 || pages <= 0 || psz <= 0 || total > (size_t)pages * (size_t)psz / 4 || !thp_available()) {
+	if (total == 0 || pages <= 0 || psz <= 0 || total > (size_t)pages * (size_t)psz / 4 ||
+	    (!thp_available() && !any_group)) {
 		free(mats);
 		return;
 	}
@@ -576,9 +586,14 @@ static void weights_to_huge_pages(struct model *m)
 	char *a = (char *)(((uintptr_t)base + HUGE - 1) & ~(uintptr_t)(HUGE - 1)), *at = a;
 	madvise(a, total, MADV_HUGEPAGE); /* advice only: without it the copy still works */
 	for (size_t i = 0; i < n; i++) {
-		size_t bytes = (size_t)mats[i]->n_out * mats[i]->row_bytes;
-		memcpy(at, mats[i]->data, bytes);
-		mats[i]->data = at;
+		size_t bytes = groups && i < n_group ? kern_mat_group_bytes(mats[i]) : 0;
+		if (bytes) {
+			kern_mat_group(mats[i], at);
+		} else {
+			bytes = (size_t)mats[i]->n_out * mats[i]->row_bytes;
+			memcpy(at, mats[i]->data, bytes);
+			mats[i]->data = at;
+		}
 		at += (bytes + 63) & ~(size_t)63;
 	}
 	if (tied)

@@ -9,7 +9,9 @@
  * bytes directly (maddubs on 4- to 6-bit unsigned values against int8 activations, or
  * abs/sign for signed ones), one function per type.
  * Workload: a decode pass is a few hundred dot products of a weight row with each activation
- * row; unpacking is only on the portable path and for decoding (embedding rows, tests). */
+ * row; unpacking is only on the portable path and for decoding (embedding rows, tests).
+ * Q4_K and Q6_K matrices are mostly read in groups of 8 rows (quant_group_*, the model's
+ * load-time copy): the group kernels are the row kernels' integer sums in another layout. */
 #include "model/quant.h"
 
 #include <math.h>
@@ -494,33 +496,107 @@ static int nearest_int(float v)
 	return (i & 0x007fffff) - 0x00400000;
 }
 
+/* One Q8_K block as llama.cpp's reference quantiser makes it (quantize_row_q8_K_ref). */
+static void q8_k_block(const float *x, uint8_t *o)
+{
+	float max = signed_max(x, QK_K), d = 0;
+	int8_t *q = (int8_t *)(o + 4);
+	int16_t bs[16];
+	if (max == 0) {
+		memset(o, 0, 292);
+		return;
+	}
+	float iscale = -127.0f / max;
+	for (int j = 0; j < QK_K; j++) {
+		int v = nearest_int(iscale * x[j]);
+		q[j] = (int8_t)(v < 127 ? v : 127);
+	}
+	for (int g = 0; g < 16; g++) {
+		int s = 0;
+		for (int j = 0; j < 16; j++)
+			s += q[16 * g + j];
+		bs[g] = (int16_t)s;
+	}
+	d = 1 / iscale;
+	memcpy(o, &d, 4);
+	memcpy(o + 260, bs, 32);
+}
+
+#if QUANT_X86
+/* One Q8_K block as q8_k_block makes it, byte for byte: the same first value of
+ * largest magnitude, the same fp32 multiply and round-to-even add, the same clamp. */
+__attribute__((target("avx2,fma,f16c"))) static void q8_k_block_avx2(const float *x, uint8_t *o)
+{
+	const __m256 sign = _mm256_set1_ps(-0.0f);
+	__m256 am = _mm256_setzero_ps(), nan = _mm256_setzero_ps();
+	for (int j = 0; j < QK_K; j += 8) {
+		__m256 v = _mm256_loadu_ps(x + j);
+		am = _mm256_max_ps(_mm256_andnot_ps(sign, v), am);
+		nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+	}
+	__m128 h = _mm_max_ps(_mm256_castps256_ps128(am), _mm256_extractf128_ps(am, 1));
+	h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+	h = _mm_max_ss(h, _mm_shuffle_ps(h, h, 1));
+	float amax = _mm_cvtss_f32(h), max = 0;
+	if (_mm256_movemask_ps(nan) || !isfinite(amax)) { /* NaN or infinity: the scalar code's arithmetic */
+		q8_k_block(x, o);
+		return;
+	}
+	if (amax == 0) {
+		memset(o, 0, 292);
+		return;
+	}
+	for (int j = 0; j < QK_K; j++)
+		if (fabsf(x[j]) == amax) {
+			max = x[j];
+			break;
+		}
+	float iscale = -127.0f / max, d = 1 / iscale;
+	if (!isfinite(iscale) || !isfinite(d)) { /* a subnormal largest value: products past the rounding trick */
+		q8_k_block(x, o);
+		return;
+	}
+	const __m256 is = _mm256_set1_ps(iscale), magic = _mm256_set1_ps(12582912.0f);
+	const __m256i mant = _mm256_set1_epi32(0x007fffff), off = _mm256_set1_epi32(0x00400000);
+	const __m256i top = _mm256_set1_epi32(127), order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+	const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+	int8_t *q = (int8_t *)(o + 4);
+	int16_t bs[16];
+	for (int j = 0; j < QK_K; j += 32) {
+		__m256i v[4];
+		for (int k = 0; k < 4; k++) {
+			__m256 f = _mm256_add_ps(_mm256_mul_ps(is, _mm256_loadu_ps(x + j + 8 * k)), magic);
+			v[k] = _mm256_min_epi32(_mm256_sub_epi32(_mm256_and_si256(_mm256_castps_si256(f), mant), off), top);
+		}
+		/* packs interleave the 128-bit lanes: the permute puts the 32 bytes back in order */
+		__m256i p = _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3]));
+		p = _mm256_permutevar8x32_epi32(p, order);
+		_mm256_storeu_si256((__m256i *)(q + j), p);
+		/* sums of 16: bytes to pairs, pairs to fours, then two horizontal adds */
+		__m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, p), ones16);
+		s = _mm256_hadd_epi32(s, s);
+		s = _mm256_hadd_epi32(s, s);
+		bs[j / 16] = (int16_t)_mm256_extract_epi32(s, 0);
+		bs[j / 16 + 1] = (int16_t)_mm256_extract_epi32(s, 4);
+	}
+	memcpy(o, &d, 4);
+	memcpy(o + 260, bs, 32);
+}
+#endif
+
 void quant_act_quantize(uint32_t act, const float *x, void *out, int n)
 {
 	uint8_t *o = out;
+#if QUANT_X86
+	if (act == GGUF_TENSOR_Q8_K && __builtin_cpu_supports("avx2")) {
+		for (int b = 0; b < n / QK_K; b++)
+			q8_k_block_avx2(x + (size_t)b * QK_K, o + (size_t)b * 292);
+		return;
+	}
+#endif
 	if (act == GGUF_TENSOR_Q8_K) {
-		for (int b = 0; b < n / QK_K; b++, x += QK_K, o += 292) {
-			float max = signed_max(x, QK_K), d = 0;
-			int8_t *q = (int8_t *)(o + 4);
-			int16_t bs[16];
-			if (max == 0) {
-				memset(o, 0, 292);
-				continue;
-			}
-			float iscale = -127.0f / max;
-			for (int j = 0; j < QK_K; j++) {
-				int v = nearest_int(iscale * x[j]);
-				q[j] = (int8_t)(v < 127 ? v : 127);
-			}
-			for (int g = 0; g < 16; g++) {
-				int s = 0;
-				for (int j = 0; j < 16; j++)
-					s += q[16 * g + j];
-				bs[g] = (int16_t)s;
-			}
-			d = 1 / iscale;
-			memcpy(o, &d, 4);
-			memcpy(o + 260, bs, 32);
-		}
+		for (int b = 0; b < n / QK_K; b++)
+			q8_k_block(x + (size_t)b * QK_K, o + (size_t)b * 292);
 		return;
 	}
 	int with_sum = act == GGUF_TENSOR_Q8_1, bb = with_sum ? 36 : 34;
@@ -543,6 +619,31 @@ void quant_act_quantize(uint32_t act, const float *x, void *out, int n)
 
 /* ---- dot products: portable ---- */
 
+/* One 256-element block of w against one Q8_K block: d*dx*is - dmin*dx*im with the exact
+ * integer sums is (scaled values times y) and im (mins times y's sums). */
+static float kblock_term(uint32_t type, const uint8_t *w, const uint8_t *xq)
+{
+	struct blk u;
+	unpack(type, w, &u);
+	float dx;
+	memcpy(&dx, xq, 4);
+	const int8_t *y = (const int8_t *)(xq + 4);
+	int16_t bs[16];
+	memcpy(bs, xq + 260, 32);
+	int is = 0, im = 0;
+	for (int g = 0; g < QK_K / u.sub; g++) {
+		int s = 0;
+		for (int e = 0; e < u.sub; e++)
+			s += (type == GGUF_TENSOR_Q4_K || type == GGUF_TENSOR_Q5_K ? (uint8_t)u.q[g * u.sub + e]
+										  : u.q[g * u.sub + e]) *
+			     y[g * u.sub + e];
+		is += u.sc[g] * s;
+		if (u.sub == 32)
+			im += u.mn[g] * (bs[2 * g] + bs[2 * g + 1]);
+	}
+	return u.d * dx * (float)is - u.dmin * dx * (float)im;
+}
+
 static float dot_portable(uint32_t type, const uint8_t *w, const uint8_t *xq, int n)
 {
 	int be = quant_block_elems(type), bb = quant_block_bytes(type);
@@ -563,27 +664,125 @@ static float dot_portable(uint32_t type, const uint8_t *w, const uint8_t *xq, in
 		}
 		return sum;
 	}
-	for (int b = 0; b < n / QK_K; b++, w += bb, xq += 292) {
-		unpack(type, w, &u);
-		float dx;
-		memcpy(&dx, xq, 4);
-		const int8_t *y = (const int8_t *)(xq + 4);
-		int16_t bs[16];
-		memcpy(bs, xq + 260, 32);
-		int is = 0, im = 0;
-		for (int g = 0; g < QK_K / u.sub; g++) {
-			int s = 0;
-			for (int e = 0; e < u.sub; e++)
-				s += (type == GGUF_TENSOR_Q4_K || type == GGUF_TENSOR_Q5_K ? (uint8_t)u.q[g * u.sub + e]
-											  : u.q[g * u.sub + e]) *
-				     y[g * u.sub + e];
-			is += u.sc[g] * s;
-			if (u.sub == 32)
-				im += u.mn[g] * (bs[2 * g] + bs[2 * g + 1]);
-		}
-		sum += u.d * dx * (float)is - u.dmin * dx * (float)im;
-	}
+	for (int b = 0; b < n / QK_K; b++, w += bb, xq += 292)
+		sum += kblock_term(type, w, xq);
 	return sum;
+}
+
+/* ---- weights in groups of 8 rows (quant.h) ---- */
+
+/* Offsets in one super-block of a group. Q4_K: d[8] and dmin[8] (fp16), sc[j][i] (sub-block
+ * j, row i), the mins as pairs mn[p][i][2] (sub-blocks 2p, 2p+1: the int16 pairs of a madd),
+ * then qs[c][u][i][4]: bytes 32c + 4u .. +3 of row i's qs (low nibbles sub-block 2c, high
+ * 2c+1). Q6_K: for each half h the low nibbles ql[h][0..1][u][i][4] (bytes 64h + 32k + 4u
+ * .. +3 of row i's ql), the high bits qh[h][u][i][4] (bytes 32h + 4u .. +3 of row i's qh),
+ * the scales as pairs sc[p][i][2] (sub-blocks 2p, 2p+1), d[8], 16 bytes of padding (a
+ * multiple of 32 bytes, so that no 32-byte load crosses a cache line). */
+enum { G4_D = 0, G4_DMIN = 16, G4_SC = 32, G4_MN = 96, G4_QS = 160, G4_BYTES = 1184 };
+enum { G6_QL = 0, G6_QH = 1024, G6_SC = 1536, G6_D = 1664, G6_BYTES = 1696 }; /* 32-byte loads stay in a line */
+
+int quant_type_groups(uint32_t type)
+{
+	return type == GGUF_TENSOR_Q4_K || type == GGUF_TENSOR_Q6_K;
+}
+
+size_t quant_group_bytes(uint32_t type, int n)
+{
+	if (!quant_type_groups(type))
+		return 0;
+	return (size_t)(n / QK_K) * (type == GGUF_TENSOR_Q4_K ? G4_BYTES : G6_BYTES);
+}
+
+void quant_group_pack(uint32_t type, const void *rows, size_t row_bytes, int n_rows, int n, void *group)
+{
+	int gb = type == GGUF_TENSOR_Q4_K ? G4_BYTES : G6_BYTES, bb = quant_block_bytes(type);
+	uint8_t *o = group;
+	memset(o, 0, (size_t)(n / QK_K) * gb);
+	for (int b = 0; b < n / QK_K; b++, o += gb)
+		for (int i = 0; i < n_rows && i < QUANT_GROUP_ROWS; i++) {
+			const uint8_t *w = (const uint8_t *)rows + (size_t)i * row_bytes + (size_t)b * bb;
+			if (type == GGUF_TENSOR_Q4_K) {
+				memcpy(o + G4_D + 2 * i, w, 2);
+				memcpy(o + G4_DMIN + 2 * i, w + 2, 2);
+				for (int j = 0; j < 8; j++) {
+					int sc, mn;
+					scale_min_k4(j, w + 4, &sc, &mn);
+					o[G4_SC + 8 * j + i] = (uint8_t)sc;
+					o[G4_MN + 16 * (j / 2) + 2 * i + j % 2] = (uint8_t)mn;
+				}
+				for (int c = 0; c < 4; c++)
+					for (int u = 0; u < 8; u++)
+						memcpy(o + G4_QS + 256 * c + 32 * u + 4 * i, w + 16 + 32 * c + 4 * u, 4);
+			} else {
+				memcpy(o + G6_D + 2 * i, w + 208, 2);
+				for (int g = 0; g < 16; g++)
+					o[G6_SC + 16 * (g / 2) + 2 * i + g % 2] = w[192 + g];
+				for (int h = 0; h < 2; h++)
+					for (int u = 0; u < 8; u++) {
+						for (int k = 0; k < 2; k++)
+							memcpy(o + G6_QL + 512 * h + 256 * k + 32 * u + 4 * i,
+							       w + 64 * h + 32 * k + 4 * u, 4);
+						memcpy(o + G6_QH + 256 * h + 32 * u + 4 * i, w + 128 + 32 * h + 4 * u, 4);
+					}
+			}
+		}
+}
+
+void quant_group_row(uint32_t type, const void *group, int i, int n, void *row)
+{
+	int gb = type == GGUF_TENSOR_Q4_K ? G4_BYTES : G6_BYTES, bb = quant_block_bytes(type);
+	const uint8_t *o = group;
+	uint8_t *w = row;
+	for (int b = 0; b < n / QK_K; b++, o += gb, w += bb) {
+		if (type == GGUF_TENSOR_Q4_K) {
+			uint8_t *s = w + 4;
+			memcpy(w, o + G4_D + 2 * i, 2);
+			memcpy(w + 2, o + G4_DMIN + 2 * i, 2);
+			memset(s, 0, 12);
+			for (int j = 0; j < 8; j++) { /* the inverse of scale_min_k4 */
+				int sc = o[G4_SC + 8 * j + i], mn = o[G4_MN + 16 * (j / 2) + 2 * i + j % 2];
+				if (j < 4) {
+					s[j] |= (uint8_t)sc;
+					s[j + 4] |= (uint8_t)mn;
+				} else {
+					s[j + 4] = (uint8_t)((sc & 0xF) | (mn & 0xF) << 4);
+					s[j - 4] |= (uint8_t)((sc >> 4) << 6);
+					s[j] |= (uint8_t)((mn >> 4) << 6);
+				}
+			}
+			for (int c = 0; c < 4; c++)
+				for (int u = 0; u < 8; u++)
+					memcpy(w + 16 + 32 * c + 4 * u, o + G4_QS + 256 * c + 32 * u + 4 * i, 4);
+		} else {
+			memcpy(w + 208, o + G6_D + 2 * i, 2);
+			for (int g = 0; g < 16; g++)
+				w[192 + g] = o[G6_SC + 16 * (g / 2) + 2 * i + g % 2];
+			for (int h = 0; h < 2; h++)
+				for (int u = 0; u < 8; u++) {
+					for (int k = 0; k < 2; k++)
+						memcpy(w + 64 * h + 32 * k + 4 * u, o + G6_QL + 512 * h + 256 * k + 32 * u + 4 * i,
+						       4);
+					memcpy(w + 128 + 32 * h + 4 * u, o + G6_QH + 256 * h + 32 * u + 4 * i, 4);
+				}
+		}
+	}
+}
+
+/* Portable: each row's blocks back in the plain layout, summed as dot_portable sums them. */
+static void group_dot_portable(uint32_t type, const uint8_t *g, const uint8_t *xq, size_t xs, int n_rows, int n,
+			       float *out)
+{
+	int gb = type == GGUF_TENSOR_Q4_K ? G4_BYTES : G6_BYTES;
+	uint8_t blk[256];
+	for (int r = 0; r < n_rows; r++)
+		for (int i = 0; i < QUANT_GROUP_ROWS; i++) {
+			float sum = 0;
+			for (int b = 0; b < n / QK_K; b++) {
+				quant_group_row(type, g + (size_t)b * gb, i, QK_K, blk);
+				sum += kblock_term(type, blk, xq + (size_t)r * xs + (size_t)b * 292);
+			}
+			out[r * QUANT_GROUP_ROWS + i] = sum;
+		}
 }
 
 /* ---- dot products: AVX2 ---- */
@@ -870,6 +1069,262 @@ ROWS_FN(AVX2, rows_q4_k, CALL_Q4K)
 ROWS_FN(AVX2, rows_q5_k, CALL_Q5K)
 ROWS_FN(AVX2, rows_q6_k, CALL_Q6K)
 ROWS_FN(AVX2, rows_iq4_xs, CALL_IQ4XS)
+
+/* Grouped weights (8 rows): a 32-byte vector holds 4 weights of each of the 8 rows; the 4
+ * activation bytes that meet them are broadcast, so one maddubs gives 8 rows x 2 pair sums.
+ * Pair sums of a sub-block add up in int16 (Q4_K: 8 x 2 x 15 x 128 = 30720; Q6_K: two units,
+ * 2 x 2 x 63 x 128 = 32256, both below 32768), then one madd with the rows' scales gives the
+ * int32 sum of each row in its own lane. NA activation rows (1..4) share each weight vector. */
+AVX2 static inline __m256i bcast4(const uint8_t *p)
+{
+	int32_t v;
+	memcpy(&v, p, 4);
+	return _mm256_set1_epi32(v);
+}
+
+/* One sub-block (32 weights a row; hi: the high nibbles) of a Q4_K group into is[]. */
+INL void q4_k_group_sub(const uint8_t *qs, int hi, const uint8_t *sc8, const uint8_t *xq, size_t xs, int yo,
+			int na, __m256i *is)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0F);
+	__m256i s16[ROWS_MAX];
+	UNROLL
+	for (int a = 0; a < na; a++)
+		s16[a] = _mm256_setzero_si256();
+	_Pragma("GCC unroll 8")
+	for (int u = 0; u < 8; u++) {
+		__m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * u));
+		q = _mm256_and_si256(hi ? _mm256_srli_epi16(q, 4) : q, m4);
+		UNROLL
+		for (int a = 0; a < na; a++)
+			s16[a] = _mm256_add_epi16(s16[a], _mm256_maddubs_epi16(q, bcast4(xq + (size_t)a * xs + yo + 4 * u)));
+	}
+	__m256i sc = mins_twice(sc8);
+	UNROLL
+	for (int a = 0; a < na; a++)
+		is[a] = _mm256_add_epi32(is[a], _mm256_madd_epi16(s16[a], sc));
+}
+
+/* The block loop of a Q4_K group, for the AVX2 and the VNNI sub-block kernels. */
+#define Q4_K_GROUP_FN(ATTR, NAME, SUB) \
+ATTR void NAME(const uint8_t *g, const uint8_t *xq, size_t xs, int n, int na, float *out) \
+{ \
+	__m256 acc[ROWS_MAX]; \
+	UNROLL \
+	for (int a = 0; a < na; a++) \
+		acc[a] = _mm256_setzero_ps(); \
+	for (int b = 0; b < n / QK_K; b++, g += G4_BYTES, xq += 292) { \
+		__m256i is[ROWS_MAX]; \
+		UNROLL \
+		for (int a = 0; a < na; a++) \
+			is[a] = _mm256_setzero_si256(); \
+		for (int c = 0; c < 4; c++) { \
+			SUB(g + G4_QS + 256 * c, 0, g + G4_SC + 16 * c, xq, xs, 4 + 64 * c, na, is); \
+			SUB(g + G4_QS + 256 * c, 1, g + G4_SC + 16 * c + 8, xq, xs, 4 + 64 * c + 32, na, is); \
+		} \
+		__m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(g + G4_D))); \
+		__m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(g + G4_DMIN))); \
+		UNROLL \
+		for (int a = 0; a < na; a++) { \
+			const uint8_t *x = xq + (size_t)a * xs; \
+			/* y's sums per sub-block (bs[2j] + bs[2j+1]), pairs of them against the mins */ \
+			__m128i bs = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)(x + 260)), \
+						    _mm_loadu_si128((const __m128i *)(x + 276))); \
+			__m256i b2 = _mm256_broadcastsi128_si256(bs); \
+			const __m128i *mn = (const __m128i *)(g + G4_MN); \
+			__m256i im = _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128(mn)), _mm256_shuffle_epi32(b2, 0x00)); \
+			im = _mm256_add_epi32(im, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128(mn + 1)), \
+								    _mm256_shuffle_epi32(b2, 0x55))); \
+			im = _mm256_add_epi32(im, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128(mn + 2)), \
+								    _mm256_shuffle_epi32(b2, 0xAA))); \
+			im = _mm256_add_epi32(im, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128(mn + 3)), \
+								    _mm256_shuffle_epi32(b2, 0xFF))); \
+			__m256 dx = _mm256_broadcast_ss((const float *)x); \
+			acc[a] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(is[a]), acc[a]); \
+			acc[a] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, dx), _mm256_cvtepi32_ps(im), acc[a]); \
+		} \
+	} \
+	UNROLL \
+	for (int a = 0; a < na; a++) \
+		_mm256_storeu_ps(out + 8 * a, acc[a]); \
+}
+Q4_K_GROUP_FN(INL, q4_k_group, q4_k_group_sub)
+
+/* Units u0 .. u0+3 (one sub-block of 16 weights a row) of group k (0..3) of half of a Q6_K
+ * group into is[], with sc: each row's scale in both int16 halves of its lane. */
+INL void q6_k_group_sub(const uint8_t *ql, const uint8_t *qh, int k, int u0, __m256i sc, const uint8_t *xq,
+			size_t xs, int yo, int na, __m256i *is)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x30);
+	const uint8_t *src = ql + 256 * (k & 1);
+	_Pragma("GCC unroll 4")
+	for (int u = u0; u < u0 + 4; u += 2) {
+		__m256i q[2];
+		for (int v = 0; v < 2; v++) {
+			__m256i l = _mm256_loadu_si256((const __m256i *)(src + 32 * (u + v)));
+			__m256i h = _mm256_loadu_si256((const __m256i *)(qh + 32 * (u + v)));
+			l = _mm256_and_si256(k >= 2 ? _mm256_srli_epi16(l, 4) : l, m4);
+			/* bits 2k, 2k+1 of each byte to bits 4, 5 */
+			h = _mm256_and_si256(k == 3 ? _mm256_srli_epi16(h, 2) : k == 2 ? h : _mm256_slli_epi16(h, 4 - 2 * k), m2);
+			q[v] = _mm256_or_si256(l, h);
+		}
+		UNROLL
+		for (int a = 0; a < na; a++) {
+			const uint8_t *y = xq + (size_t)a * xs + yo + 4 * u;
+			__m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(q[0], bcast4(y)), _mm256_maddubs_epi16(q[1], bcast4(y + 4)));
+			is[a] = _mm256_add_epi32(is[a], _mm256_madd_epi16(p, sc));
+		}
+	}
+}
+
+/* Stops the compiler from keeping loaded vectors across it: without it GCC keeps the shared
+ * qh and ql vectors of all four parts of a half in registers, and spills (measured: Q6_K at 4
+ * activation rows at half the speed of 1 row). */
+#define LOAD_FENCE() __asm__ __volatile__("" ::: "memory")
+
+/* Group k of half h: sub-blocks 8h + 2k and 8h + 2k + 1 (scale pair 4h + k); and the block
+ * loop of a Q6_K group, for the AVX2 and the VNNI sub-block kernels. */
+#define Q6_K_GROUP_FN(ATTR, NAME, PART, SUB) \
+ATTR void PART(const uint8_t *g, int h, int k, const uint8_t *xq, size_t xs, int na, __m256i *is) \
+{ \
+	/* each row's scale in both int16 halves of its lane: the first or the second of the pair */ \
+	const __m256i dup0 = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13, 0, 1, 0, 1, 4, 5, 4, 5, \
+					      8, 9, 8, 9, 12, 13, 12, 13); \
+	const __m256i dup1 = _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15, 2, 3, 2, 3, 6, 7, \
+					      6, 7, 10, 11, 10, 11, 14, 15, 14, 15); \
+	__m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(g + G6_SC + 16 * (4 * h + k)))); \
+	const uint8_t *ql = g + G6_QL + 512 * h, *qh = g + G6_QH + 256 * h; \
+	int yo = 4 + 128 * h + 32 * k; \
+	SUB(ql, qh, k, 0, _mm256_shuffle_epi8(sc, dup0), xq, xs, yo, na, is); \
+	SUB(ql, qh, k, 4, _mm256_shuffle_epi8(sc, dup1), xq, xs, yo, na, is); \
+} \
+ \
+ATTR void NAME(const uint8_t *g, const uint8_t *xq, size_t xs, int n, int na, float *out) \
+{ \
+	__m256 acc[ROWS_MAX]; \
+	UNROLL \
+	for (int a = 0; a < na; a++) \
+		acc[a] = _mm256_setzero_ps(); \
+	for (int b = 0; b < n / QK_K; b++, g += G6_BYTES, xq += 292) { \
+		__m256i is[ROWS_MAX]; \
+		UNROLL \
+		for (int a = 0; a < na; a++) \
+			is[a] = _mm256_setzero_si256(); \
+		for (int h = 0; h < 2; h++) { \
+			PART(g, h, 0, xq, xs, na, is); \
+			LOAD_FENCE(); \
+			PART(g, h, 1, xq, xs, na, is); \
+			LOAD_FENCE(); \
+			PART(g, h, 2, xq, xs, na, is); \
+			LOAD_FENCE(); \
+			PART(g, h, 3, xq, xs, na, is); \
+			LOAD_FENCE(); \
+		} \
+		__m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(g + G6_D))); \
+		UNROLL \
+		for (int a = 0; a < na; a++) { \
+			const uint8_t *x = xq + (size_t)a * xs; \
+			/* the values were stored + 32: less 32 * sum_g sc[g] * bsums[g] */ \
+			__m256i corr = _mm256_setzero_si256(); \
+			for (int p = 0; p < 8; p++) \
+				corr = _mm256_add_epi32(corr, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128( \
+											(const __m128i *)(g + G6_SC + 16 * p))), \
+									bcast4(x + 260 + 4 * p))); \
+			__m256i t = _mm256_sub_epi32(is[a], _mm256_slli_epi32(corr, 5)); \
+			acc[a] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_broadcast_ss((const float *)x)), _mm256_cvtepi32_ps(t), \
+						 acc[a]); \
+		} \
+	} \
+	UNROLL \
+	for (int a = 0; a < na; a++) \
+		_mm256_storeu_ps(out + 8 * a, acc[a]); \
+}
+Q6_K_GROUP_FN(INL, q6_k_group, q6_k_group_part, q6_k_group_sub)
+
+#define GROUP_FN(name, call)                                                                                 \
+	AVX2 static void name(const uint8_t *g, const uint8_t *xq, size_t xs, int n, int na, float *out)     \
+	{                                                                                                    \
+		switch (na) {                                                                                \
+		case 4: call(g, xq, xs, n, 4, out); break;                                                   \
+		case 3: call(g, xq, xs, n, 3, out); break;                                                   \
+		case 2: call(g, xq, xs, n, 2, out); break;                                                   \
+		default: call(g, xq, xs, n, 1, out); break;                                                  \
+		}                                                                                            \
+	}
+GROUP_FN(group_q4_k, q4_k_group)
+GROUP_FN(group_q6_k, q6_k_group)
+
+/* The same with AVX-512 VNNI's 256-bit vpdpbusd (AVX512VL), which runs at full rate on cores
+ * that split 512-bit operations: 4 products of a row straight into its int32 lane, so a
+ * sub-block's sum needs no int16 steps; then times the rows' scales (vpmulld). The int32
+ * sums are the AVX2 kernels' and the float steps the same, so both give the same bits. */
+#define INLV __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c"), always_inline)) static inline
+#define VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+
+INLV void q4_k_group_sub_vnni(const uint8_t *qs, int hi, const uint8_t *sc8, const uint8_t *xq, size_t xs, int yo,
+			      int na, __m256i *is)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0F);
+	__m256i s32[ROWS_MAX];
+	UNROLL
+	for (int a = 0; a < na; a++)
+		s32[a] = _mm256_setzero_si256();
+	_Pragma("GCC unroll 8")
+	for (int u = 0; u < 8; u++) {
+		__m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * u));
+		q = _mm256_and_si256(hi ? _mm256_srli_epi16(q, 4) : q, m4);
+		UNROLL
+		for (int a = 0; a < na; a++)
+			s32[a] = _mm256_dpbusd_epi32(s32[a], q, bcast4(xq + (size_t)a * xs + yo + 4 * u));
+	}
+	int64_t b8;
+	memcpy(&b8, sc8, 8);
+	__m256i sc = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(b8));
+	UNROLL
+	for (int a = 0; a < na; a++)
+		is[a] = _mm256_add_epi32(is[a], _mm256_mullo_epi32(s32[a], sc));
+}
+
+INLV void q6_k_group_sub_vnni(const uint8_t *ql, const uint8_t *qh, int k, int u0, __m256i sc, const uint8_t *xq,
+			      size_t xs, int yo, int na, __m256i *is)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x30);
+	const uint8_t *src = ql + 256 * (k & 1);
+	__m256i s32[ROWS_MAX];
+	UNROLL
+	for (int a = 0; a < na; a++)
+		s32[a] = _mm256_setzero_si256();
+	_Pragma("GCC unroll 4")
+	for (int u = u0; u < u0 + 4; u++) {
+		__m256i l = _mm256_loadu_si256((const __m256i *)(src + 32 * u));
+		__m256i h = _mm256_loadu_si256((const __m256i *)(qh + 32 * u));
+		l = _mm256_and_si256(k >= 2 ? _mm256_srli_epi16(l, 4) : l, m4);
+		h = _mm256_and_si256(k == 3 ? _mm256_srli_epi16(h, 2) : k == 2 ? h : _mm256_slli_epi16(h, 4 - 2 * k), m2);
+		__m256i q = _mm256_or_si256(l, h);
+		UNROLL
+		for (int a = 0; a < na; a++)
+			s32[a] = _mm256_dpbusd_epi32(s32[a], q, bcast4(xq + (size_t)a * xs + yo + 4 * u));
+	}
+	__m256i sc32 = _mm256_srai_epi32(sc, 16); /* the row's scale, sign-extended from the pair */
+	UNROLL
+	for (int a = 0; a < na; a++)
+		is[a] = _mm256_add_epi32(is[a], _mm256_mullo_epi32(s32[a], sc32));
+}
+
+Q4_K_GROUP_FN(INLV, q4_k_group_vnni, q4_k_group_sub_vnni)
+Q6_K_GROUP_FN(INLV, q6_k_group_vnni, q6_k_group_part_vnni, q6_k_group_sub_vnni)
+#define GROUP_FN_VNNI(name, call)                                                                            \
+	VNNI static void name(const uint8_t *g, const uint8_t *xq, size_t xs, int n, int na, float *out)     \
+	{                                                                                                    \
+		switch (na) {                                                                                \
+		case 4: call(g, xq, xs, n, 4, out); break;                                                   \
+		case 3: call(g, xq, xs, n, 3, out); break;                                                   \
+		case 2: call(g, xq, xs, n, 2, out); break;                                                   \
+		default: call(g, xq, xs, n, 1, out); break;                                                  \
+		}                                                                                            \
+	}
+GROUP_FN_VNNI(group_q4_k_vnni, q4_k_group_vnni)
+GROUP_FN_VNNI(group_q6_k_vnni, q6_k_group_vnni)
 /* ---- dot products: AVX-512 (BW, VL, VNNI) for the K-quants of the common presets ---- */
 
 /* Q4_K/Q5_K: a 64-element chunk (two sub-blocks) is one 512-bit vector, against 64
@@ -1032,4 +1487,27 @@ float quant_row_dot(uint32_t type, const void *w, const void *xq, int n, int isa
 	float s;
 	quant_rows_dot(type, w, xq, 0, 1, n, &s, isa);
 	return s;
+}
+
+void quant_group_dot(uint32_t type, const void *group, const void *xq, size_t xq_row_bytes, int n_rows, int n,
+		     float *out, int isa)
+{
+	const uint8_t *g = group, *x = xq;
+#if QUANT_X86
+	if (isa >= QUANT_ISA_AVX2) {
+		for (int r0 = 0; r0 < n_rows; r0 += ROWS_STEP) {
+			int nr = n_rows - r0 < ROWS_STEP ? n_rows - r0 : ROWS_STEP;
+			const uint8_t *xr = x + (size_t)r0 * xq_row_bytes;
+			float *o = out + r0 * QUANT_GROUP_ROWS;
+			if (isa >= QUANT_ISA_AVX512)
+				(type == GGUF_TENSOR_Q4_K ? group_q4_k_vnni : group_q6_k_vnni)(g, xr, xq_row_bytes, n, nr, o);
+			else
+				(type == GGUF_TENSOR_Q4_K ? group_q4_k : group_q6_k)(g, xr, xq_row_bytes, n, nr, o);
+		}
+		return;
+	}
+#else
+	(void)isa;
+#endif
+	group_dot_portable(type, g, x, xq_row_bytes, n_rows, n, out);
 }

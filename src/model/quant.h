@@ -54,4 +54,28 @@ float quant_row_dot(uint32_t type, const void *w, const void *xq, int n, int isa
  * same level (levels differ from each other in fp32 summation order only). */
 void quant_rows_dot(uint32_t type, const void *w, const void *xq, size_t xq_row_bytes, int n_rows, int n,
 		    float *out, int isa);
+
+/* Weights in groups of QUANT_GROUP_ROWS rows (Q4_K and Q6_K): the rows of a group are
+ * interleaved block by block, 4 bytes of each row in turn, so that one 32-byte load holds 4
+ * weights of each of the 8 rows and one multiply against 4 broadcast activation bytes feeds 8
+ * outputs at once (the idea of llama.cpp's repacked Q4_K_8x8 CPU layout; this layout is its
+ * own). Per super-block of a group: Q4_K: 8 fp16 d, 8 fp16 dmin, the 6-bit scales and mins
+ * as bytes, then the nibbles (1184 bytes); Q6_K: low nibbles, high bit pairs, the int8
+ * scales, 8 fp16 d and padding (1696 bytes, 8 x 210 + 16). The integer sums per block are the row kernels';
+ * only the fp32 order differs (each output is one lane, no horizontal sum). */
+#define QUANT_GROUP_ROWS 8
+/* True for the types with a grouped layout (Q4_K, Q6_K). */
+int quant_type_groups(uint32_t type);
+/* Bytes of one group of rows of n elements (n a multiple of 256). */
+size_t quant_group_bytes(uint32_t type, int n);
+/* Pack n_rows (1..8) rows of n elements, row_bytes apart, into one group; missing rows are
+ * zero (their outputs are 0). */
+void quant_group_pack(uint32_t type, const void *rows, size_t row_bytes, int n_rows, int n, void *group);
+/* Row i of a group back in the plain layout (bit for bit the packed row). */
+void quant_group_row(uint32_t type, const void *group, int i, int n, void *row);
+/* out[r * 8 + i] = row i of the group times activation row r (n_rows rows, xq_row_bytes
+ * apart, quantised as Q8_K), for all 8 rows of the group. A row's result does not depend on
+ * n_rows; the portable level gives quant_row_dot's portable result bit for bit. */
+void quant_group_dot(uint32_t type, const void *group, const void *xq, size_t xq_row_bytes, int n_rows, int n,
+		     float *out, int isa);
 #endif

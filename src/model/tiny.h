@@ -50,7 +50,6 @@ uint32_t model_mix_type(uint32_t mix, const struct model_config *c, const char *
  * to build a ~100M-parameter model. */
 int model_write_random(const char *path, const struct model_config *cfg, uint32_t matrix_type, uint64_t seed,
 		       char *err, size_t errlen);
-
 /* Writes a model trained on the tiny vocabulary (src/model/trained/: a Hugging Face Qwen3.5
  * directory, config.json + model.safetensors) as GGUF with the tiny vocabulary and template,
  * matrices as matrix_type (F32, F16, BF16 or Q8_0; the committed weights are exactly BF16).

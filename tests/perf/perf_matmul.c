@@ -13,7 +13,10 @@
  * The peak of one core is 2 FMA pipes x 8 floats x 2 flops x clock (AVX2). --type T (a block
  * type: q4_k, q6_k, q8_0, ...) stores the same weights in that type (sixi's quantiser): the
  * fused kernels then run on int8 activations (a flop is then a multiply-add of the int8
- * products, counted the same way). */
+ * products, counted the same way). For Q4_K and Q6_K each line is timed twice in the same
+ * repetitions, on the plain rows and on a copy in groups of 8 rows (kern_mat_group), and the
+ * ratio of the two is printed; the grouped kernels use 256-bit AVX-512 VNNI where the CPU has
+ * it unless --isa avx2 (kernels.h). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,40 +122,83 @@ int main(int argc, char **argv)
 		x[i] = (float)(i % 97) / 97.0f - 0.5f;
 	printf("weights: %s, %.0f MB in %s pages; best of %d; GFLOP/s of one core (thread CPU time)\n",
 	       gguf_type_name(type), qtotal / 1e6, small ? "4 KiB" : "2 MiB", reps);
+	/* Q4_K and Q6_K: the same weights again in groups of 8 rows (kern_mat_group), timed
+	 * against the plain rows in the same repetition */
+	enum { N_MATS = N_SHAPES * COPIES };
+	struct kern_mat mats[2][N_MATS];
+	const uint8_t *ws = (const uint8_t *)w;
+	size_t gtotal = 0;
+	for (int s = 0; s < N_SHAPES; s++) {
+		size_t rb = (size_t)gguf_type_row_bytes(type, (uint64_t)shape[s][0]);
+		for (int c = 0; c < COPIES; c++, ws += rb * shape[s][1]) {
+			mats[0][s * COPIES + c] = (struct kern_mat){ .data = ws, .type = type, .n_in = shape[s][0],
+								    .n_out = shape[s][1], .row_bytes = rb };
+			mats[1][s * COPIES + c] = mats[0][s * COPIES + c];
+			gtotal += kern_mat_group_bytes(&mats[0][s * COPIES + c]);
+		}
+	}
+	int n_layout = gtotal ? 2 : 1;
+	void *gmap = NULL;
+	size_t glen = gtotal + huge;
+	if (gtotal) {
+		gmap = mmap(NULL, glen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (gmap == MAP_FAILED) {
+			perror("perf_matmul: mmap");
+			return 1;
+		}
+		uint8_t *g = (uint8_t *)(((uintptr_t)gmap + huge - 1) & ~(uintptr_t)(huge - 1));
+		madvise(g, gtotal, small ? MADV_NOHUGEPAGE : MADV_HUGEPAGE);
+		for (int i = 0; i < N_MATS; i++) {
+			size_t b = kern_mat_group_bytes(&mats[1][i]);
+			kern_mat_group(&mats[1][i], g);
+			g += b;
+		}
+		printf("grouped copy (8 rows a group): %.0f MB; each line: plain rows, grouped, grouped/plain\n",
+		       gtotal / 1e6);
+	}
 	for (int a = 0; a < n_isa; a++) {
 		struct kern_pool *p = kern_pool_create(1, isas[a]);
 		if (!p) {
 			fprintf(stderr, "perf_matmul: cannot create a pool for '%s'\n", isas[a]);
 			return 1;
 		}
+		printf("--isa %s: %s tiles\n", isas[a], kern_pool_isa(p));
 		for (int ri = 0; ri < n_rows; ri++) {
 			int nr = rows[ri];
-			printf("%-8s %3d rows:", kern_pool_isa(p), nr);
-			double all_flops = 0, all_s = 0;
-			const uint8_t *ws = (const uint8_t *)w;
+			double all_flops = 0, all_s[2] = { 0, 0 };
+			char line[2][512];
+			int ln[2] = { 0, 0 };
+			for (int l = 0; l < n_layout; l++)
+				ln[l] = snprintf(line[l], sizeof(line[l]), "%-8s %-7s %3d rows:", isas[a],
+						  l ? "grouped" : "rows", nr);
 			for (int s = 0; s < N_SHAPES; s++) {
-				double best = 1e30;
-				for (int r = 0; r < reps; r++) {
-					double t0 = thread_cpu_s();
-					for (int c = 0; c < COPIES; c++) {
-						size_t rb = (size_t)gguf_type_row_bytes(type, (uint64_t)shape[s][0]);
-						struct kern_mat m = { ws + rb * shape[s][1] * c, type, shape[s][0], shape[s][1], rb };
-						kern_matmul(p, &m, x, shape[s][0], nr, y, shape[s][1]);
+				double best[2] = { 1e30, 1e30 };
+				for (int r = 0; r < reps; r++)
+					for (int l = 0; l < n_layout; l++) {
+						double t0 = thread_cpu_s();
+						for (int c = 0; c < COPIES; c++)
+							kern_matmul(p, &mats[l][s * COPIES + c], x, shape[s][0], nr, y, shape[s][1]);
+						double t = thread_cpu_s() - t0;
+						best[l] = t < best[l] ? t : best[l];
 					}
-					double t = thread_cpu_s() - t0;
-					best = t < best ? t : best;
-				}
 				double flops = 2.0 * (double)per[s] * COPIES * nr;
 				all_flops += flops;
-				all_s += best;
-				printf("  %d->%d %6.1f", shape[s][0], shape[s][1], flops / best / 1e9);
-				ws += (size_t)gguf_type_row_bytes(type, (uint64_t)shape[s][0]) * shape[s][1] * COPIES;
+				for (int l = 0; l < n_layout; l++) {
+					all_s[l] += best[l];
+					ln[l] += snprintf(line[l] + ln[l], sizeof(line[l]) - (size_t)ln[l], "  %d->%d %6.1f",
+							   shape[s][0], shape[s][1], flops / best[l] / 1e9);
+				}
 			}
-			printf("  | all %6.1f GFLOP/s (%.1f GB/s of weights)\n", all_flops / all_s / 1e9,
-			       (double)qtotal / all_s / 1e9);
+			for (int l = 0; l < n_layout; l++)
+				printf("%s  | all %6.1f GFLOP/s (%.1f GB/s of weights)\n", line[l], all_flops / all_s[l] / 1e9,
+				       (double)(l ? gtotal : qtotal) / all_s[l] / 1e9);
+			if (n_layout == 2)
+				printf("%-8s ratio   %3d rows: grouped/plain %.2fx\n", isas[a], nr, all_s[0] / all_s[1]);
 		}
 		kern_pool_destroy(p);
 	}
+	if (gmap)
+		munmap(gmap, glen);
 	free(x);
 	free(y);
 	munmap(map, len);

@@ -1,7 +1,7 @@
 /* perf_model — decode throughput of the CPU forward pass.
  *
  *   perf_model [--threads N] [--steps N] [--isa auto|avx512|avx2|portable] [--model FILE.gguf]... [--json]
- *   perf_model --write-tiny PATH | --write-100m PATH [--type T]
+ *   perf_model --write-tiny PATH | --write-100m PATH | --write-moe PATH [--type T]
  *   perf_model --write-shape 0.8b|9b|35b-a3b|moe-small PATH [--type T]
  *   perf_model --model FILE.gguf --greedy TEXT [--steps N]
  *   perf_model --model FILE.gguf --logits N OUT
@@ -23,6 +23,8 @@
  * (shapes.h; the tiny vocabulary padded to the real 248320 tokens), the GPU comparison's files
  * (cuda_vs_llama.sh). The qwen35moe shapes are written with one layer's data in memory: every
  * layer holds the same random tensors (35b-a3b: ~37 GB as Q8_0, ~69 GB as BF16 on disk).
+ * --write-moe writes the 100M model's attention and GDN layers with a qwen35moe MLP (16
+ * experts of width 512, 4 used, a shared expert of width 512).
  * Tokens/s = rows decoded / wall time of the passes (clock_now_ns). Run by `meson test
  * --benchmark --suite perf`, never in the default test run. */
 #include <errno.h>
@@ -194,13 +196,18 @@ static int greedy(const char *path, const char *text, int steps, int threads)
 
 /* Teacher-forced logits: n fixed ids ((37 i + 11) mod n_vocab) in one pass, every row's
  * n_vocab logits written to out as float32 (row-major); the ids go to stdout, one line. */
-static int logits_dump(const char *path, int n, const char *out, int threads)
+static int logits_dump(const char *path, int n, const char *out, int threads, const char *isa)
 {
 	char err[512];
 	struct model *m = model_load(path, threads, err, sizeof(err));
 	if (!m) {
 		fprintf(stderr, "perf_model: %s\n", err);
 		return 1;
+	}
+	if (isa && model_set_isa(m, isa) != 0) {
+		fprintf(stderr, "perf_model: unknown --isa '%s'\n", isa);
+		model_free(m);
+		return 2;
 	}
 	int V = model_get_config(m)->n_vocab, rc = 1;
 	int32_t *ids = malloc(sizeof(int32_t) * (size_t)n), *slots = calloc((size_t)n, sizeof(int32_t));
@@ -397,7 +404,7 @@ static int write_shape_streamed(const char *path, const struct model_config *c, 
 
 int main(int argc, char **argv)
 {
-	const char *greedy_text = NULL, *write_tiny = NULL, *write_100m = NULL, *hf_dir = NULL, *hf_out = NULL;
+	const char *greedy_text = NULL, *write_tiny = NULL, *write_100m = NULL, *write_moe = NULL, *hf_dir = NULL, *hf_out = NULL;
 	const char *shape = NULL, *write_shape = NULL;
 	const char *logits_out = NULL;
 	int logits_n = 0;
@@ -424,6 +431,8 @@ int main(int argc, char **argv)
 			write_tiny = argv[++i];
 		else if (strcmp(argv[i], "--write-100m") == 0 && i + 1 < argc)
 			write_100m = argv[++i];
+		else if (strcmp(argv[i], "--write-moe") == 0 && i + 1 < argc)
+			write_moe = argv[++i];
 		else if (strcmp(argv[i], "--write-shape") == 0 && i + 2 < argc && perf_shape(argv[i + 1]))
 			shape = argv[i + 1], write_shape = argv[i + 2], i += 2;
 		else if (strcmp(argv[i], "--import-hf") == 0 && i + 2 < argc)
@@ -442,7 +451,7 @@ int main(int argc, char **argv)
 		}
 		else {
 			fprintf(stderr, "usage: perf_model [--threads N] [--steps N] [--isa auto|avx512|avx2|portable] [--model FILE.gguf]... [--json]\n"
-					"       perf_model --write-tiny PATH | --write-100m PATH [--type T]\n"
+					"       perf_model --write-tiny PATH | --write-100m PATH | --write-moe PATH [--type T]\n"
 					"       perf_model --write-shape 0.8b|9b|35b-a3b|moe-small PATH [--type T]\n"
 					"       perf_model --model FILE.gguf --greedy TEXT [--steps N]\n"
 					"       perf_model --model FILE.gguf --logits N OUT\n"
@@ -486,9 +495,12 @@ int main(int argc, char **argv)
 		printf("wrote %s (%s shape, %s matrices, %d tokens)\n", write_shape, shape, type_label, c->n_vocab);
 		return 0;
 	}
-	if (write_tiny || write_100m) {
+	if (write_tiny || write_100m || write_moe) {
+		struct model_config cm = c100; /* the 100M model's attention and GDN with a qwen35moe MLP */
+		cm.n_ff = 512, cm.n_expert = 16, cm.n_expert_used = 4, cm.n_ff_exp = 512;
 		if ((write_tiny && model_write_tiny(write_tiny, err0, sizeof(err0))) ||
-		    (write_100m && model_write_random(write_100m, &c100, hf_type, 7, err0, sizeof(err0)))) {
+		    (write_100m && model_write_random(write_100m, &c100, hf_type, 7, err0, sizeof(err0))) ||
+		    (write_moe && model_write_random(write_moe, &cm, hf_type, 9, err0, sizeof(err0)))) {
 			fprintf(stderr, "perf_model: %s\n", err0);
 			return 1;
 		}
@@ -499,7 +511,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "perf_model: --logits N OUT needs one --model and 1 <= N <= 4096\n");
 			return 2;
 		}
-		return logits_dump(models[0], logits_n, logits_out, threads);
+		return logits_dump(models[0], logits_n, logits_out, threads, isa);
 	}
 	if (greedy_text) {
 		if (n_models != 1) {

@@ -216,7 +216,7 @@ static void test_matmul_paths(void)
 			}
 		}
 		rb = (size_t)gguf_type_row_bytes(types[ti], (uint64_t)n_in);
-		struct kern_mat m = { buf, types[ti], n_in, n_out, rb };
+		struct kern_mat m = { buf, types[ti], n_in, n_out, rb, 0 };
 		float *y[4];
 		for (int k = 0; k < 4; k++) {
 			struct kern_pool *p = kern_pool_create(2, isas[k]);
@@ -258,7 +258,7 @@ static void test_matmul_rows_alone(void)
 		w[i] = frand();
 	for (int i = 0; i < n_in * n_rows; i++)
 		x[i] = frand();
-	struct kern_mat m = { w, GGUF_TENSOR_F32, n_in, n_out, (size_t)n_in * 4 };
+	struct kern_mat m = { w, GGUF_TENSOR_F32, n_in, n_out, (size_t)n_in * 4, 0 };
 	const char *isas[] = { "portable", "avx2", "auto", "avx512" };
 	for (int k = 0; k < 4; k++)
 		for (int nt = 1; nt <= 3; nt += 2) {
@@ -277,9 +277,9 @@ static void test_matmul_rows_alone(void)
 				}
 			}
 			/* The same rows as three matrices in one split: the same floats. */
-			struct kern_mat m3[3] = { { w, GGUF_TENSOR_F32, n_in, 5, (size_t)n_in * 4 },
-						  { w + (size_t)5 * n_in, GGUF_TENSOR_F32, n_in, 1, (size_t)n_in * 4 },
-						  { w + (size_t)6 * n_in, GGUF_TENSOR_F32, n_in, n_out - 6, (size_t)n_in * 4 } };
+			struct kern_mat m3[3] = { { w, GGUF_TENSOR_F32, n_in, 5, (size_t)n_in * 4, 0 },
+						  { w + (size_t)5 * n_in, GGUF_TENSOR_F32, n_in, 1, (size_t)n_in * 4, 0 },
+						  { w + (size_t)6 * n_in, GGUF_TENSOR_F32, n_in, n_out - 6, (size_t)n_in * 4, 0 } };
 			const struct kern_mat *mp[3] = { &m3[0], &m3[1], &m3[2] };
 			float *split = malloc(sizeof(float) * n_out * n_rows);
 			float *ys[3] = { split, split + 5, split + 6 };

@@ -1241,8 +1241,10 @@ ATTR void NAME(const uint8_t *g, const uint8_t *xq, size_t xs, int n, int na, fl
 }
 Q6_K_GROUP_FN(INL, q6_k_group, q6_k_group_part, q6_k_group_sub)
 
-#define GROUP_FN(name, call)                                                                                 \
-	AVX2 static void name(const uint8_t *g, const uint8_t *xq, size_t xs, int n, int na, float *out)     \
+/* name(): call with na (1..4) as a constant, so each activation-row count gets its own unrolled
+ * kernel; attr is the target (AVX2 or VNNI). */
+#define GROUP_FN(attr, name, call)                                                                           \
+	attr static void name(const uint8_t *g, const uint8_t *xq, size_t xs, int n, int na, float *out)     \
 	{                                                                                                    \
 		switch (na) {                                                                                \
 		case 4: call(g, xq, xs, n, 4, out); break;                                                   \
@@ -1251,8 +1253,8 @@ Q6_K_GROUP_FN(INL, q6_k_group, q6_k_group_part, q6_k_group_sub)
 		default: call(g, xq, xs, n, 1, out); break;                                                  \
 		}                                                                                            \
 	}
-GROUP_FN(group_q4_k, q4_k_group)
-GROUP_FN(group_q6_k, q6_k_group)
+GROUP_FN(AVX2, group_q4_k, q4_k_group)
+GROUP_FN(AVX2, group_q6_k, q6_k_group)
 
 /* The same with AVX-512 VNNI's 256-bit vpdpbusd (AVX512VL), which runs at full rate on cores
  * that split 512-bit operations: 4 products of a row straight into its int32 lane, so a
@@ -1313,18 +1315,8 @@ INLV void q6_k_group_sub_vnni(const uint8_t *ql, const uint8_t *qh, int k, int u
 
 Q4_K_GROUP_FN(INLV, q4_k_group_vnni, q4_k_group_sub_vnni)
 Q6_K_GROUP_FN(INLV, q6_k_group_vnni, q6_k_group_part_vnni, q6_k_group_sub_vnni)
-#define GROUP_FN_VNNI(name, call)                                                                            \
-	VNNI static void name(const uint8_t *g, const uint8_t *xq, size_t xs, int n, int na, float *out)     \
-	{                                                                                                    \
-		switch (na) {                                                                                \
-		case 4: call(g, xq, xs, n, 4, out); break;                                                   \
-		case 3: call(g, xq, xs, n, 3, out); break;                                                   \
-		case 2: call(g, xq, xs, n, 2, out); break;                                                   \
-		default: call(g, xq, xs, n, 1, out); break;                                                  \
-		}                                                                                            \
-	}
-GROUP_FN_VNNI(group_q4_k_vnni, q4_k_group_vnni)
-GROUP_FN_VNNI(group_q6_k_vnni, q6_k_group_vnni)
+GROUP_FN(VNNI, group_q4_k_vnni, q4_k_group_vnni)
+GROUP_FN(VNNI, group_q6_k_vnni, q6_k_group_vnni)
 /* ---- dot products: AVX-512 (BW, VL, VNNI) for the K-quants of the common presets ---- */
 
 /* Q4_K/Q5_K: a 64-element chunk (two sub-blocks) is one 512-bit vector, against 64

@@ -158,6 +158,25 @@ static double check_head(const struct bufs *b, const float *state0, int ns, int 
 	return err / (mx > 0 ? mx : 1);
 }
 
+/* check_head on four (sequence, head) pairs spread over the batch (the first, the last and two
+ * between) after a written-back step of width w from the states in b->copy; the largest output
+ * and state errors. */
+static void check_pairs(const struct bufs *b, int NS, int w, int T, int L, double *worst_o, double *worst_s)
+{
+	size_t hs = (size_t)D * D;
+	int pairs[4][2] = { { 0, 0 }, { 1, 17 }, { NS / 2, 33 }, { NS - 1, HV - 1 } };
+	float *s0 = (float *)malloc(sizeof(float) * hs);
+	for (int p = 0; p < 4; p++) {
+		int ns = pairs[p][0], h = pairs[p][1];
+		CK(cudaMemcpy(s0, b->copy + ((size_t)ns * HV + h) * hs, sizeof(float) * hs, cudaMemcpyDeviceToHost));
+		double se = 0, oe = check_head(b, s0, ns, h, w, T, L, 1, &se);
+		*worst_o = fmax(*worst_o, oe);
+		*worst_s = fmax(*worst_s, se);
+	}
+	free(s0);
+}
+
+
 int main(int argc, char **argv)
 {
 	int seqs = 32, iters = 10;
@@ -352,16 +371,7 @@ int main(int argc, char **argv)
 		CK((cudaError_t)gdn_cuda_rows(&a, 0));
 		CK(cudaDeviceSynchronize());
 		double worst_o = 0, worst_s = 0;
-		int pairs[4][2] = { { 0, 0 }, { 1, 17 }, { NS / 2, 33 }, { NS - 1, HV - 1 } };
-		float *s0 = (float *)malloc(sizeof(float) * hs);
-		for (int p = 0; p < 4; p++) {
-			int ns = pairs[p][0], h = pairs[p][1];
-			CK(cudaMemcpy(s0, b.copy + ((size_t)ns * HV + h) * hs, sizeof(float) * hs, cudaMemcpyDeviceToHost));
-			double se = 0, oe = check_head(&b, s0, ns, h, w, T, L, 1, &se);
-			worst_o = fmax(worst_o, oe);
-			worst_s = fmax(worst_s, se);
-		}
-		free(s0);
+		check_pairs(&b, NS, w, T, L, &worst_o, &worst_s);
 		printf("agreement with the CPU kernel, chunked, %d-row chunks (width 16 after 16 kept rows, 4 pairs): max |o| "
 		       "error %.2e, max state error %.2e\n", crs[ci], worst_o, worst_s);
 		if (!(worst_o < 1e-4 && worst_s < 1e-4)) {
@@ -384,16 +394,7 @@ int main(int argc, char **argv)
 		CK((cudaError_t)gdn_cuda_rows(&a, 0));
 		CK(cudaDeviceSynchronize());
 		double worst_o = 0, worst_s = 0;
-		int pairs[4][2] = { { 0, 0 }, { 1, 17 }, { NS / 2, 33 }, { NS - 1, HV - 1 } };
-		float *s0 = (float *)malloc(sizeof(float) * hs);
-		for (int p = 0; p < 4; p++) {
-			int ns = pairs[p][0], h = pairs[p][1];
-			CK(cudaMemcpy(s0, b.copy + ((size_t)ns * HV + h) * hs, sizeof(float) * hs, cudaMemcpyDeviceToHost));
-			double se = 0, oe = check_head(&b, s0, ns, h, w, T, L, 1, &se);
-			worst_o = fmax(worst_o, oe);
-			worst_s = fmax(worst_s, se);
-		}
-		free(s0);
+		check_pairs(&b, NS, w, T, L, &worst_o, &worst_s);
 		printf("\nagreement with the CPU kernel, lanes %d (width 8 after 8 kept rows, 4 sequence/head pairs): max |o| "
 		       "error %.2e, max state error %.2e (relative to the largest magnitude)\n",
 		       lanes[li], worst_o, worst_s);

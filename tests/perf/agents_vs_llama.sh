@@ -10,8 +10,8 @@
 # 8 slots, `sixi-bench agents --agents 4 --doc-tokens 3000 --followups 2 --answer-tokens 16
 # --stagger 5`. Each run has sixi-server with its default prefill rule, then the same with
 # `--prefill-chunk 128` (the fixed small chunk it replaces), then llama-server (-np 8), and
-# BASE (a sixi-server binary of another commit) when set. THREADS, AGENTS, DOC, STAGGER
-# override. llama-server is built outside the project (see server_vs_llama.sh). Servers
+# BASE (a sixi-server binary of another commit) when set. SIXI_ARGS replaces the second row's
+# arguments (e.g. "--prefill-budget-ms 100"). THREADS, AGENTS, DOC, STAGGER override. llama-server is built outside the project (see server_vs_llama.sh). Servers
 # listen on 127.0.0.1, are stopped by PID; every client run is bounded by timeout(1).
 # Prints a Markdown table, one row per server and run. Skips (77) without LLAMA_SERVER.
 set -u
@@ -118,7 +118,12 @@ echo "|---|---:|---:|---:|---:|---|---:|"
 r=0
 while [ "$r" -lt "$RUNS" ]; do
 	sixi "sixi-server (default)" "$B/src/sixi-server"
-	sixi "sixi-server --prefill-chunk 128" "$B/src/sixi-server" --prefill-chunk 128
+	if [ -n "${SIXI_ARGS:-}" ]; then
+		# shellcheck disable=SC2086 # SIXI_ARGS is a list of arguments
+		sixi "sixi-server $SIXI_ARGS" "$B/src/sixi-server" $SIXI_ARGS
+	else
+		sixi "sixi-server --prefill-chunk 128" "$B/src/sixi-server" --prefill-chunk 128
+	fi
 	llama
 	[ -n "${BASE:-}" ] && sixi "BASE (default)" "$BASE"
 	r=$((r + 1))

@@ -2,10 +2,10 @@
  * temperature scales the logits, top-k keeps the k largest, softmax, min-p
  * drops tokens below min_p x the largest probability, top-p keeps the smallest
  * prefix (by descending probability) whose mass reaches top_p, then one draw.
- * Work per call: O(V) for the greedy path and the softmax, plus a sort of the
- * candidates that survive a cheap pre-cut (tokens more than 40 nats below the
+ * Work per call: O(V) for the greedy path and the softmax; with top-k, min-p or top-p also a
+ * sort of the candidates that survive a cheap pre-cut (tokens more than 40 nats below the
  * maximum after temperature carry less than 1e-17 of the mass and are dropped
- * before sorting), so large vocabularies do not sort 200k entries per row.
+ * before sorting).
  * sampler_probs and sampler_pick_draft build the same candidates (candidates()), so the p of
  * a speculative verification is exactly the distribution sampler_pick draws from; with a
  * deterministic draft the verification works on the candidates alone (O(candidates) extra),
@@ -98,8 +98,13 @@ static int candidates(const struct sampler_params *p, const float *logits, size_
 		if (l >= maxl - 40.0f) /* the pre-cut: see the file-top comment */
 			cand[n++] = (struct cand){ (int32_t)i, l };
 	}
-	qsort(cand, n, sizeof *cand, by_p_desc);
-	if (p->top_k > 0 && (size_t)p->top_k < n)
+	/* Only the filters need the candidates in order; without them the draw walks them by id
+	 * (the same distribution), and a row costs O(V) instead of a sort of nearly all of a large
+	 * vocabulary (a random or trained model's logits rarely spread over 40 nats). */
+	bool topk = p->top_k > 0 && (size_t)p->top_k < n;
+	if (topk || p->min_p > 0 || p->top_p < 1.0)
+		qsort(cand, n, sizeof *cand, by_p_desc);
+	if (topk)
 		n = (size_t)p->top_k;
 	double sum = 0;
 	for (size_t i = 0; i < n; i++) {

@@ -584,18 +584,7 @@ __device__ __forceinline__ q8blk q8_load(const struct dmat &m, int o, int b)
 	return c;
 }
 
-/* The exact integer dot of two blocks of 32 int8 (8 words each), 4 products an instruction. */
-__device__ __forceinline__ int q8_idot(const int4 &wl, const int4 &wh, const int4 &xl, const int4 &xh)
-{
-	int s = __dp4a(wl.x, xl.x, 0);
-	s = __dp4a(wl.y, xl.y, s);
-	s = __dp4a(wl.z, xl.z, s);
-	s = __dp4a(wl.w, xl.w, s);
-	s = __dp4a(wh.x, xh.x, s);
-	s = __dp4a(wh.y, xh.y, s);
-	s = __dp4a(wh.z, xh.z, s);
-	return __dp4a(wh.w, xh.w, s);
-}
+#include "cuda/q8_idot.cuh"
 
 /* acc[r] += block b of the weight row against block b of activation row r0 + r: the integer
  * dot times (weight scale * activation scale), the CPU's term (quant.c dot_portable:

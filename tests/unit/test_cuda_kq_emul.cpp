@@ -167,17 +167,7 @@ template <class F> static void run_warp(F f)
 		t.join();
 }
 
-static int q8_idot(const int4 &wl, const int4 &wh, const int4 &xl, const int4 &xh)
-{
-	int s = __dp4a(wl.x, xl.x, 0);
-	s = __dp4a(wl.y, xl.y, s);
-	s = __dp4a(wl.z, xl.z, s);
-	s = __dp4a(wl.w, xl.w, s);
-	s = __dp4a(wh.x, xh.x, s);
-	s = __dp4a(wh.y, xh.y, s);
-	s = __dp4a(wh.z, xh.z, s);
-	return __dp4a(wh.w, xh.w, s);
-}
+#include "cuda/q8_idot.cuh"
 
 /* mma.sync m16n8k{32,16} .s8 (PTX ISA fragment layouts; lane = 4 g + t): A row g / g + 8 from
  * a0 / a1 at k 4t .. 4t + 3 (k32: a2 / a3 at 16 + 4t), B column g from b0 at k 4t (k32: b1 at

@@ -1571,12 +1571,16 @@ template <int MT> static void launch_tc_mt(struct cuda_model *m, const struct mm
 /* 32 outputs a block (each row's fragments used twice: half the reads of the rows) or 16, by the
  * pass's row tiles as measured on an H100 (sixth step, 0.8B and 9B shapes, BF16 and Q8_0): 32 won
  * at 9-16 rows (by 4-6 %) and above 32 rows (by 3-28 %), lost at 1-8 rows and at 17-32 rows (by
- * 5-13 %) in all four cases. An output's floats are the same either way (cuda_model_set_tc_mt
- * forces one for the benchmarks). */
-static int tc_mt(const struct cuda_model *m, int N)
+ * 5-13 %) in all four cases. K-quant matrices (kq: the launch has one) take 32 from 9 rows: on the
+ * 9B shape's Q4_K_M mixture 32 won at 16, 32, 64 and 128 rows (by 8 %, 26 %, 26 %, 28 %) and
+ * lost at 8 (by 11 %) (eighth step). An output's floats are the same either way
+ * (cuda_model_set_tc_mt forces one for the benchmarks). */
+static int tc_mt(const struct cuda_model *m, int N, int kq)
 {
 	if (m->tc_mt)
 		return m->tc_mt;
+	if (kq)
+		return N > 8 ? 2 : 1;
 	return (N > 8 && N <= 16) || N > 32 ? 2 : 1;
 }
 
@@ -1593,7 +1597,10 @@ static void matmul_n(struct cuda_model *m, int n, const struct dmat *const *w, c
 	a.xs = xs;
 	a.N = N;
 	a.pair = pair;
-	int tc = !pair && use_tc(m, n, w, xs, N), mt = tc ? tc_mt(m, N) : 1;
+	int any_kq = 0;
+	for (int i = 0; i < n; i++)
+		any_kq |= kq_is(w[i]->type);
+	int tc = !pair && use_tc(m, n, w, xs, N), mt = tc ? tc_mt(m, N, any_kq) : 1;
 	int acc = 0, tiled = !tc && N > m->small_rows, q8 = 0, q81 = 0, q8k = 0;
 	for (int i = 0; i < n; i++) {
 		int t = w[i]->type;

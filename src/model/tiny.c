@@ -212,11 +212,11 @@ static int tiny_vocab_size(const char *path, int *n_vocab, char *err, size_t err
 int model_write_random(const char *path, const struct model_config *cfg_in, uint32_t matrix_type, uint64_t seed,
 		       char *err, size_t errlen)
 {
-	return model_write_random_vocab(path, cfg_in, matrix_type, seed, 0, err, errlen);
+	return model_write_random_vocab(path, cfg_in, matrix_type, seed, 0, TOK_TYPE_UNUSED, err, errlen);
 }
 
 int model_write_random_vocab(const char *path, const struct model_config *cfg_in, uint32_t matrix_type, uint64_t seed,
-			     int n_vocab, char *err, size_t errlen)
+			     int n_vocab, int pad_type, char *err, size_t errlen)
 {
 	struct model_config c = *cfg_in;
 	int rc = tiny_vocab_size(path, &c.n_vocab, err, errlen);
@@ -237,7 +237,7 @@ int model_write_random_vocab(const char *path, const struct model_config *cfg_in
 	if (!rc)
 		rc = gguf_writer_set_str(t.w, "general.name", "sixi-tiny-random");
 	if (!rc)
-		rc = pad ? tok_write_tiny_vocab_padded(t.w, (size_t)c.n_vocab, err, errlen) : tok_write_tiny_vocab(t.w, err, errlen);
+		rc = pad ? tok_write_tiny_vocab_padded(t.w, (size_t)c.n_vocab, pad_type, err, errlen) : tok_write_tiny_vocab(t.w, err, errlen);
 	if (!rc)
 		rc = gguf_writer_set_str(t.w, "tokenizer.chat_template", model_tiny_chat_template);
 	if (!rc) {

@@ -57,10 +57,10 @@ int model_write_random(const char *path, const struct model_config *cfg, uint32_
  * the reason in err; PATH is replaced only once complete. */
 int model_write_trained(const char *dir, const char *path, uint32_t matrix_type, char *err, size_t errlen);
 
-/* model_write_random with the vocabulary padded to n_vocab tokens (tok_write_tiny_vocab_padded)
- * where n_vocab is larger than the tiny one's, so that the embedding and the output matrix
- * have n_vocab rows (a random model of a real model's shape for benchmarks; text in the tiny
- * vocabulary's tokens only). n_vocab <= the tiny size: model_write_random. */
+/* model_write_random with the vocabulary padded to n_vocab tokens (tok_write_tiny_vocab_padded,
+ * padding of pad_type: TOK_TYPE_UNUSED or TOK_TYPE_NORMAL) where n_vocab is larger than the tiny
+ * one's, so that the embedding and the output matrix have n_vocab rows (a random model of a real
+ * model's shape for benchmarks). n_vocab <= the tiny size: model_write_random. */
 int model_write_random_vocab(const char *path, const struct model_config *cfg, uint32_t matrix_type, uint64_t seed,
-			     int n_vocab, char *err, size_t errlen);
+			     int n_vocab, int pad_type, char *err, size_t errlen);
 #endif

@@ -126,9 +126,11 @@ extern const char tok_tiny_corpus[];
 /* tok_train_tiny_bpe over tok_tiny_corpus with 512 tokens: the embedded default model's vocabulary. */
 __attribute__((warn_unused_result))
 int tok_write_tiny_vocab(struct gguf_writer *w, char *err, size_t errlen);
-/* The same vocabulary padded to n_total tokens (512..2^24) with unused tokens "<|unused_N|>"
- * (type UNUSED, after the specials; no merge makes them): a random model of a real model's
- * vocabulary size, for benchmarks whose lm_head must have the real width. */
+/* The same vocabulary padded to n_total tokens (512..2^24) with tokens "<|unused_N|>" after the
+ * specials (no merge makes them): a random model of a real model's vocabulary size, for
+ * benchmarks whose lm_head must have the real width. pad_type TOK_TYPE_UNUSED: they decode to
+ * nothing, as a real file's padding does; TOK_TYPE_NORMAL: to their names, so that a random
+ * model that samples them still streams text (a client's first-token time needs text). */
 __attribute__((warn_unused_result))
-int tok_write_tiny_vocab_padded(struct gguf_writer *w, size_t n_total, char *err, size_t errlen);
+int tok_write_tiny_vocab_padded(struct gguf_writer *w, size_t n_total, int pad_type, char *err, size_t errlen);
 #endif

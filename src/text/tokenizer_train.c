@@ -73,8 +73,8 @@ static bool text_before(const struct vocab_text *v, int32_t a1, int32_t b1, int3
 
 /* The vocabulary's keys; n_pad unused tokens "<|unused_N|>" follow the specials (the same ids
  * for every learnt token, bos and eos). */
-static int write_keys(struct gguf_writer *w, const struct vocab_text *v, size_t n_vocab, size_t n_pad, char **merges,
-		      size_t n_merges)
+static int write_keys(struct gguf_writer *w, const struct vocab_text *v, size_t n_vocab, size_t n_pad, int pad_type,
+		      char **merges, size_t n_merges)
 {
 	size_t n_all = n_vocab + n_pad;
 	const char **toks = malloc(n_all * sizeof *toks);
@@ -90,7 +90,7 @@ static int write_keys(struct gguf_writer *w, const struct vocab_text *v, size_t 
 	for (size_t i = 0; i < n_pad; i++) {
 		snprintf(pad + 24 * i, 24, "<|unused_%u|>", (unsigned)(i & 0xffffffu)); /* n_pad < 2^24 */
 		toks[n_vocab + i] = pad + 24 * i;
-		types[n_vocab + i] = TOK_TYPE_UNUSED;
+		types[n_vocab + i] = pad_type;
 	}
 	uint32_t eot = (uint32_t)(n_vocab - N_SPECIAL), im_end = (uint32_t)(n_vocab - 1);
 	rc = gguf_writer_set_str(w, "tokenizer.ggml.model", "gpt2");
@@ -111,8 +111,8 @@ out:
 }
 
 /* tok_train_tiny_bpe, the list padded to n_total tokens (0 or fewer than learnt: none). */
-static int train_bpe(const char *corpus, size_t n, size_t vocab_size, size_t n_total, struct gguf_writer *w,
-		     char *err, size_t errlen)
+static int train_bpe(const char *corpus, size_t n, size_t vocab_size, size_t n_total, int pad_type,
+		     struct gguf_writer *w, char *err, size_t errlen)
 {
 	size_t *ends = NULL, n_pieces = 0, n_words = 0, n_vocab = 256, n_merges = 0;
 	struct word *words = NULL;
@@ -227,7 +227,7 @@ static int train_bpe(const char *corpus, size_t n, size_t vocab_size, size_t n_t
 			goto out;
 		v[n_vocab++].len = strlen(specials[i]);
 	}
-	rc = write_keys(w, v, n_vocab, n_total > n_vocab ? n_total - n_vocab : 0, merges, n_merges);
+	rc = write_keys(w, v, n_vocab, n_total > n_vocab ? n_total - n_vocab : 0, pad_type, merges, n_merges);
 	if (rc)
 		err_set(err, errlen, "tiny BPE: cannot store the vocabulary in the GGUF writer: %s", strerror(-rc));
 out:
@@ -250,7 +250,7 @@ out:
 int tok_train_tiny_bpe(const char *corpus, size_t n, size_t vocab_size, struct gguf_writer *w, char *err,
 		       size_t errlen)
 {
-	return train_bpe(corpus, n, vocab_size, 0, w, err, errlen);
+	return train_bpe(corpus, n, vocab_size, 0, TOK_TYPE_UNUSED, w, err, errlen);
 }
 
 int tok_write_tiny_vocab(struct gguf_writer *w, char *err, size_t errlen)
@@ -258,11 +258,15 @@ int tok_write_tiny_vocab(struct gguf_writer *w, char *err, size_t errlen)
 	return tok_train_tiny_bpe(tok_tiny_corpus, strlen(tok_tiny_corpus), 512, w, err, errlen);
 }
 
-int tok_write_tiny_vocab_padded(struct gguf_writer *w, size_t n_total, char *err, size_t errlen)
+int tok_write_tiny_vocab_padded(struct gguf_writer *w, size_t n_total, int pad_type, char *err, size_t errlen)
 {
 	if (n_total < 512 || n_total > (1u << 24)) {
 		err_set(err, errlen, "tiny BPE: a padded vocabulary of %zu tokens is outside 512..16777216", n_total);
 		return -EINVAL;
 	}
-	return train_bpe(tok_tiny_corpus, strlen(tok_tiny_corpus), 512, n_total, w, err, errlen);
+	if (pad_type != TOK_TYPE_UNUSED && pad_type != TOK_TYPE_NORMAL) {
+		err_set(err, errlen, "tiny BPE: padding tokens are UNUSED or NORMAL, not type %d", pad_type);
+		return -EINVAL;
+	}
+	return train_bpe(tok_tiny_corpus, strlen(tok_tiny_corpus), 512, n_total, pad_type, w, err, errlen);
 }

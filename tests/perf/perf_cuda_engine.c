@@ -8,6 +8,10 @@
  * bandwidth, and one stream again with each of this version's changes left out in turn (no graph,
  * pageable host memory for the logits, no programmatic launch, the first version's kernels),
  * with the largest logit difference between the fused and the first version's kernels.
+ * perf_cuda_engine 27b [q4_k_m|q8_0|bf16]: the release notes' class of model (shapes.h, 48 of
+ * 64 layers GDN): context memory of 36 sequences with the log against a snapshot ring of the same
+ * depth, and 32 streams' decode with speculation (verify passes, rollback by log) at fixed
+ * acceptance rates.
  * The scheduler's host work is not in these figures (see the server benchmarks).
  * Exits 77 without a GPU. Usage: perf_cuda_engine [0.8b|9b|all [STREAMS]] (default all; STREAMS: only
  * that many streams, 0: all); perf_cuda_engine 35b-a3b|moe-small [STREAMS [q8_0|bf16|all]] (the
@@ -244,7 +248,7 @@ static int decode_fixed(struct cuda_model *m, int32_t *tok, int32_t *slot, uint8
  * after saying why on stderr. The host copy is released either way; *matrix_bytes (may be
  * NULL) gets what a pass reads of the matrices. */
 static struct cuda_model *open_engine(const char *label, const struct model_config *c, uint32_t type, int slots,
-				      int ctx, size_t *matrix_bytes)
+				      int ctx, int rb_rows, size_t *matrix_bytes)
 {
 	static struct mem_model mm;
 	char err[1024];
@@ -253,7 +257,7 @@ static struct cuda_model *open_engine(const char *label, const struct model_conf
 		release(&mm);
 		return NULL;
 	}
-	struct cuda_model *m = cuda_model_create(0, c, find, &mm, label, slots, ctx, 0, err, sizeof err);
+	struct cuda_model *m = cuda_model_create(0, c, find, &mm, label, slots, ctx, rb_rows, err, sizeof err);
 	if (matrix_bytes)
 		*matrix_bytes = mm.matrix_bytes;
 	release(&mm);
@@ -266,7 +270,7 @@ static int run(const char *label, const struct model_config *c, uint32_t type, d
 {
 	enum { SLOTS = 128, CTX = 256 };
 	size_t matrix_bytes = 0;
-	struct cuda_model *m = open_engine(label, c, type, SLOTS, CTX, &matrix_bytes);
+	struct cuda_model *m = open_engine(label, c, type, SLOTS, CTX, 0, &matrix_bytes);
 	if (!m)
 		return 1;
 	struct model_state_memory sm;
@@ -367,6 +371,117 @@ static int run(const char *label, const struct model_config *c, uint32_t type, d
 	return rc ? 1 : 0;
 }
 
+/* ---- the release notes' shape (mode "27b") ---- */
+
+/* S streams' verify passes of 1 + k rows each (every row kept in the log, logits of every row
+ * to the host); then each stream keeps its first row and its draft rows up to the first
+ * rejection, drawn with acceptance a per draft (a fixed seed), and rolls back the rest, as the
+ * server's speculation does. Tokens a pass: the kept rows (the last one's logits give the next
+ * token). *tok_s gets the aggregate tokens per second, *ms the time a pass. */
+static int spec_run(struct cuda_model *m, int S, int k, double a, int passes, int n_vocab, int32_t *tok, int32_t *slot,
+		    uint8_t *want, uint8_t *keep, float *lg, double *tok_s, double *ms)
+{
+	int W = 1 + k, rc = prefill(m, S, tok, slot, want, lg, n_vocab);
+	uint64_t r = 0x9E3779B97F4A7C15ull ^ (uint64_t)(k * 131 + (int)(a * 1000));
+	long tokens = 0;
+	int64_t t0 = 0;
+	for (int p = 0; p < passes + 2 && !rc; p++) {
+		if (p == 2)
+			t0 = clock_now_ns(), tokens = 0;
+		for (int s = 0; s < S; s++)
+			for (int i = 0; i < W; i++) {
+				int n = s * W + i;
+				tok[n] = (int32_t)((p * 7919 + s * 31 + i * 17) % n_vocab), slot[n] = s, want[n] = 1;
+				keep[n] = 1;
+			}
+		struct model_batch b = { .n_rows = S * W, .tokens = tok, .slots = slot, .want_logits = want };
+		rc = cuda_model_forward(m, &b, keep, lg);
+		for (int s = 0; s < S && !rc; s++) {
+			int acc = 0;
+			while (acc < k) {
+				r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+				if ((double)(r >> 11) * (1.0 / 9007199254740992.0) >= a)
+					break;
+				acc++;
+			}
+			tokens += acc + 1;
+			rc = cuda_model_slot_rollback(m, s, k - acc);
+		}
+	}
+	double t = (double)(clock_now_ns() - t0) / 1e9;
+	*ms = rc ? 0 : t * 1e3 / passes;
+	*tok_s = rc ? 0 : (double)tokens / t;
+	return rc;
+}
+
+static int run_27b(const char *tname, uint32_t type, double bw)
+{
+	const struct model_config *c = &perf_shape_27b;
+	enum { SEQS = 36, CTX = 4096, K_MAX = 7, S = 32 };
+	char label[64], name[256], err[256];
+	snprintf(label, sizeof label, "27B-shape %s", tname);
+	size_t free0 = 0, free1 = 0, total = 0, matrix_bytes = 0;
+	cuda_device_query(0, name, sizeof name, &free0, &total, err, sizeof err);
+	struct cuda_model *m = open_engine(label, c, type, SEQS, CTX, K_MAX + 1, &matrix_bytes);
+	if (!m)
+		return 1;
+	cuda_device_query(0, name, sizeof name, &free1, &total, err, sizeof err);
+	struct model_state_memory sm;
+	size_t wbytes = 0;
+	cuda_model_memory(m, &sm, &wbytes);
+	double common = (double)sm.kv + (double)sm.gdn_state + (double)sm.conv;
+	printf("%s: %d layers (%d GDN), weights on the GPU %.2f GB; device memory the engine took %.2f GB (weights, "
+	       "states, scratch)\n\n", label, c->n_layer, c->n_layer - c->n_layer / c->full_attn_interval,
+	       (double)wbytes / 1e9, (double)(free0 - free1) / 1e9);
+	printf("Context memory, %d sequences of %d positions (KV in fp32), speculation of up to %d draft rows:\n\n"
+	       "| part | GB |\n|---|---:|\n| KV cache | %.2f |\n| GDN states | %.2f |\n| conv windows | %.3f |\n"
+	       "| rollback log (%d rows) | %.2f |\n| snapshot ring (%d states) | %.2f |\n"
+	       "| **total with the log** | **%.2f** |\n| **total with a ring** | **%.2f** |\n\n",
+	       SEQS, CTX, K_MAX, (double)sm.kv / 1e9, (double)sm.gdn_state / 1e9, (double)sm.conv / 1e9, K_MAX + 1,
+	       (double)sm.rollback / 1e9, K_MAX + 2, (double)sm.snapshot_ring / 1e9, (common + (double)sm.rollback) / 1e9,
+	       (common + (double)sm.snapshot_ring) / 1e9);
+	printf("(beyond the weights the engine allocated %.2f GB; the ring's figure is its layout's size: the GPU engine "
+	       "rolls back by log only)\n\n", ((double)(free0 - free1) - (double)wbytes) / 1e9);
+	size_t rows = (size_t)S * (K_MAX + 1) > (size_t)SEQS * PROMPT ? (size_t)S * (K_MAX + 1) : (size_t)SEQS * PROMPT;
+	int32_t *tok = malloc(sizeof(int32_t) * rows), *slot = malloc(sizeof(int32_t) * rows);
+	uint8_t *want = malloc(rows), *keep = malloc(rows);
+	float *lg = cuda_host_alloc(sizeof(float) * rows * (size_t)c->n_vocab);
+	int rc = tok && slot && want && keep && lg ? 0 : 1;
+	printf("| %s, %d streams | draft rows k | acceptance a draft | ms a pass | aggregate tok/s |\n"
+	       "|---|---:|---:|---:|---:|\n", label, S);
+	double one = 0, base = 0;
+	if (!rc && !(rc = prefill(m, 1, tok, slot, want, lg, c->n_vocab)))
+		one = time_decode(m, 1, 31, tok, slot, want, lg, c->n_vocab, &rc);
+	if (!rc && !(rc = prefill(m, S, tok, slot, want, lg, c->n_vocab)))
+		base = time_decode(m, S, 31, tok, slot, want, lg, c->n_vocab, &rc);
+	if (!rc)
+		printf("| no speculation | 0 | - | %.2f | %.0f |\n", base, S * 1000.0 / base);
+	static const int ks[] = { 1, 3, 5, 7 };
+	static const double as[] = { 0.5, 0.7, 0.9 };
+	for (size_t i = 0; i < sizeof ks / sizeof ks[0] && !rc; i++)
+		for (size_t j = 0; j < sizeof as / sizeof as[0] && !rc; j++) {
+			double ts = 0, ms = 0;
+			rc = spec_run(m, S, ks[i], as[j], 12, c->n_vocab, tok, slot, want, keep, lg, &ts, &ms);
+			if (!rc)
+				printf("| speculation | %d | %.1f | %.2f | %.0f |\n", ks[i], as[j], ms, ts);
+		}
+	if (rc) {
+		fprintf(stderr, "perf_cuda_engine: %s: pass failed (%d): %s\n", label, rc, cuda_model_error(m));
+	} else {
+		double bytes = (double)matrix_bytes + 2.0 * (double)sm.gdn_state / SEQS;
+		printf("\n%s one-stream decode: %.3f ms/token, %.1f tok/s; floor %.3f ms (%.2f GB read at %.2f TB/s) = %.0f %% "
+		       "of the floor's speed\n", label, one, 1000.0 / one, bytes / bw * 1e3, bytes / 1e9, bw / 1e12,
+		       100.0 * bytes / bw * 1e3 / one);
+	}
+	free(tok);
+	free(slot);
+	free(want);
+	free(keep);
+	cuda_host_free(lg);
+	cuda_model_destroy(m);
+	return rc ? 1 : 0;
+}
+
 /* ---- the tensor-core product against the fp32 kernels (mode "tc") ---- */
 
 /* ms per pass at 1..128 streams with the engine's defaults, once with the products' fp32
@@ -377,7 +492,7 @@ static int run(const char *label, const struct model_config *c, uint32_t type, d
 static int tc_compare(const char *label, const struct model_config *c, uint32_t type)
 {
 	enum { SLOTS = 128, CTX = 256 };
-	struct cuda_model *m = open_engine(label, c, type, SLOTS, CTX, NULL);
+	struct cuda_model *m = open_engine(label, c, type, SLOTS, CTX, 0, NULL);
 	if (!m)
 		return 1;
 	static const int streams[] = { 1, 2, 4, 8, 16, 32, 64, 128 };
@@ -474,7 +589,7 @@ static int tc_compare(const char *label, const struct model_config *c, uint32_t 
 static int masks(const char *label, const struct model_config *c, uint32_t type)
 {
 	enum { SLOTS = 8, CTX = 256 };
-	struct cuda_model *m = open_engine(label, c, type, SLOTS, CTX, NULL);
+	struct cuda_model *m = open_engine(label, c, type, SLOTS, CTX, 0, NULL);
 	if (!m)
 		return 1;
 	int32_t tok[SLOTS * PROMPT], slot[SLOTS * PROMPT];
@@ -680,6 +795,13 @@ int main(int argc, char **argv)
 			rc |= k4 ? tc_compare("9B-shape Q4_K_M", &perf_shape_9b, MODEL_MIX_Q4_K_M) : 0;
 		}
 		return rc;
+	}
+	if (strcmp(which, "27b") == 0) { /* 27b [q4_k_m|q8_0|bf16] */
+		const char *t = argc > 2 ? argv[2] : "q4_k_m";
+		printf("device: %s, %.1f GiB; device-to-device copy %.2f TB/s (read + write counted)\n\n", name,
+		       (double)to / 1073741824.0, bw / 1e12);
+		return run_27b(t, strcmp(t, "q8_0") == 0 ? GGUF_TENSOR_Q8_0 : strcmp(t, "bf16") == 0 ? GGUF_TENSOR_BF16
+												 : MODEL_MIX_Q4_K_M, bw);
 	}
 	if (strcmp(which, "masks") == 0) { /* masks [0.8b|9b|all] */
 		const char *w = argc > 2 ? argv[2] : "0.8b";

@@ -337,7 +337,7 @@ static int write_shape_streamed(const char *path, const struct model_config *c, 
 		snprintf(err, errlen, "%s: %s", path, why);
 	rc = rc ? rc : model_config_to_gguf(c, sw.w);
 	rc = rc ? rc : gguf_writer_set_str(sw.w, "general.name", "sixi-shape-random");
-	rc = rc ? rc : tok_write_tiny_vocab_padded(sw.w, (size_t)c->n_vocab, err, errlen);
+	rc = rc ? rc : tok_write_tiny_vocab_padded(sw.w, (size_t)c->n_vocab, TOK_TYPE_NORMAL, err, errlen);
 	rc = rc ? rc : gguf_writer_set_str(sw.w, "tokenizer.chat_template", model_tiny_chat_template);
 	sw.rc = rc;
 	int E = c->n_embd, d = c->ssm_head_dim, Hk = c->ssm_n_k_heads, Hv = c->ssm_n_v_heads, hd = c->head_dim;
@@ -488,7 +488,7 @@ int main(int argc, char **argv)
 		err0[0] = 0;
 		/* the dense shapes as before (the same bytes); the MoE ones a layer at a time */
 		if (c->n_expert > 0 ? write_shape_streamed(write_shape, c, hf_type, 11, err0, sizeof(err0))
-				    : model_write_random_vocab(write_shape, c, hf_type, 11, c->n_vocab, err0, sizeof(err0))) {
+				    : model_write_random_vocab(write_shape, c, hf_type, 11, c->n_vocab, TOK_TYPE_NORMAL, err0, sizeof(err0))) {
 			fprintf(stderr, "perf_model: %s\n", err0);
 			return 1;
 		}

@@ -26,7 +26,7 @@ static void check_padded_vocab(const char *dir, const struct model_config *tiny_
 	char p[160], err[512] = "";
 	snprintf(p, sizeof(p), "%s/padded.gguf", dir);
 	struct model_config c = *tiny_c;
-	if (!CHECK_EQ_INT(model_write_random_vocab(p, &c, GGUF_TENSOR_BF16, 5, 1500, err, sizeof(err)), 0)) {
+	if (!CHECK_EQ_INT(model_write_random_vocab(p, &c, GGUF_TENSOR_BF16, 5, 1500, TOK_TYPE_UNUSED, err, sizeof(err)), 0)) {
 		fprintf(stderr, "%s\n", err);
 		return;
 	}

@@ -18,6 +18,46 @@
 #include "test.h"
 
 
+/* Padding of type NORMAL (benchmark files): each padded id decodes to its name, text still
+ * encodes to the tiny vocabulary's ids; another type is refused, naming the two that work. */
+static void check_padded_named(const char *dir, const struct model_config *tiny_c, const struct tokenizer *tiny_tk)
+{
+	char p[160], err[512] = "";
+	snprintf(p, sizeof(p), "%s/named.gguf", dir);
+	struct model_config c = *tiny_c;
+	CHECK_EQ_INT(model_write_random_vocab(p, &c, GGUF_TENSOR_BF16, 5, 1500, TOK_TYPE_CONTROL, err, sizeof(err)),
+		     -EINVAL);
+	CHECK(strstr(err, "UNUSED or NORMAL") != NULL);
+	CHECK(access(p, F_OK) != 0); /* refused before anything was written */
+	if (!CHECK_EQ_INT(model_write_random_vocab(p, &c, GGUF_TENSOR_BF16, 5, 1500, TOK_TYPE_NORMAL, err, sizeof(err)), 0)) {
+		fprintf(stderr, "%s\n", err);
+		return;
+	}
+	struct model *m = model_load(p, 2, err, sizeof(err));
+	struct tokenizer *tk = m ? tok_load_gguf(model_gguf(m), err, sizeof(err)) : NULL;
+	if (CHECK(tk != NULL)) {
+		CHECK_EQ_INT(tok_token_type(tk, 1499), TOK_TYPE_NORMAL);
+		char *txt = NULL;
+		size_t tl = 0;
+		int32_t pad_id = 1499;
+		CHECK(tok_decode(tk, &pad_id, 1, false, &txt, &tl) == 0 && tl == 14 && txt && memcmp(txt, "<|unused_987|>", 14) == 0);
+		free(txt);
+		int32_t *a = NULL, *b = NULL;
+		size_t na = 0, nb = 0;
+		const char *text = "Hello, how are you? <|unused_3|>";
+		CHECK_EQ_INT(tok_encode(tk, text, strlen(text), false, true, &a, &na), 0);
+		CHECK_EQ_INT(tok_encode(tiny_tk, text, strlen(text), false, true, &b, &nb), 0);
+		CHECK(na == nb && na > 0 && memcmp(a, b, na * sizeof(int32_t)) == 0);
+		free(a);
+		free(b);
+		tok_destroy(tk);
+	} else {
+		fprintf(stderr, "%s\n", err);
+	}
+	model_free(m);
+	unlink(p);
+}
+
 /* The tiny vocabulary padded to a real model's width: every learnt id, bos and eos as in the
  * tiny model, then unused tokens up to n_vocab rows of the embedding and the output matrix;
  * text encodes to learnt ids only and the model runs. */
@@ -47,6 +87,11 @@ static void check_padded_vocab(const char *dir, const struct model_config *tiny_
 		CHECK_EQ_STR(tok_piece(tk, (int32_t)tiny_n - 1), tok_piece(tiny_tk, (int32_t)tiny_n - 1));
 		CHECK_EQ_STR(tok_piece(tk, 1499), "<|unused_987|>");
 		CHECK_EQ_INT(tok_token_type(tk, 1499), TOK_TYPE_UNUSED);
+		char *txt = NULL;
+		size_t tl = 99;
+		int32_t pad_id = 1499;
+		CHECK(tok_decode(tk, &pad_id, 1, true, &txt, &tl) == 0 && tl == 0); /* unused: no text */
+		free(txt);
 		int32_t *a = NULL, *b = NULL;
 		size_t na = 0, nb = 0;
 		const char *text = "Hello, how are you? <|unused_3|>";
@@ -69,6 +114,7 @@ static void check_padded_vocab(const char *dir, const struct model_config *tiny_
 	}
 	model_free(m);
 	unlink(p);
+	check_padded_named(dir, tiny_c, tiny_tk);
 }
 
 int main(void)

@@ -669,6 +669,11 @@ int workload_agents(struct bench *b, const struct agents_params *p, FILE *out, c
 		L.valid = false;
 		snprintf(L.invalid_reason, sizeof L.invalid_reason, "%s",
 			 missing_usage ? "responses without usage" : "cached_tokens > 0 on unique prompts");
+	} else if (nd == 0 || nf == 0) { /* the workload's figures are these waits: none, no result */
+		L.valid = false;
+		snprintf(L.invalid_reason, sizeof L.invalid_reason,
+			 "no first token measured for any %s (%lld of %zu requests failed; a reply that streams no text "
+			 "has no first token)", nd == 0 ? "document" : "follow-up", (long long)errors, n);
 	}
 	bench_level_store(b, &L);
 	cJSON *d = cJSON_CreateObject();

@@ -7,7 +7,7 @@ when told to, so that tests can show how the client records each failure.
 Listens on 127.0.0.1 only. Python standard library only.
 
   fake_openai.py --port 0 --port-file F [--tokens-per-event N] [--no-usage]
-                 [--cached N] [--ready-after S] [--fail MODE --fail-every K]
+                 [--cached N] [--ready-after S] [--fail MODE --fail-every K | --fail-after N]
                  [--event-delay-ms D] [--fingerprint TEXT]
 MODE: reset | 500 | malformed | stall | error-event | huge-event | non-json | bad-utf8
 """
@@ -64,7 +64,8 @@ class Handler(fake_base.Handler):
         with LOCK:
             COUNTER["n"] += 1
             k = COUNTER["n"]
-        fail = ARGS.fail if ARGS.fail_every and k % ARGS.fail_every == 0 else None
+        fail = ARGS.fail if (ARGS.fail_every and k % ARGS.fail_every == 0) or (ARGS.fail_after and k > ARGS.fail_after) \
+            else None
         chat = self.path.endswith("chat/completions")
         max_tokens = int(body.get("max_tokens", 16))
         ptoks = prompt_tokens_of(body)
@@ -161,6 +162,7 @@ def main():
     ap.add_argument("--ready-after", type=float, default=0.0)
     ap.add_argument("--fail", choices=["reset", "500", "malformed", "stall", "error-event", "huge-event", "non-json", "bad-utf8"])
     ap.add_argument("--fail-every", type=int, default=0)
+    ap.add_argument("--fail-after", type=int, default=0, help="every request after the first N fails (MODE)")
     ap.add_argument("--stall-seconds", type=float, default=20.0)
     ap.add_argument("--event-delay-ms", type=float, default=0.0)
     ap.add_argument("--fingerprint", default="fake-1")

@@ -574,10 +574,29 @@ def case_bad_input():
         srv.stop()
 
 
+def case_agents_unmeasured():
+    """Every request after the readiness probe and the calibration answered 500: the agents workload has no wait to
+    report, so its level is invalid and says why (the count of failed requests)."""
+    srv = Fake("--fail", "500", "--fail-after", "2")
+    try:
+        j = bench_json("agents", "--url", srv.url, "--agents", "2", "--doc-tokens", "64", "--followups", "1",
+                       "--answer-tokens", "2", "--stagger", "0", "--warmup", "0")
+    finally:
+        srv.stop()
+    if not j:
+        return
+    L, d = j["levels"][0], j["detail"]
+    check(d["errors"] >= 4 and "doc_ttft_median_s" not in d, "every request failed, no document TTFT (%r)" % d)
+    check(not d["valid"] and not L["valid"], "the level is invalid (%r)" % L)
+    check("no first token measured for any document" in L["invalid_reason"] and "requests failed" in L["invalid_reason"],
+          "and says why: %r" % L["invalid_reason"])
+
+
 CASES = {
     "multiturn_received": case_multiturn_received, "multiturn_cache": case_multiturn_cache,
     "prefix_cache": case_prefix_cache, "search": case_search, "search_concurrency": case_search_concurrency, "metrics": case_metrics, "arrivals": case_arrivals,
     "sources": case_sources, "repeats_slo": case_repeats_slo, "bad_input": case_bad_input,
+    "agents_unmeasured": case_agents_unmeasured,
 }
 
 if __name__ == "__main__":

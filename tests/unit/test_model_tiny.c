@@ -18,6 +18,26 @@
 #include "test.h"
 
 
+/* Id 1499 of a vocabulary padded to 1500: its type, its text (want: NULL for none), and text
+ * that names a padding token encoding as in the tiny vocabulary (no merge makes one). */
+static void check_pad_id(const struct tokenizer *tk, const struct tokenizer *tiny_tk, int type, const char *want)
+{
+	CHECK_EQ_INT(tok_token_type(tk, 1499), type);
+	char *txt = NULL;
+	size_t tl = 99, wl = want ? strlen(want) : 0;
+	int32_t pad_id = 1499;
+	CHECK(tok_decode(tk, &pad_id, 1, true, &txt, &tl) == 0 && tl == wl && (!wl || memcmp(txt, want, wl) == 0));
+	free(txt);
+	int32_t *a = NULL, *b = NULL;
+	size_t na = 0, nb = 0;
+	const char *text = "Hello, how are you? <|unused_3|>";
+	CHECK_EQ_INT(tok_encode(tk, text, strlen(text), false, true, &a, &na), 0);
+	CHECK_EQ_INT(tok_encode(tiny_tk, text, strlen(text), false, true, &b, &nb), 0);
+	CHECK(na == nb && na > 0 && memcmp(a, b, na * sizeof(int32_t)) == 0);
+	free(a);
+	free(b);
+}
+
 /* Padding of type NORMAL (benchmark files): each padded id decodes to its name, text still
  * encodes to the tiny vocabulary's ids; another type is refused, naming the two that work. */
 static void check_padded_named(const char *dir, const struct model_config *tiny_c, const struct tokenizer *tiny_tk)
@@ -36,20 +56,7 @@ static void check_padded_named(const char *dir, const struct model_config *tiny_
 	struct model *m = model_load(p, 2, err, sizeof(err));
 	struct tokenizer *tk = m ? tok_load_gguf(model_gguf(m), err, sizeof(err)) : NULL;
 	if (CHECK(tk != NULL)) {
-		CHECK_EQ_INT(tok_token_type(tk, 1499), TOK_TYPE_NORMAL);
-		char *txt = NULL;
-		size_t tl = 0;
-		int32_t pad_id = 1499;
-		CHECK(tok_decode(tk, &pad_id, 1, false, &txt, &tl) == 0 && tl == 14 && txt && memcmp(txt, "<|unused_987|>", 14) == 0);
-		free(txt);
-		int32_t *a = NULL, *b = NULL;
-		size_t na = 0, nb = 0;
-		const char *text = "Hello, how are you? <|unused_3|>";
-		CHECK_EQ_INT(tok_encode(tk, text, strlen(text), false, true, &a, &na), 0);
-		CHECK_EQ_INT(tok_encode(tiny_tk, text, strlen(text), false, true, &b, &nb), 0);
-		CHECK(na == nb && na > 0 && memcmp(a, b, na * sizeof(int32_t)) == 0);
-		free(a);
-		free(b);
+		check_pad_id(tk, tiny_tk, TOK_TYPE_NORMAL, "<|unused_987|>");
 		tok_destroy(tk);
 	} else {
 		fprintf(stderr, "%s\n", err);
@@ -86,20 +93,7 @@ static void check_padded_vocab(const char *dir, const struct model_config *tiny_
 		CHECK_EQ_INT(tok_eos(tk), tok_eos(tiny_tk));
 		CHECK_EQ_STR(tok_piece(tk, (int32_t)tiny_n - 1), tok_piece(tiny_tk, (int32_t)tiny_n - 1));
 		CHECK_EQ_STR(tok_piece(tk, 1499), "<|unused_987|>");
-		CHECK_EQ_INT(tok_token_type(tk, 1499), TOK_TYPE_UNUSED);
-		char *txt = NULL;
-		size_t tl = 99;
-		int32_t pad_id = 1499;
-		CHECK(tok_decode(tk, &pad_id, 1, true, &txt, &tl) == 0 && tl == 0); /* unused: no text */
-		free(txt);
-		int32_t *a = NULL, *b = NULL;
-		size_t na = 0, nb = 0;
-		const char *text = "Hello, how are you? <|unused_3|>";
-		CHECK_EQ_INT(tok_encode(tk, text, strlen(text), false, true, &a, &na), 0);
-		CHECK_EQ_INT(tok_encode(tiny_tk, text, strlen(text), false, true, &b, &nb), 0);
-		CHECK(na == nb && na > 0 && memcmp(a, b, na * sizeof(int32_t)) == 0);
-		free(a);
-		free(b);
+		check_pad_id(tk, tiny_tk, TOK_TYPE_UNUSED, NULL); /* unused: no text */
 		struct model_state *s = model_state_create(m, 1, 16);
 		int32_t tok[2] = { 5, 1400 }, sl[2] = { 0, 0 };
 		uint8_t want[2] = { 0, 1 };

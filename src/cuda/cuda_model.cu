@@ -1597,21 +1597,20 @@ static void matmul_n(struct cuda_model *m, int n, const struct dmat *const *w, c
 	a.xs = xs;
 	a.N = N;
 	a.pair = pair;
-	int any_kq = 0;
-	for (int i = 0; i < n; i++)
-		any_kq |= kq_is(w[i]->type);
-	int tc = !pair && use_tc(m, n, w, xs, N), mt = tc ? tc_mt(m, N, any_kq) : 1;
-	int acc = 0, tiled = !tc && N > m->small_rows, q8 = 0, q81 = 0, q8k = 0;
+	int tc = !pair && use_tc(m, n, w, xs, N);
+	int acc = 0, tiled = !tc && N > m->small_rows, q8 = 0, q81 = 0, q8k = 0, any_kq = 0;
 	for (int i = 0; i < n; i++) {
 		int t = w[i]->type;
 		q8 |= t == GGUF_TENSOR_Q8_0;
 		if (kq_is(t)) { /* the other block types: mm_small at any width (kq_kernels.cuh) */
 			tiled = 0;
+			any_kq = 1;
 			q8 |= kq_act(t) == KQ_ACT_Q8_0;
 			q81 |= kq_act(t) == KQ_ACT_Q8_1;
 			q8k |= kq_act(t) == KQ_ACT_Q8_K;
 		}
 	}
+	int mt = tc ? tc_mt(m, N, any_kq) : 1;
 	if (tc && m->dq) { /* the measured alternative: each Q8_0 matrix widened to BF16, then its product */
 		for (int i = 0; i < n; i++) {
 			struct dmat bw = *w[i];

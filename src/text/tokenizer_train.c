@@ -71,8 +71,8 @@ static bool text_before(const struct vocab_text *v, int32_t a1, int32_t b1, int3
 	return a1 < a2;
 }
 
-/* The vocabulary's keys; n_pad unused tokens "<|unused_N|>" follow the specials (the same ids
- * for every learnt token, bos and eos). */
+/* The vocabulary's keys; n_pad tokens "<|unused_N|>" of pad_type follow the specials (the same
+ * ids for every learnt token, bos and eos). */
 static int write_keys(struct gguf_writer *w, const struct vocab_text *v, size_t n_vocab, size_t n_pad, int pad_type,
 		      char **merges, size_t n_merges)
 {

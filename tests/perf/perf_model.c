@@ -20,7 +20,8 @@
  * divergence against llama.cpp, tests/perf/kl_vs_llama.sh). --write-* write the two benchmark models and exit; --import-hf
  * converts a Hugging Face Qwen3.5 text checkpoint, dense or MoE, to GGUF (without tokenizer keys).
  * --write-shape writes a random model of Qwen3.5-0.8B's, 9B's or 35B-A3B's shape, or moe-small
- * (shapes.h; the tiny vocabulary padded to the real 248320 tokens), the GPU comparison's files
+ * (shapes.h; the tiny vocabulary padded to the real 248320 tokens with tokens that decode to
+ * their names, so that a random model sampling them streams text), the GPU comparison's files
  * (cuda_vs_llama.sh). The qwen35moe shapes are written with one layer's data in memory: every
  * layer holds the same random tensors (35b-a3b: ~37 GB as Q8_0, ~69 GB as BF16 on disk).
  * --write-moe writes the 100M model's attention and GDN layers with a qwen35moe MLP (16

@@ -18,62 +18,18 @@
 #include "test.h"
 
 
-/* Id 1499 of a vocabulary padded to 1500: its type, its text (want: NULL for none), and text
- * that names a padding token encoding as in the tiny vocabulary (no merge makes one). */
-static void check_pad_id(const struct tokenizer *tk, const struct tokenizer *tiny_tk, int type, const char *want)
-{
-	CHECK_EQ_INT(tok_token_type(tk, 1499), type);
-	char *txt = NULL;
-	size_t tl = 99, wl = want ? strlen(want) : 0;
-	int32_t pad_id = 1499;
-	CHECK(tok_decode(tk, &pad_id, 1, true, &txt, &tl) == 0 && tl == wl && (!wl || memcmp(txt, want, wl) == 0));
-	free(txt);
-	int32_t *a = NULL, *b = NULL;
-	size_t na = 0, nb = 0;
-	const char *text = "Hello, how are you? <|unused_3|>";
-	CHECK_EQ_INT(tok_encode(tk, text, strlen(text), false, true, &a, &na), 0);
-	CHECK_EQ_INT(tok_encode(tiny_tk, text, strlen(text), false, true, &b, &nb), 0);
-	CHECK(na == nb && na > 0 && memcmp(a, b, na * sizeof(int32_t)) == 0);
-	free(a);
-	free(b);
-}
-
-/* Padding of type NORMAL (benchmark files): each padded id decodes to its name, text still
- * encodes to the tiny vocabulary's ids; another type is refused, naming the two that work. */
-static void check_padded_named(const char *dir, const struct model_config *tiny_c, const struct tokenizer *tiny_tk)
-{
-	char p[160], err[512] = "";
-	snprintf(p, sizeof(p), "%s/named.gguf", dir);
-	struct model_config c = *tiny_c;
-	CHECK_EQ_INT(model_write_random_vocab(p, &c, GGUF_TENSOR_BF16, 5, 1500, TOK_TYPE_CONTROL, err, sizeof(err)),
-		     -EINVAL);
-	CHECK(strstr(err, "UNUSED or NORMAL") != NULL);
-	CHECK(access(p, F_OK) != 0); /* refused before anything was written */
-	if (!CHECK_EQ_INT(model_write_random_vocab(p, &c, GGUF_TENSOR_BF16, 5, 1500, TOK_TYPE_NORMAL, err, sizeof(err)), 0)) {
-		fprintf(stderr, "%s\n", err);
-		return;
-	}
-	struct model *m = model_load(p, 2, err, sizeof(err));
-	struct tokenizer *tk = m ? tok_load_gguf(model_gguf(m), err, sizeof(err)) : NULL;
-	if (CHECK(tk != NULL)) {
-		check_pad_id(tk, tiny_tk, TOK_TYPE_NORMAL, "<|unused_987|>");
-		tok_destroy(tk);
-	} else {
-		fprintf(stderr, "%s\n", err);
-	}
-	model_free(m);
-	unlink(p);
-}
-
-/* The tiny vocabulary padded to a real model's width: every learnt id, bos and eos as in the
- * tiny model, then unused tokens up to n_vocab rows of the embedding and the output matrix;
- * text encodes to learnt ids only and the model runs. */
-static void check_padded_vocab(const char *dir, const struct model_config *tiny_c, const struct tokenizer *tiny_tk)
+/* The tiny vocabulary padded to a real model's width, padding of pad_type: every learnt id, bos
+ * and eos as in the tiny model, then "<|unused_N|>" tokens up to n_vocab rows of the embedding
+ * and the output matrix, each decoding to pad_text (UNUSED: nothing; NORMAL, the benchmark
+ * files: its name); text naming one still encodes to the tiny vocabulary's ids (no merge makes
+ * one), and the model runs. */
+static void check_padded_vocab(const char *dir, const struct model_config *tiny_c, const struct tokenizer *tiny_tk,
+			       int pad_type, const char *pad_text)
 {
 	char p[160], err[512] = "";
 	snprintf(p, sizeof(p), "%s/padded.gguf", dir);
 	struct model_config c = *tiny_c;
-	if (!CHECK_EQ_INT(model_write_random_vocab(p, &c, GGUF_TENSOR_BF16, 5, 1500, TOK_TYPE_UNUSED, err, sizeof(err)), 0)) {
+	if (!CHECK_EQ_INT(model_write_random_vocab(p, &c, GGUF_TENSOR_BF16, 5, 1500, pad_type, err, sizeof(err)), 0)) {
 		fprintf(stderr, "%s\n", err);
 		return;
 	}
@@ -93,7 +49,20 @@ static void check_padded_vocab(const char *dir, const struct model_config *tiny_
 		CHECK_EQ_INT(tok_eos(tk), tok_eos(tiny_tk));
 		CHECK_EQ_STR(tok_piece(tk, (int32_t)tiny_n - 1), tok_piece(tiny_tk, (int32_t)tiny_n - 1));
 		CHECK_EQ_STR(tok_piece(tk, 1499), "<|unused_987|>");
-		check_pad_id(tk, tiny_tk, TOK_TYPE_UNUSED, NULL); /* unused: no text */
+		CHECK_EQ_INT(tok_token_type(tk, 1499), pad_type);
+		char *txt = NULL;
+		size_t tl = 99, wl = strlen(pad_text);
+		int32_t pad_id = 1499;
+		CHECK(tok_decode(tk, &pad_id, 1, true, &txt, &tl) == 0 && tl == wl && memcmp(txt, pad_text, wl) == 0);
+		free(txt);
+		int32_t *a = NULL, *b = NULL;
+		size_t na = 0, nb = 0;
+		const char *text = "Hello, how are you? <|unused_3|>";
+		CHECK_EQ_INT(tok_encode(tk, text, strlen(text), false, true, &a, &na), 0);
+		CHECK_EQ_INT(tok_encode(tiny_tk, text, strlen(text), false, true, &b, &nb), 0);
+		CHECK(na == nb && na > 0 && memcmp(a, b, na * sizeof(int32_t)) == 0);
+		free(a);
+		free(b);
 		struct model_state *s = model_state_create(m, 1, 16);
 		int32_t tok[2] = { 5, 1400 }, sl[2] = { 0, 0 };
 		uint8_t want[2] = { 0, 1 };
@@ -108,7 +77,18 @@ static void check_padded_vocab(const char *dir, const struct model_config *tiny_
 	}
 	model_free(m);
 	unlink(p);
-	check_padded_named(dir, tiny_c, tiny_tk);
+}
+
+/* Padding of another type is refused, naming the two that work, before any file is written. */
+static void check_pad_type_refused(const char *dir, const struct model_config *tiny_c)
+{
+	char p[160], err[512] = "";
+	snprintf(p, sizeof(p), "%s/control.gguf", dir);
+	struct model_config c = *tiny_c;
+	CHECK_EQ_INT(model_write_random_vocab(p, &c, GGUF_TENSOR_BF16, 5, 1500, TOK_TYPE_CONTROL, err, sizeof(err)),
+		     -EINVAL);
+	CHECK(strstr(err, "UNUSED or NORMAL") != NULL);
+	CHECK(access(p, F_OK) != 0);
 }
 
 int main(void)
@@ -152,7 +132,9 @@ int main(void)
 	CHECK_EQ_INT(tok_encode(tk, prompt, strlen(prompt), false, true, &ids, &n_ids), 0);
 	CHECK(n_ids > 5 && n_ids < 60);
 	CHECK_EQ_INT(ids[0], tok_find(tk, "<|im_start|>"));
-	check_padded_vocab(dir, c, tk);
+	check_padded_vocab(dir, c, tk, TOK_TYPE_UNUSED, "");
+	check_padded_vocab(dir, c, tk, TOK_TYPE_NORMAL, "<|unused_987|>");
+	check_pad_type_refused(dir, c);
 
 	/* Greedy: incremental decode vs recomputing the whole prefix each step (fresh slot). */
 	int steps = 8, V = c->n_vocab;

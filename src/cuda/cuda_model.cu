@@ -680,8 +680,33 @@ __device__ __forceinline__ void add_norm_row(float *x, const float *y, const flo
 	int src = map ? map[j] : j;
 	float *xr = x + (size_t)src * E;
 	const float *yr = y + (size_t)src * E;
+	const int T = blockDim.x;
 	float ss = 0.f;
-	for (int i = threadIdx.x; i < E; i += blockDim.x) {
+	/* four elements a thread in flight (a 4096-wide row was 16 dependent loads a thread, ~16 us
+	 * at one row); each thread still takes i, i + T, i + 2T, ... in that order, so the sums
+	 * are the same floats as one element at a time */
+	int i = threadIdx.x;
+	for (; i + 3 * T < E; i += 4 * T) {
+		float v[4], u[4];
+#pragma unroll
+		for (int k = 0; k < 4; k++)
+			v[k] = xr[i + k * T];
+		if (add) {
+#pragma unroll
+			for (int k = 0; k < 4; k++)
+				u[k] = __ldcg(yr + i + k * T);
+#pragma unroll
+			for (int k = 0; k < 4; k++) {
+				v[k] += u[k];
+				if (!map)
+					xr[i + k * T] = v[k];
+			}
+		}
+#pragma unroll
+		for (int k = 0; k < 4; k++)
+			ss += v[k] * v[k];
+	}
+	for (; i < E; i += T) {
 		float v = xr[i];
 		if (add) {
 			v += __ldcg(yr + i);
@@ -692,7 +717,20 @@ __device__ __forceinline__ void add_norm_row(float *x, const float *y, const flo
 	}
 	ss = block_sum(ss, sh);
 	float r = 1.0f / sqrtf(ss / (float)E + eps);
-	for (int i = threadIdx.x; i < E; i += blockDim.x) {
+	i = threadIdx.x;
+	for (; i + 3 * T < E; i += 4 * T) {
+		float v[4], u[4], wv[4];
+#pragma unroll
+		for (int k = 0; k < 4; k++) {
+			v[k] = xr[i + k * T];
+			u[k] = add && map ? __ldcg(yr + i + k * T) : 0.f;
+			wv[k] = w[i + k * T];
+		}
+#pragma unroll
+		for (int k = 0; k < 4; k++)
+			h[(size_t)j * E + i + k * T] = (add && map ? v[k] + u[k] : v[k]) * r * wv[k];
+	}
+	for (; i < E; i += T) {
 		float v = add ? (map ? xr[i] + __ldcg(yr + i) : xr[i]) : xr[i];
 		h[(size_t)j * E + i] = v * r * w[i];
 	}
@@ -997,8 +1035,15 @@ __global__ void dequant_bf16_kernel(struct dmat w, __nv_bfloat16 *out)
 /* Fragment layouts (PTX ISA, mma.m16n8k16 / m16n8k32): lane = 4 g + t; A registers 0/2 hold
  * row g, 1/3 row g + 8; B registers hold column (row of the pass) g; C registers 0, 1 hold
  * output g, rows 2t and 2t + 1; 2, 3 the same for output g + 8. */
+/* The matrix types an mm_tc instance is compiled for: all (a launch that mixes them), or one
+ * family only. A kernel's registers are the most any of its paths needs, and the K-quant path
+ * needs about twice the BF16 one's (mm_tc<1, 4>: 155 against 74), which left a BF16 product one
+ * block a multiprocessor; an instance of one family keeps the occupancy of its own path. */
+enum { TC_ANY, TC_BF16, TC_Q8_0, TC_KQ };
+
 /* Block (bx, by) of the product: mm_tc's, or a grouped expert product's (moe_cuda.cuh). */
-template <int MT, int NT> __device__ __forceinline__ void mm_tc_block(const struct mm_args &a, int bx, int by)
+template <int MT, int NT, int FAM = TC_ANY>
+__device__ __forceinline__ void mm_tc_block(const struct mm_args &a, int bx, int by)
 {
 	__shared__ float red[TC_STEPS][NT * 4][32]; /* [warp][n-tile * 4 + register][lane], an m-tile a round */
 	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
@@ -1015,7 +1060,10 @@ template <int MT, int NT> __device__ __forceinline__ void mm_tc_block(const stru
 #pragma unroll
 		for (int j = 0; j < NT; j++)
 			acc[mt][j][0] = acc[mt][j][1] = acc[mt][j][2] = acc[mt][j][3] = 0.f;
-	if (w.type == GGUF_TENSOR_Q8_0) { /* uniform per block: one matrix */
+	const bool q8 = FAM == TC_Q8_0 || (FAM == TC_ANY && w.type == GGUF_TENSOR_Q8_0);
+	const bool kq = FAM == TC_KQ || (FAM == TC_ANY && (w.type == GGUF_TENSOR_Q4_K || w.type == GGUF_TENSOR_Q5_K ||
+							    w.type == GGUF_TENSOR_Q6_K));
+	if (q8) { /* uniform per block: one matrix */
 		const int nb = n_in / 32;
 		const int8_t *wq = (const int8_t *)w.w + t * 8;
 #pragma unroll 2
@@ -1047,7 +1095,7 @@ template <int MT, int NT> __device__ __forceinline__ void mm_tc_block(const stru
 				}
 			}
 		}
-	} else if (w.type == GGUF_TENSOR_Q4_K || w.type == GGUF_TENSOR_Q5_K || w.type == GGUF_TENSOR_Q6_K) {
+	} else if (kq) {
 		tc_kq256<MT, NT>(a, w, warp, g, t, oa, ob, r0, acc); /* kq_tc.cuh */
 	} else { /* BF16 */
 		const uint16_t *wh = (const uint16_t *)w.w + t * 8;
@@ -1097,10 +1145,10 @@ template <int MT, int NT> __device__ __forceinline__ void mm_tc_block(const stru
 	}
 }
 
-template <int MT, int NT> __global__ void __launch_bounds__(256) mm_tc(struct mm_args a)
+template <int MT, int NT, int FAM> __global__ void __launch_bounds__(256) mm_tc(struct mm_args a)
 {
 	pdl_enter();
-	mm_tc_block<MT, NT>(a, blockIdx.x, blockIdx.y);
+	mm_tc_block<MT, NT, FAM>(a, blockIdx.x, blockIdx.y);
 }
 
 
@@ -1556,15 +1604,37 @@ static int use_tc(const struct cuda_model *m, int n, const struct dmat *const *w
 /* mm_tc with MT tiles of 16 outputs and NT tiles of 8 rows a block (up to 64 rows; wider
  * passes repeat the blocks of an output tile over the rows, next to each other in the grid, so
  * the second read of a weight tile finds it in L2). tiles: of 16 outputs * MT. */
+template <int MT, int FAM> static void launch_tc_fam(struct cuda_model *m, const struct mm_args &a, dim3 grid, int nt)
+{
+	switch (nt) {
+	case 1: launch(m, mm_tc<MT, 1, FAM>, grid, 256, a); break;
+	case 2: launch(m, mm_tc<MT, 2, FAM>, grid, 256, a); break;
+	case 4: launch(m, mm_tc<MT, 4, FAM>, grid, 256, a); break;
+	default: launch(m, mm_tc<MT, 8, FAM>, grid, 256, a); break;
+	}
+}
+
+/* The family of all of the launch's matrices (TC_BF16, TC_Q8_0, TC_KQ), or TC_ANY. */
+static int tc_family(const struct mm_args &a)
+{
+	int fam = -1;
+	for (int i = 0; i < a.n_mat; i++) {
+		int t = a.w[i].type;
+		int f = t == GGUF_TENSOR_BF16 ? TC_BF16 : t == GGUF_TENSOR_Q8_0 ? TC_Q8_0 : TC_KQ;
+		fam = fam < 0 || fam == f ? f : TC_ANY;
+	}
+	return fam < 0 ? TC_ANY : fam;
+}
+
 template <int MT> static void launch_tc_mt(struct cuda_model *m, const struct mm_args &a, unsigned tiles)
 {
 	int nt = a.N <= 8 ? 1 : a.N <= 16 ? 2 : a.N <= 32 ? 4 : 8;
 	dim3 grid((unsigned)((a.N + 8 * nt - 1) / (8 * nt)), tiles);
-	switch (nt) {
-	case 1: launch(m, mm_tc<MT, 1>, grid, 256, a); break;
-	case 2: launch(m, mm_tc<MT, 2>, grid, 256, a); break;
-	case 4: launch(m, mm_tc<MT, 4>, grid, 256, a); break;
-	default: launch(m, mm_tc<MT, 8>, grid, 256, a); break;
+	switch (tc_family(a)) {
+	case TC_BF16: launch_tc_fam<MT, TC_BF16>(m, a, grid, nt); break;
+	case TC_Q8_0: launch_tc_fam<MT, TC_Q8_0>(m, a, grid, nt); break;
+	case TC_KQ: launch_tc_fam<MT, TC_KQ>(m, a, grid, nt); break;
+	default: launch_tc_fam<MT, TC_ANY>(m, a, grid, nt); break;
 	}
 }
 

@@ -13,38 +13,41 @@
  * Fragments (PTX ISA, mma.m16n8k32 / m16n8k16 with .s8; lane = 4 g + t): k32 as mm_tc's Q8_0
  * (a thread's 8 consecutive values j*32 + 8t .. 8t + 7 of rows g and g + 8 and of row g of the
  * pass, the same permutation on both sides); k16: 4 consecutive values 4t .. 4t + 3 of the
- * group (mma_s8_k16 beside mma_s8 in cuda_model.cu). */
+ * group (mma_s8_k16 beside mma_s8 in cuda_model.cu).
+ * Loads: a lane's bytes of a whole super-block (Q6_K: of half of one) are loaded before the
+ * first product, so that a warp has them all in flight at once; the scales and mins are
+ * unpacked once a super-block, a byte each. (One part's loads at a time, then its products,
+ * read ~0.5 TB/s at 32 rows on an H100: latency, not bytes.) */
 
-/* Scale and min of part j from a Q4_K/Q5_K block's 12 scale bytes as 3 words (scale_min_k4). */
-__device__ __forceinline__ void kq_scale_min(const uint32_t *s, int j, int *sc, int *mn)
+/* The 8 six-bit scales and mins of a Q4_K/Q5_K block's 12 scale bytes (3 words, scale_min_k4),
+ * a byte each: sm[0], sm[1] the scales of parts 0-3 and 4-7, sm[2], sm[3] the mins. */
+__device__ __forceinline__ void kq_scales_mins(const uint32_t *s, uint32_t *sm)
 {
-#define KQ_B(k) ((int)((s[(k) / 4] >> (8 * ((k) % 4))) & 0xff))
-	if (j < 4) {
-		*sc = KQ_B(j) & 63;
-		*mn = KQ_B(j + 4) & 63;
-	} else {
-		*sc = (KQ_B(j + 4) & 0xf) | ((KQ_B(j - 4) >> 6) << 4);
-		*mn = (KQ_B(j + 4) >> 4) | ((KQ_B(j) >> 6) << 4);
-	}
-#undef KQ_B
+	sm[0] = s[0] & 0x3f3f3f3fu;
+	sm[1] = (s[2] & 0x0f0f0f0fu) | (((s[0] >> 6) & 0x03030303u) << 4);
+	sm[2] = s[1] & 0x3f3f3f3fu;
+	sm[3] = ((s[2] >> 4) & 0x0f0f0f0fu) | (((s[1] >> 6) & 0x03030303u) << 4);
 }
 
-/* 4 values of a Q6_K block (208 bytes as uploaded): elements 32 j + e .. e + 3 (e a multiple of 4). */
-__device__ __forceinline__ uint32_t kq6_word(const uint8_t *p, int j, int e)
+/* Byte j (0-7) of two packed words. */
+__device__ __forceinline__ int kq_byte(const uint32_t *w, int j)
 {
-	const int h = j / 4, qt = j % 4;
-	uint32_t ql = __ldg(reinterpret_cast<const uint32_t *>(p + 64 * h + 32 * (qt & 1) + e));
-	uint32_t qh = __ldg(reinterpret_cast<const uint32_t *>(p + 128 + 32 * h + e));
+	return (int)((w[j / 4] >> (8 * (j % 4))) & 0xff);
+}
+
+/* 4 values (-32..31) of a Q6_K group from its low-bit word ql and high-bit word qh: the nibble
+ * qt >> 1 of ql, bits 2 qt of qh. */
+__device__ __forceinline__ uint32_t kq6_value4(uint32_t ql, uint32_t qh, int qt)
+{
 	return __vsub4(((ql >> (4 * (qt >> 1))) & 0x0f0f0f0fu) | (((qh >> (2 * qt)) & 0x03030303u) << 4), 0x20202020u);
 }
 
-/* 8 values of a Q4_K/Q5_K block: elements 32 j + 8 t .. + 7, as two words. */
-__device__ __forceinline__ uint2 kq45_words(const uint8_t *p, bool five, int j, int t)
+/* 8 values of part j of a Q4_K/Q5_K block from the lane's 8 bytes q of its 32-byte chunk j / 2
+ * (and, Q5_K, its 8 bytes h of the high bits). */
+__device__ __forceinline__ uint2 kq45_value8(uint2 q, uint2 h, bool five, int j)
 {
-	uint2 q = __ldg(reinterpret_cast<const uint2 *>(p + (five ? 48 : 16) + 32 * (j / 2) + 8 * t));
 	uint32_t v0 = (q.x >> (4 * (j & 1))) & 0x0f0f0f0fu, v1 = (q.y >> (4 * (j & 1))) & 0x0f0f0f0fu;
 	if (five) {
-		uint2 h = __ldg(reinterpret_cast<const uint2 *>(p + 16 + 8 * t));
 		v0 |= ((h.x >> j) & 0x01010101u) << 4;
 		v1 |= ((h.y >> j) & 0x01010101u) << 4;
 	}
@@ -58,6 +61,11 @@ __device__ __forceinline__ void tc_kq256(const struct mm_args &a, const struct d
 	const int nsb = w.n_in / 256;
 	const bool six = w.type == GGUF_TENSOR_Q6_K, five = w.type == GGUF_TENSOR_Q5_K;
 	const size_t bb = six ? 208 : five ? 176 : 144;
+	const int8_t *xb[NT]; /* the B fragments' rows (g) of the pass' Q8_K activations */
+#pragma unroll
+	for (int n = 0; n < NT; n++)
+		xb[n] = a.kq + (size_t)min(r0 + n * 8 + g, a.N - 1) * a.nq;
+#pragma unroll 1
 	for (int sb = warp; sb < nsb; sb += TC_STEPS) {
 		const uint8_t *pa[MT], *pb[MT];
 #pragma unroll
@@ -71,68 +79,107 @@ __device__ __forceinline__ void tc_kq256(const struct mm_args &a, const struct d
 #pragma unroll
 			for (int n = 0; n < NT; n++)
 				is[mt][n][0] = is[mt][n][1] = is[mt][n][2] = is[mt][n][3] = 0;
-		uint32_t swa[MT][3] = {}, swb[MT][3] = {}; /* Q4_K/Q5_K: the scale words of rows g, g + 8 */
-		if (!six)
+		/* Q4_K/Q5_K: rows g and g + 8's scales (words 0, 1) and mins (2, 3), a byte a part */
+		uint32_t sma[MT][4] = {}, smb[MT][4] = {};
+		if (six) {
+			/* a half (parts 4 h .. 4 h + 3) at a time: the lane's words of it loaded first, all
+			 * in flight together (ql at 64 h + 32 c + 16 hg + 4 t, qh at 128 + 32 h + 16 hg + 4 t,
+			 * the half's 8 scales at 192 + 8 h) */
 #pragma unroll
-			for (int mt = 0; mt < MT; mt++)
+			for (int h = 0; h < 2; h++) {
+				uint32_t la[MT][2][2], lb[MT][2][2], ha[MT][2], hb[MT][2];
+				uint2 sca[MT], scb[MT];
 #pragma unroll
-				for (int k = 0; k < 3; k++) {
-					swa[mt][k] = __ldg(reinterpret_cast<const uint32_t *>(pa[mt] + 4) + k);
-					swb[mt][k] = __ldg(reinterpret_cast<const uint32_t *>(pb[mt] + 4) + k);
-				}
-#pragma unroll 1
-		for (int j = 0; j < 8; j++) {
-			if (six) {
+				for (int mt = 0; mt < MT; mt++) {
 #pragma unroll
-				for (int hg = 0; hg < 2; hg++) { /* the part's two groups of 16 */
-					uint32_t A0[MT], A1[MT];
-					int sa[MT], sbb[MT];
+					for (int hg = 0; hg < 2; hg++) {
 #pragma unroll
-					for (int mt = 0; mt < MT; mt++) {
-						A0[mt] = kq6_word(pa[mt], j, 16 * hg + 4 * t);
-						A1[mt] = kq6_word(pb[mt], j, 16 * hg + 4 * t);
-						sa[mt] = (int)(int8_t)__ldg(pa[mt] + 192 + 2 * j + hg);
-						sbb[mt] = (int)(int8_t)__ldg(pb[mt] + 192 + 2 * j + hg);
+						for (int c = 0; c < 2; c++) {
+							la[mt][c][hg] = __ldg(reinterpret_cast<const uint32_t *>(pa[mt] + 64 * h + 32 * c + 16 * hg + 4 * t));
+							lb[mt][c][hg] = __ldg(reinterpret_cast<const uint32_t *>(pb[mt] + 64 * h + 32 * c + 16 * hg + 4 * t));
+						}
+						ha[mt][hg] = __ldg(reinterpret_cast<const uint32_t *>(pa[mt] + 128 + 32 * h + 16 * hg + 4 * t));
+						hb[mt][hg] = __ldg(reinterpret_cast<const uint32_t *>(pb[mt] + 128 + 32 * h + 16 * hg + 4 * t));
 					}
+					sca[mt] = __ldg(reinterpret_cast<const uint2 *>(pa[mt] + 192 + 8 * h));
+					scb[mt] = __ldg(reinterpret_cast<const uint2 *>(pb[mt] + 192 + 8 * h));
+				}
 #pragma unroll
-					for (int n = 0; n < NT; n++) {
-						int rb = min(r0 + n * 8 + g, a.N - 1);
-						uint32_t B = __ldg(reinterpret_cast<const uint32_t *>(
-							a.kq + (size_t)rb * a.nq + (size_t)sb * 256 + 32 * j + 16 * hg + 4 * t));
+				for (int qt = 0; qt < 4; qt++) {
+					const int j = 4 * h + qt;
+#pragma unroll
+					for (int hg = 0; hg < 2; hg++) { /* the part's two groups of 16 */
+						uint32_t B[NT];
+#pragma unroll
+						for (int n = 0; n < NT; n++)
+							B[n] = __ldg(reinterpret_cast<const uint32_t *>(xb[n] + (size_t)sb * 256 + 32 * j + 16 * hg + 4 * t));
 #pragma unroll
 						for (int mt = 0; mt < MT; mt++) {
-							int s[4] = { 0, 0, 0, 0 };
-							mma_s8_k16(s, A0[mt], A1[mt], B);
-							is[mt][n][0] += sa[mt] * s[0];
-							is[mt][n][1] += sa[mt] * s[1];
-							is[mt][n][2] += sbb[mt] * s[2];
-							is[mt][n][3] += sbb[mt] * s[3];
+							const uint32_t A0 = kq6_value4(la[mt][qt & 1][hg], ha[mt][hg], qt);
+							const uint32_t A1 = kq6_value4(lb[mt][qt & 1][hg], hb[mt][hg], qt);
+							const uint32_t sw = 2 * qt + hg < 4 ? sca[mt].x : sca[mt].y;
+							const uint32_t tw = 2 * qt + hg < 4 ? scb[mt].x : scb[mt].y;
+							const int sa = (int)(int8_t)(sw >> (8 * ((2 * qt + hg) % 4)));
+							const int sbb = (int)(int8_t)(tw >> (8 * ((2 * qt + hg) % 4)));
+#pragma unroll
+							for (int n = 0; n < NT; n++) {
+								int s[4] = { 0, 0, 0, 0 };
+								mma_s8_k16(s, A0, A1, B[n]);
+								is[mt][n][0] += sa * s[0];
+								is[mt][n][1] += sa * s[1];
+								is[mt][n][2] += sbb * s[2];
+								is[mt][n][3] += sbb * s[3];
+							}
 						}
 					}
 				}
-			} else {
-				uint2 A0[MT], A1[MT];
-				int sa[MT], sbb[MT], mn;
+			}
+		} else {
+			/* the lane's 8 bytes of each of the four 32-byte chunks (part j: chunk j / 2, nibble
+			 * j % 2) and of the high bits (Q5_K), loaded first, all in flight together */
+			uint2 qa[MT][4], qb[MT][4], hva[MT], hvb[MT];
+			const int qoff = five ? 48 : 16;
+#pragma unroll
+			for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+				for (int c = 0; c < 4; c++) {
+					qa[mt][c] = __ldg(reinterpret_cast<const uint2 *>(pa[mt] + qoff + 32 * c + 8 * t));
+					qb[mt][c] = __ldg(reinterpret_cast<const uint2 *>(pb[mt] + qoff + 32 * c + 8 * t));
+				}
+				hva[mt] = hvb[mt] = make_uint2(0, 0);
+				if (five) {
+					hva[mt] = __ldg(reinterpret_cast<const uint2 *>(pa[mt] + 16 + 8 * t));
+					hvb[mt] = __ldg(reinterpret_cast<const uint2 *>(pb[mt] + 16 + 8 * t));
+				}
+				uint32_t s3[3];
+#pragma unroll
+				for (int k = 0; k < 3; k++)
+					s3[k] = __ldg(reinterpret_cast<const uint32_t *>(pa[mt] + 4) + k);
+				kq_scales_mins(s3, sma[mt]);
+#pragma unroll
+				for (int k = 0; k < 3; k++)
+					s3[k] = __ldg(reinterpret_cast<const uint32_t *>(pb[mt] + 4) + k);
+				kq_scales_mins(s3, smb[mt]);
+			}
+#pragma unroll
+			for (int j = 0; j < 8; j++) {
+				uint2 B[NT];
+#pragma unroll
+				for (int n = 0; n < NT; n++)
+					B[n] = __ldg(reinterpret_cast<const uint2 *>(xb[n] + (size_t)sb * 256 + 32 * j + 8 * t));
 #pragma unroll
 				for (int mt = 0; mt < MT; mt++) {
-					A0[mt] = kq45_words(pa[mt], five, j, t);
-					A1[mt] = kq45_words(pb[mt], five, j, t);
-					kq_scale_min(swa[mt], j, &sa[mt], &mn);
-					kq_scale_min(swb[mt], j, &sbb[mt], &mn);
-				}
+					const uint2 A0 = kq45_value8(qa[mt][j / 2], hva[mt], five, j);
+					const uint2 A1 = kq45_value8(qb[mt][j / 2], hvb[mt], five, j);
+					const int sa = kq_byte(sma[mt], j), sbb = kq_byte(smb[mt], j);
 #pragma unroll
-				for (int n = 0; n < NT; n++) {
-					int rb = min(r0 + n * 8 + g, a.N - 1);
-					uint2 B = __ldg(reinterpret_cast<const uint2 *>(a.kq + (size_t)rb * a.nq + (size_t)sb * 256 +
-											32 * j + 8 * t));
-#pragma unroll
-					for (int mt = 0; mt < MT; mt++) {
+					for (int n = 0; n < NT; n++) {
 						int s[4] = { 0, 0, 0, 0 };
-						mma_s8(s, A0[mt].x, A1[mt].x, A0[mt].y, A1[mt].y, B.x, B.y);
-						is[mt][n][0] += sa[mt] * s[0];
-						is[mt][n][1] += sa[mt] * s[1];
-						is[mt][n][2] += sbb[mt] * s[2];
-						is[mt][n][3] += sbb[mt] * s[3];
+						mma_s8(s, A0.x, A1.x, A0.y, A1.y, B[n].x, B[n].y);
+						is[mt][n][0] += sa * s[0];
+						is[mt][n][1] += sa * s[1];
+						is[mt][n][2] += sbb * s[2];
+						is[mt][n][3] += sbb * s[3];
 					}
 				}
 			}
@@ -162,13 +209,15 @@ __device__ __forceinline__ void tc_kq256(const struct mm_args &a, const struct d
 			for (int i = 0; i < 2; i++) {
 				dx[i] = __ldg(a.kd + (size_t)rc[i] * nsb + sb);
 #pragma unroll
-				for (int jj = 0; jj < 8; jj++) {
+				for (int jj = 0; jj < 8; jj++)
 					bsp[i][jj] = 0;
-					if (!six) {
-						uint32_t v = __ldg(reinterpret_cast<const unsigned int *>(
-							a.kbs + (size_t)rc[i] * (a.nq / 16) + (size_t)sb * 16 + 2 * jj));
-						bsp[i][jj] = (int)(int16_t)(v & 0xffff) + (int)(int16_t)(v >> 16);
-					}
+				if (!six) { /* the super-block's 16 bsums, 32 aligned bytes */
+					const uint4 *bp = reinterpret_cast<const uint4 *>(a.kbs + (size_t)rc[i] * (a.nq / 16) + (size_t)sb * 16);
+					uint4 v0 = __ldg(bp), v1 = __ldg(bp + 1);
+					const uint32_t v[8] = { v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w };
+#pragma unroll
+					for (int jj = 0; jj < 8; jj++)
+						bsp[i][jj] = (int)(int16_t)(v[jj] & 0xffff) + (int)(int16_t)(v[jj] >> 16);
 				}
 			}
 #pragma unroll
@@ -177,9 +226,7 @@ __device__ __forceinline__ void tc_kq256(const struct mm_args &a, const struct d
 				if (!six)
 #pragma unroll
 					for (int jj = 0; jj < 8; jj++) {
-						int sc, mna, mnb;
-						kq_scale_min(swa[mt], jj, &sc, &mna);
-						kq_scale_min(swb[mt], jj, &sc, &mnb);
+						const int mna = kq_byte(sma[mt] + 2, jj), mnb = kq_byte(smb[mt] + 2, jj);
 						im[0] += mna * bsp[0][jj];
 						im[1] += mna * bsp[1][jj];
 						im[2] += mnb * bsp[0][jj];

@@ -9,7 +9,7 @@
  *  - each block's integer dot and float term (kq32_rows, kq256_load) against dot_portable;
  *  - dot_kq as mm_small runs it (lanes of 1, 2, 8 warps an output, 4 rows at once for 3) against
  *    quant_row_dot within 1e-5 (the fp32 sum over blocks is in another order there);
- *  - tc_kq256 (tensor cores: 8 warps, 16 outputs, 8 rows and 5) bit for bit, its warps' sums
+ *  - tc_kq256 (tensor cores: 8 warps; 16 outputs x 8 rows and 5, 32 x 16 and 13) bit for bit, its warps' sums
  *    added in warp order as mm_tc does (one super-block a warp: the CPU's order);
  *  - the Q8_K and Q8_1 activation quantisers on the agreement test's edge cases, byte for byte.
  * What it cannot check: the hardware itself (the stand-ins follow the documentation), memory
@@ -440,44 +440,50 @@ static void check_small(void)
 	}
 }
 
-/* tc_kq256: 8 warps (one super-block each: the CPU's order), 16 outputs x 8 rows of the pass. */
-static void check_tc(void)
+/* tc_kq256: 8 warps (one super-block each: the CPU's order), MT x 16 outputs x NT x 8 rows of
+ * the pass (1 x 1: 8 and 5 rows; 2 x 2: 16 and 11 rows, the tiles' indexing). */
+template <int MT, int NT> static void check_tc(void)
 {
-	enum { NI = 1024, NO = 16, NR = 8 };
+	enum { NI = 1024, NO = 16 * MT, NR = 8 * NT };
 	for (int type : { GGUF_TENSOR_Q4_K, GGUF_TENSOR_Q5_K, GGUF_TENSOR_Q6_K }) {
 		wmat w;
 		arows r;
-		make_matrix(&w, type, NI, NO, 0x5555u + (uint64_t)type);
-		make_rows(&r, type, NI, NR, 0x6666u + (uint64_t)type);
-		for (int N : { 8, 5 }) {
-			static float red[TC_STEPS][32][4];
+		make_matrix(&w, type, NI, NO, 0x5555u + (uint64_t)type + 0x100u * MT);
+		make_rows(&r, type, NI, NR, 0x6666u + (uint64_t)type + 0x100u * NT);
+		for (int N : { (int)NR, (int)NR - 3 }) {
+			static float red[TC_STEPS][32][MT][NT][4];
 			mm_args a = r.a;
 			a.N = N;
 			for (int wp = 0; wp < TC_STEPS; wp++)
 				run_warp([&](int l) {
 					threadIdx.x = l + 32 * wp;
-					int g = l >> 2, t = l & 3, oa[1] = { g }, ob[1] = { g + 8 };
-					float acc[1][1][4] = {};
-					tc_kq256<1, 1>(a, w.m, wp, g, t, oa, ob, 0, acc);
-					memcpy(red[wp][l], acc[0][0], sizeof acc[0][0]);
+					int g = l >> 2, t = l & 3, oa[MT], ob[MT];
+					for (int mt = 0; mt < MT; mt++)
+						oa[mt] = 16 * mt + g, ob[mt] = 16 * mt + g + 8;
+					float acc[MT][NT][4] = {};
+					tc_kq256<MT, NT>(a, w.m, wp, g, t, oa, ob, 0, acc);
+					memcpy(red[wp][l], acc, sizeof acc);
 				});
 			int bad = 0, n = 0;
 			for (int l = 0; l < 32; l++)
-				for (int q = 0; q < 4; q++) {
-					int o = (l >> 2) + (q >= 2 ? 8 : 0), k = 2 * (l & 3) + (q & 1);
-					if (k >= N)
-						continue;
-					float s = 0;
-					for (int wp = 0; wp < TC_STEPS; wp++)
-						s += red[wp][l][q];
-					float ref = quant_row_dot((uint32_t)type, w.raw.data() + w.row_bytes * (size_t)o,
-								  r.xq.data() + r.row_bytes * (size_t)k, NI, QUANT_ISA_PORTABLE);
-					bad += !same_float(s, ref);
-					n++;
-				}
+				for (int mt = 0; mt < MT; mt++)
+					for (int nt = 0; nt < NT; nt++)
+						for (int q = 0; q < 4; q++) {
+							int o = 16 * mt + (l >> 2) + (q >= 2 ? 8 : 0), k = 8 * nt + 2 * (l & 3) + (q & 1);
+							if (k >= N)
+								continue;
+							float s = 0;
+							for (int wp = 0; wp < TC_STEPS; wp++)
+								s += red[wp][l][mt][nt][q];
+							float ref = quant_row_dot((uint32_t)type, w.raw.data() + w.row_bytes * (size_t)o,
+										  r.xq.data() + r.row_bytes * (size_t)k, NI, QUANT_ISA_PORTABLE);
+							bad += !same_float(s, ref);
+							n++;
+						}
 			CHECK_EQ_INT(bad, 0);
-			printf("%s: the tensor-core product, %d rows: %d of %d outputs differ from dot_portable\n",
-			       gguf_type_name((uint32_t)type), N, bad, n);
+			CHECK_EQ_INT(n, NO * N);
+			printf("%s: the tensor-core product, %d x %d tiles, %d rows: %d of %d outputs differ from dot_portable\n",
+			       gguf_type_name((uint32_t)type), MT, NT, N, bad, n);
 		}
 	}
 }
@@ -550,7 +556,8 @@ int main()
 {
 	check_blocks();
 	check_small();
-	check_tc();
+	check_tc<1, 1>();
+	check_tc<2, 2>();
 	check_act();
 	printf("%d checks, %d failed\n", n_checks, n_failed);
 	return n_failed ? 1 : 0;

@@ -2534,8 +2534,10 @@ extern "C" struct cuda_model *cuda_model_create(int dev, const struct model_conf
 			   : f[0] == 'm' ? (int)strtol(f + 1, NULL, 0) & CUDA_FUSE_ALL : 0;
 		m->pdl = m->pdl_ok && !(p && strcmp(p, "0") == 0);
 		m->gdn_cols = !gc ? narrow : strcmp(gc, "1") == 0;
-		const char *xb = getenv("SIXI_CUDA_XBF16"); /* BF16 tensor-core products' input converted once (1) */
-		m->xbf16 = !(xb && strcmp(xb, "0") == 0);
+		/* BF16 tensor-core products' input converted once a launch: fewer bytes from L2 for one
+		 * more launch a product; off until measured (SIXI_CUDA_XBF16=1 turns it on) */
+		const char *xb = getenv("SIXI_CUDA_XBF16");
+		m->xbf16 = xb && strcmp(xb, "1") == 0;
 	}
 	m->Hk = c->ssm_n_k_heads;
 	m->Hv = c->ssm_n_v_heads;

@@ -24,27 +24,7 @@ DOC="${DOC:-3000}"
 STAGGER="${STAGGER:-5}"
 SLOTS=8
 CTX=4096
-[ -n "${LLAMA_SERVER:-}" ] && [ -x "$LLAMA_SERVER" ] || { echo "SKIP: set LLAMA_SERVER to a llama-server binary"; exit 77; }
-for p in "$B/src/sixi-server" "$B/src/sixi-bench" "$B/tests/perf_model"; do
-	[ -x "$p" ] || { echo "SKIP: $p not built"; exit 77; }
-done
-PY=/usr/bin/python3
-T=$(mktemp -d /tmp/sixi-agents-XXXXXX)
-PID=""
-cleanup() {
-	[ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
-MODEL="$T/model.gguf"
-if [ "$WHICH" = tiny ]; then
-	"$B/src/sixi-server" --write-tiny "$MODEL" 2>/dev/null
-elif [ -f "$WHICH" ]; then
-	ln -s "$(realpath "$WHICH")" "$MODEL"
-else
-	"$B/tests/perf_model" --write-100m "$MODEL" >/dev/null
-fi
-[ -s "$MODEL" ] || { echo "could not write the $WHICH model"; exit 1; }
+. "$(dirname "$0")/llama_peer.sh"
 "$PY" "$(dirname "$0")/byte_bias.py" "$B/src/sixi-server" "$MODEL" logit_bias >"$T/extra.json"
 
 . "$(dirname "$0")/../integration/server_lib.sh"

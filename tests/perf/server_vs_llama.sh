@@ -25,27 +25,7 @@ WHICH="${1:-100m}"
 THREADS="${2:-2}"
 LEVELS="${LEVELS:-1,4,16,32}"
 MAX_TOKENS="${MAX_TOKENS:-64}"
-[ -n "${LLAMA_SERVER:-}" ] && [ -x "$LLAMA_SERVER" ] || { echo "SKIP: set LLAMA_SERVER to a llama-server binary"; exit 77; }
-for p in "$B/src/sixi-server" "$B/src/sixi-bench" "$B/tests/perf_model"; do
-	[ -x "$p" ] || { echo "SKIP: $p not built"; exit 77; }
-done
-PY=/usr/bin/python3
-T=$(mktemp -d /tmp/sixi-perf-XXXXXX)
-PID=""
-cleanup() {
-	[ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
-MODEL="$T/model.gguf"
-if [ "$WHICH" = tiny ]; then
-	"$B/src/sixi-server" --write-tiny "$MODEL" 2>/dev/null
-elif [ -f "$WHICH" ]; then
-	ln -s "$(realpath "$WHICH")" "$MODEL"
-else
-	"$B/tests/perf_model" --write-100m "$MODEL" >/dev/null
-fi
-[ -s "$MODEL" ] || { echo "could not write the $WHICH model"; exit 1; }
+. "$(dirname "$0")/llama_peer.sh"
 SLOTS=32
 CTX=1024
 # A random model emits byte tokens that are not UTF-8 on their own; llama-server

@@ -82,6 +82,14 @@ def bench_json(*args, timeout=300):
     return json.loads(out) if rc == 0 else None
 
 
+def bench_once(srv, mode, *args, timeout=300):
+    """One sixi-bench run against srv (a Fake or a Sim), which is stopped after it, whatever happened."""
+    try:
+        return bench_json(mode, "--url", srv.url, *args, timeout=timeout)
+    finally:
+        srv.stop()
+
+
 def rows(sql, *params):
     con = sqlite3.connect(DB)
     try:
@@ -181,11 +189,8 @@ def case_multiturn_received():
                               "completions: turn %d extends turn %d's prompt and reply byte for byte" % (k, k - 1))
         # think time: the next turn is due think_time after the reply, measured from then
     srv = Fake()
-    try:
-        j = bench_json("replay", "--url", srv.url, "--prompts", path, "--max-tokens", "2", "--warmup", "0",
-                       "--think-time", "0.3", "--max-conversations", "1")
-    finally:
-        srv.stop()
+    j = bench_once(srv, "replay", "--prompts", path, "--max-tokens", "2", "--warmup", "0",
+                   "--think-time", "0.3", "--max-conversations", "1")
     if j:
         r = rows("SELECT seq, t_intended, t_send, t_done FROM bench_requests WHERE run = ? AND phase = 'measure'"
                  " ORDER BY seq", j["run"])
@@ -237,11 +242,8 @@ def case_prefix_cache():
     with cached_tokens = the prime's prompt_tokens, and the others get 0. Without --prefix-cache: 0."""
     for cache in (True, False):
         srv = Sim("thor", "--time-scale", "20", *(["--prefix-cache"] if cache else []))
-        try:
-            j = bench_json("prefix", "--url", srv.url, "--groups", "3", "--prefix-tokens", "400", "--requests", "3",
-                           "--max-tokens", "4", "--warmup", "0")
-        finally:
-            srv.stop()
+        j = bench_once(srv, "prefix", "--groups", "3", "--prefix-tokens", "400", "--requests", "3",
+                       "--max-tokens", "4", "--warmup", "0")
         if not j:
             continue
         r = rows("SELECT stream, seq, tag, prompt_tokens, cached_tokens FROM bench_requests WHERE run = ?"
@@ -287,12 +289,9 @@ def case_search():
     6.25 within 10 %, give the attainment interval, and stop the over-saturated probes early."""
     cfg = write("slot1.json", json.dumps(SLOT1))
     srv = Sim(cfg, "--straggler-wait", "off")
-    try:
-        j = bench_json("search", "--url", srv.url, "--max-tokens", "1", "--warmup", "0", "--arrival", "constant",
-                       "--slo", "e2e=250ms", "--lo", "1", "--hi", "25", "--requests", "30", "--target", "0.8",
-                       "--tolerance", "0.05", timeout=600)
-    finally:
-        srv.stop()
+    j = bench_once(srv, "search", "--max-tokens", "1", "--warmup", "0", "--arrival", "constant",
+                   "--slo", "e2e=250ms", "--lo", "1", "--hi", "25", "--requests", "30", "--target", "0.8",
+                   "--tolerance", "0.05", timeout=600)
     if not j:
         return
     d = j["detail"]
@@ -332,12 +331,9 @@ def case_search_concurrency():
     take 640 ms). The closed loop cannot over-saturate: no probe is stopped."""
     cfg = write("slot1.json", json.dumps(SLOT1))
     srv = Sim(cfg, "--straggler-wait", "off")
-    try:
-        j = bench_json("search", "--url", srv.url, "--mode", "concurrency", "--max-tokens", "1", "--warmup", "0",
-                       "--slo", "e2e=560ms", "--lo", "1", "--hi", "8", "--requests", "30", "--target", "0.8",
-                       timeout=600)
-    finally:
-        srv.stop()
+    j = bench_once(srv, "search", "--mode", "concurrency", "--max-tokens", "1", "--warmup", "0",
+                   "--slo", "e2e=560ms", "--lo", "1", "--hi", "8", "--requests", "30", "--target", "0.8",
+                   timeout=600)
     if not j:
         return
     res = j["detail"]["result"]
@@ -357,11 +353,8 @@ def case_metrics():
         sys.exit(77)
     subprocess.run([SERVER, "--write-tiny", tiny], check=True, capture_output=True, timeout=60)
     srv = Sim("thor", "--time-scale", "20")
-    try:
-        j = bench_json("sweep", "--url", srv.url, "--concurrency", "1,3", "--rounds", "2", "--max-tokens", "5",
-                       "--warmup", "1", "--metrics")
-    finally:
-        srv.stop()
+    j = bench_once(srv, "sweep", "--concurrency", "1,3", "--rounds", "2", "--max-tokens", "5",
+                   "--warmup", "1", "--metrics")
     for lv in (j or {}).get("levels", []):
         m = lv.get("server_metrics") or {}
         c = m.get("counters", {})
@@ -506,11 +499,8 @@ def wilson(k, n, z=1.959963984540054):
 
 def case_repeats_slo():
     srv = Fake("--event-delay-ms", "2")
-    try:
-        j = bench_json("sweep", "--url", srv.url, "--concurrency", "1,2", "--rounds", "2", "--repeats", "3",
-                       "--max-tokens", "8", "--warmup", "0", "--slo", "ttft=60s,e2e=1us")
-    finally:
-        srv.stop()
+    j = bench_once(srv, "sweep", "--concurrency", "1,2", "--rounds", "2", "--repeats", "3",
+                   "--max-tokens", "8", "--warmup", "0", "--slo", "ttft=60s,e2e=1us")
     if not j:
         return
     lv = j["levels"]
@@ -578,11 +568,8 @@ def case_agents_unmeasured():
     """Every request after the readiness probe and the calibration answered 500: the agents workload has no wait to
     report, so its level is invalid and says why (the count of failed requests)."""
     srv = Fake("--fail", "500", "--fail-after", "2")
-    try:
-        j = bench_json("agents", "--url", srv.url, "--agents", "2", "--doc-tokens", "64", "--followups", "1",
-                       "--answer-tokens", "2", "--stagger", "0", "--warmup", "0")
-    finally:
-        srv.stop()
+    j = bench_once(srv, "agents", "--agents", "2", "--doc-tokens", "64", "--followups", "1",
+                   "--answer-tokens", "2", "--stagger", "0", "--warmup", "0")
     if not j:
         return
     L, d = j["levels"][0], j["detail"]

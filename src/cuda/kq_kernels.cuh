@@ -204,6 +204,43 @@ __device__ __forceinline__ void dot_kq32(const struct dmat &w, int o, const stru
 
 /* ---- 256-element blocks ---- */
 
+/* The 8 six-bit scales and mins of a Q4_K/Q5_K block's 12 scale bytes (3 words, scale_min_k4),
+ * a byte each: sm[0], sm[1] the scales of parts 0-3 and 4-7, sm[2], sm[3] the mins. */
+__device__ __forceinline__ void kq_scales_mins(const uint32_t *s, uint32_t *sm)
+{
+	sm[0] = s[0] & 0x3f3f3f3fu;
+	sm[1] = (s[2] & 0x0f0f0f0fu) | (((s[0] >> 6) & 0x03030303u) << 4);
+	sm[2] = s[1] & 0x3f3f3f3fu;
+	sm[3] = ((s[2] >> 4) & 0x0f0f0f0fu) | (((s[1] >> 6) & 0x03030303u) << 4);
+}
+
+/* Byte j (0-7) of two packed words. */
+__device__ __forceinline__ int kq_byte(const uint32_t *w, int j)
+{
+	return (int)((w[j / 4] >> (8 * (j % 4))) & 0xff);
+}
+
+/* 4 values (-32..31) of a Q6_K group from its low-bit word ql and high-bit word qh: the nibble
+ * qt >> 1 of ql, bits 2 qt of qh. */
+__device__ __forceinline__ uint32_t kq6_value4(uint32_t ql, uint32_t qh, int qt)
+{
+	return __vsub4(((ql >> (4 * (qt >> 1))) & 0x0f0f0f0fu) | (((qh >> (2 * qt)) & 0x03030303u) << 4), 0x20202020u);
+}
+
+/* 4 values of part j of a Q4_K/Q5_K block from a word q of its 32-byte chunk j / 2 (nibble j % 2)
+ * and, Q5_K, the word h of the high bits at the same offset (bit j). */
+__device__ __forceinline__ uint32_t kq45_value4(uint32_t q, uint32_t h, bool five, int j)
+{
+	uint32_t v = (q >> (4 * (j & 1))) & 0x0f0f0f0fu;
+	return five ? v | ((h >> j) & 0x01010101u) << 4 : v;
+}
+
+/* The same for 8 values (two words). */
+__device__ __forceinline__ uint2 kq45_value8(uint2 q, uint2 h, bool five, int j)
+{
+	return make_uint2(kq45_value4(q.x, h.x, five, j), kq45_value4(q.y, h.y, five, j));
+}
+
 /* Part j (elements 32 j .. 32 j + 31) of a super-block: 32 int8 values in element order,
  * Q4_K/Q5_K: its 6-bit scale and min; Q6_K: the scales of its two 16-element groups (sc, mn);
  * IQ4_XS: its signed 6-bit scale (mn 0); the super-block's d and dmin (Q6_K, IQ4_XS: 0). */
@@ -234,8 +271,7 @@ __device__ __forceinline__ kq256 kq256_load(const struct dmat &w, int o, int sb,
 				   (uint32_t)h1.x, (uint32_t)h1.y, (uint32_t)h1.z, (uint32_t)h1.w };
 #pragma unroll
 		for (int k = 0; k < 8; k++)
-			v[k] = __vsub4(((ql[k] >> (4 * (qt >> 1))) & 0x0f0f0f0fu) | (((qh[k] >> (2 * qt)) & 0x03030303u) << 4),
-				       0x20202020u);
+			v[k] = kq6_value4(ql[k], qh[k], qt);
 		uint32_t s2 = __ldg(reinterpret_cast<const unsigned short *>(p + 192 + 2 * j));
 		c.sc = (int)(int8_t)(s2 & 0xff);
 		c.mn = (int)(int8_t)(s2 >> 8);
@@ -261,29 +297,18 @@ __device__ __forceinline__ kq256 kq256_load(const struct dmat &w, int o, int sb,
 		int4 q0 = kq_int4(qs), q1 = kq_int4(qs + 16);
 		uint32_t q[8] = { (uint32_t)q0.x, (uint32_t)q0.y, (uint32_t)q0.z, (uint32_t)q0.w,
 				  (uint32_t)q1.x, (uint32_t)q1.y, (uint32_t)q1.z, (uint32_t)q1.w };
+		int4 b0 = five ? kq_int4(p + 16) : int4{}, b1 = five ? kq_int4(p + 32) : int4{}; /* Q5_K's high bits */
+		uint32_t hb[8] = { (uint32_t)b0.x, (uint32_t)b0.y, (uint32_t)b0.z, (uint32_t)b0.w,
+				   (uint32_t)b1.x, (uint32_t)b1.y, (uint32_t)b1.z, (uint32_t)b1.w };
 #pragma unroll
 		for (int k = 0; k < 8; k++)
-			v[k] = (q[k] >> (4 * (j & 1))) & 0x0f0f0f0fu;
-		if (five) {
-			int4 b0 = kq_int4(p + 16), b1 = kq_int4(p + 32);
-			uint32_t hb[8] = { (uint32_t)b0.x, (uint32_t)b0.y, (uint32_t)b0.z, (uint32_t)b0.w,
-					   (uint32_t)b1.x, (uint32_t)b1.y, (uint32_t)b1.z, (uint32_t)b1.w };
-#pragma unroll
-			for (int k = 0; k < 8; k++)
-				v[k] |= ((hb[k] >> j) & 0x01010101u) << 4;
-		}
+			v[k] = kq45_value4(q[k], hb[k], five, j);
 		/* quant.c's scale_min_k4 on the 12 scale bytes at 4 */
 		const uint32_t *sw = reinterpret_cast<const uint32_t *>(p + 4);
-		uint32_t s[3] = { __ldg(sw), __ldg(sw + 1), __ldg(sw + 2) };
-#define KQ_SB(k) ((int)((s[(k) / 4] >> (8 * ((k) % 4))) & 0xff))
-		if (j < 4) {
-			c.sc = KQ_SB(j) & 63;
-			c.mn = KQ_SB(j + 4) & 63;
-		} else {
-			c.sc = (KQ_SB(j + 4) & 0xf) | ((KQ_SB(j - 4) >> 6) << 4);
-			c.mn = (KQ_SB(j + 4) >> 4) | ((KQ_SB(j) >> 6) << 4);
-		}
-#undef KQ_SB
+		uint32_t s[3] = { __ldg(sw), __ldg(sw + 1), __ldg(sw + 2) }, sm[4];
+		kq_scales_mins(s, sm);
+		c.sc = kq_byte(sm, j);
+		c.mn = kq_byte(sm + 2, j);
 		uint32_t dd = __ldg(reinterpret_cast<const uint32_t *>(p));
 		c.d = __half2float(__ushort_as_half((unsigned short)(dd & 0xffff)));
 		c.dmin = __half2float(__ushort_as_half((unsigned short)(dd >> 16)));

@@ -19,41 +19,6 @@
  * unpacked once a super-block, a byte each. (One part's loads at a time, then its products,
  * read ~0.5 TB/s at 32 rows on an H100: latency, not bytes.) */
 
-/* The 8 six-bit scales and mins of a Q4_K/Q5_K block's 12 scale bytes (3 words, scale_min_k4),
- * a byte each: sm[0], sm[1] the scales of parts 0-3 and 4-7, sm[2], sm[3] the mins. */
-__device__ __forceinline__ void kq_scales_mins(const uint32_t *s, uint32_t *sm)
-{
-	sm[0] = s[0] & 0x3f3f3f3fu;
-	sm[1] = (s[2] & 0x0f0f0f0fu) | (((s[0] >> 6) & 0x03030303u) << 4);
-	sm[2] = s[1] & 0x3f3f3f3fu;
-	sm[3] = ((s[2] >> 4) & 0x0f0f0f0fu) | (((s[1] >> 6) & 0x03030303u) << 4);
-}
-
-/* Byte j (0-7) of two packed words. */
-__device__ __forceinline__ int kq_byte(const uint32_t *w, int j)
-{
-	return (int)((w[j / 4] >> (8 * (j % 4))) & 0xff);
-}
-
-/* 4 values (-32..31) of a Q6_K group from its low-bit word ql and high-bit word qh: the nibble
- * qt >> 1 of ql, bits 2 qt of qh. */
-__device__ __forceinline__ uint32_t kq6_value4(uint32_t ql, uint32_t qh, int qt)
-{
-	return __vsub4(((ql >> (4 * (qt >> 1))) & 0x0f0f0f0fu) | (((qh >> (2 * qt)) & 0x03030303u) << 4), 0x20202020u);
-}
-
-/* 8 values of part j of a Q4_K/Q5_K block from the lane's 8 bytes q of its 32-byte chunk j / 2
- * (and, Q5_K, its 8 bytes h of the high bits). */
-__device__ __forceinline__ uint2 kq45_value8(uint2 q, uint2 h, bool five, int j)
-{
-	uint32_t v0 = (q.x >> (4 * (j & 1))) & 0x0f0f0f0fu, v1 = (q.y >> (4 * (j & 1))) & 0x0f0f0f0fu;
-	if (five) {
-		v0 |= ((h.x >> j) & 0x01010101u) << 4;
-		v1 |= ((h.y >> j) & 0x01010101u) << 4;
-	}
-	return make_uint2(v0, v1);
-}
-
 template <int MT, int NT>
 __device__ __forceinline__ void tc_kq256(const struct mm_args &a, const struct dmat &w, int warp, int g, int t,
 					 const int *oa, const int *ob, int r0, float (*acc)[NT][4])

@@ -1639,23 +1639,12 @@ template <int MT, int FAM> static void launch_tc_fam(struct cuda_model *m, const
 	}
 }
 
-/* The family of all of the launch's matrices (TC_BF16, TC_Q8_0, TC_KQ), or TC_ANY. */
-static int tc_family(const struct mm_args &a)
-{
-	int fam = -1;
-	for (int i = 0; i < a.n_mat; i++) {
-		int t = a.w[i].type;
-		int f = t == GGUF_TENSOR_BF16 ? TC_BF16 : t == GGUF_TENSOR_Q8_0 ? TC_Q8_0 : TC_KQ;
-		fam = fam < 0 || fam == f ? f : TC_ANY;
-	}
-	return fam < 0 ? TC_ANY : fam;
-}
-
-template <int MT> static void launch_tc_mt(struct cuda_model *m, const struct mm_args &a, unsigned tiles)
+/* fam: the family of all of the launch's matrices (TC_BF16, TC_Q8_0, TC_KQ), or TC_ANY. */
+template <int MT> static void launch_tc_mt(struct cuda_model *m, const struct mm_args &a, unsigned tiles, int fam)
 {
 	int nt = a.N <= 8 ? 1 : a.N <= 16 ? 2 : a.N <= 32 ? 4 : 8;
 	dim3 grid((unsigned)((a.N + 8 * nt - 1) / (8 * nt)), tiles);
-	switch (tc_family(a)) {
+	switch (fam) {
 	case TC_BF16: launch_tc_fam<MT, TC_BF16>(m, a, grid, nt); break;
 	case TC_Q8_0: launch_tc_fam<MT, TC_Q8_0>(m, a, grid, nt); break;
 	case TC_KQ: launch_tc_fam<MT, TC_KQ>(m, a, grid, nt); break;
@@ -1693,9 +1682,12 @@ static void matmul_n(struct cuda_model *m, int n, const struct dmat *const *w, c
 	a.N = N;
 	a.pair = pair;
 	int tc = !pair && use_tc(m, n, w, xs, N);
-	int acc = 0, tiled = !tc && N > m->small_rows, q8 = 0, q81 = 0, q8k = 0, any_kq = 0;
+	int acc = 0, tiled = !tc && N > m->small_rows, q8 = 0, q81 = 0, q8k = 0, any_kq = 0, bf = 0, fam = TC_ANY;
 	for (int i = 0; i < n; i++) {
 		int t = w[i]->type;
+		int f = t == GGUF_TENSOR_BF16 ? TC_BF16 : t == GGUF_TENSOR_Q8_0 ? TC_Q8_0 : TC_KQ; /* as use_tc takes them */
+		fam = i == 0 || fam == f ? f : TC_ANY;
+		bf |= t == GGUF_TENSOR_BF16;
 		q8 |= t == GGUF_TENSOR_Q8_0;
 		if (kq_is(t)) { /* the other block types: mm_small at any width (kq_kernels.cuh) */
 			tiled = 0;
@@ -1735,15 +1727,10 @@ static void matmul_n(struct cuda_model *m, int n, const struct dmat *const *w, c
 			       m->xd);
 		a.xq = m->xq, a.xd = m->xd, a.xs1 = m->xs1, a.nq = n_in;
 	}
-	if (tc && m->xbf16) { /* BF16 matrices: the input as BF16 once for the launch */
-		int bf = 0;
-		for (int i = 0; i < n; i++)
-			bf |= w[i]->type == GGUF_TENSOR_BF16;
-		if (bf) {
-			int n_in = w[0]->n_in;
-			launch(m, act_bf16_kernel, dim3((unsigned)((n_in / 8 + 255) / 256), (unsigned)N), 256, x, xs, n_in, m->xb);
-			a.xb = m->xb, a.nq = n_in;
-		}
+	if (tc && bf && m->xbf16) { /* BF16 matrices: the input as BF16 once for the launch */
+		int n_in = w[0]->n_in;
+		launch(m, act_bf16_kernel, dim3((unsigned)((n_in / 8 + 255) / 256), (unsigned)N), 256, x, xs, n_in, m->xb);
+		a.xb = m->xb, a.nq = n_in;
 	}
 	if (q8k) { /* the same for K-quant matrices, as Q8_K */
 		int n_in = w[0]->n_in;
@@ -1775,9 +1762,9 @@ static void matmul_n(struct cuda_model *m, int n, const struct dmat *const *w, c
 		a.an_rows = nn->rows, a.an_E = c->n_embd, a.an_add = 1, a.an_eps = c->norm_eps;
 	}
 	if (tc && mt == 2)
-		launch_tc_mt<2>(m, a, (unsigned)acc);
+		launch_tc_mt<2>(m, a, (unsigned)acc, fam);
 	else if (tc)
-		launch_tc_mt<1>(m, a, (unsigned)acc);
+		launch_tc_mt<1>(m, a, (unsigned)acc, fam);
 	else if (tiled)
 		launch(m, mm_tiled, dim3((unsigned)((N + 63) / 64), (unsigned)acc), 256, a);
 	else if (pair)

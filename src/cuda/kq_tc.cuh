@@ -26,10 +26,10 @@ __device__ __forceinline__ void tc_kq256(const struct mm_args &a, const struct d
 	const int nsb = w.n_in / 256;
 	const bool six = w.type == GGUF_TENSOR_Q6_K, five = w.type == GGUF_TENSOR_Q5_K;
 	const size_t bb = six ? 208 : five ? 176 : 144;
-	const int8_t *xb[NT]; /* the B fragments' rows (g) of the pass' Q8_K activations */
+	const int8_t *brow[NT]; /* the B fragments' rows (g) of the pass' Q8_K activations */
 #pragma unroll
 	for (int n = 0; n < NT; n++)
-		xb[n] = a.kq + (size_t)min(r0 + n * 8 + g, a.N - 1) * a.nq;
+		brow[n] = a.kq + (size_t)min(r0 + n * 8 + g, a.N - 1) * a.nq;
 #pragma unroll 1
 	for (int sb = warp; sb < nsb; sb += TC_STEPS) {
 		const uint8_t *pa[MT], *pb[MT];
@@ -77,7 +77,7 @@ __device__ __forceinline__ void tc_kq256(const struct mm_args &a, const struct d
 						uint32_t B[NT];
 #pragma unroll
 						for (int n = 0; n < NT; n++)
-							B[n] = __ldg(reinterpret_cast<const uint32_t *>(xb[n] + (size_t)sb * 256 + 32 * j + 16 * hg + 4 * t));
+							B[n] = __ldg(reinterpret_cast<const uint32_t *>(brow[n] + (size_t)sb * 256 + 32 * j + 16 * hg + 4 * t));
 #pragma unroll
 						for (int mt = 0; mt < MT; mt++) {
 							const uint32_t A0 = kq6_value4(la[mt][qt & 1][hg], ha[mt][hg], qt);
@@ -131,7 +131,7 @@ __device__ __forceinline__ void tc_kq256(const struct mm_args &a, const struct d
 				uint2 B[NT];
 #pragma unroll
 				for (int n = 0; n < NT; n++)
-					B[n] = __ldg(reinterpret_cast<const uint2 *>(xb[n] + (size_t)sb * 256 + 32 * j + 8 * t));
+					B[n] = __ldg(reinterpret_cast<const uint2 *>(brow[n] + (size_t)sb * 256 + 32 * j + 8 * t));
 #pragma unroll
 				for (int mt = 0; mt < MT; mt++) {
 					const uint2 A0 = kq45_value8(qa[mt][j / 2], hva[mt], five, j);

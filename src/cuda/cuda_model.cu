@@ -155,7 +155,6 @@ struct cuda_model {
 	int16_t *kbs;                    /* [rows][max_in / 16]: its sums of 16 */
 	__nv_bfloat16 *xb;               /* [rows][max_in]: a BF16 tensor-core product's input (act_bf16_kernel) */
 	int xbf16;                       /* 1: BF16 tensor-core products read xb, 0: x, converted in the product */
-	int kq_smem;                     /* 1: K-quant tensor-core products copy their weights through shared memory */
 	int max_in;                      /* widest product input: max(n_embd, w1 .. w4) */
 	int *meta, meta_cap;             /* device copy of the pass's index arrays */
 	struct moe_bufs *moe;            /* qwen35moe: the expert layers' pass buffers (moe_cuda.cuh) */
@@ -1034,29 +1033,6 @@ __global__ void dequant_bf16_kernel(struct dmat w, __nv_bfloat16 *out)
 	*reinterpret_cast<uint4 *>(out + i) = o;
 }
 
-/* cp.async (sm_80+): 16 bytes from global to shared memory without registers; groups of them
- * committed and waited for in order (kq_tc.cuh's SM form). */
-__device__ __forceinline__ void cp_async16(void *dst, const void *src)
-{
-	asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((uint32_t)__cvta_generic_to_shared(dst)), "l"(src)
-		     : "memory");
-}
-
-__device__ __forceinline__ void cp_async_commit()
-{
-	asm volatile("cp.async.commit_group;" ::: "memory");
-}
-
-__device__ __forceinline__ void cp_async_wait1() /* all but the newest group done */
-{
-	asm volatile("cp.async.wait_group 1;" ::: "memory");
-}
-
-__device__ __forceinline__ void cp_async_wait0()
-{
-	asm volatile("cp.async.wait_group 0;" ::: "memory");
-}
-
 #include "cuda/kq_tc.cuh"
 
 /* Fragment layouts (PTX ISA, mma.m16n8k16 / m16n8k32): lane = 4 g + t; A registers 0/2 hold
@@ -1066,7 +1042,7 @@ __device__ __forceinline__ void cp_async_wait0()
  * family only. A kernel's registers are the most any of its paths needs, and the K-quant path
  * needs about twice the BF16 one's (mm_tc<1, 4>: 155 against 74), which left a BF16 product one
  * block a multiprocessor; an instance of one family keeps the occupancy of its own path. */
-enum { TC_ANY, TC_BF16, TC_Q8_0, TC_KQ, TC_KQS /* K-quants through shared memory (kq_tc.cuh's SM form) */ };
+enum { TC_ANY, TC_BF16, TC_Q8_0, TC_KQ };
 
 /* Block (bx, by) of the product: mm_tc's, or a grouped expert product's (moe_cuda.cuh). */
 template <int MT, int NT, int FAM = TC_ANY>
@@ -1088,7 +1064,7 @@ __device__ __forceinline__ void mm_tc_block(const struct mm_args &a, int bx, int
 		for (int j = 0; j < NT; j++)
 			acc[mt][j][0] = acc[mt][j][1] = acc[mt][j][2] = acc[mt][j][3] = 0.f;
 	const bool q8 = FAM == TC_Q8_0 || (FAM == TC_ANY && w.type == GGUF_TENSOR_Q8_0);
-	const bool kq = FAM == TC_KQ || FAM == TC_KQS || (FAM == TC_ANY && (w.type == GGUF_TENSOR_Q4_K || w.type == GGUF_TENSOR_Q5_K ||
+	const bool kq = FAM == TC_KQ || (FAM == TC_ANY && (w.type == GGUF_TENSOR_Q4_K || w.type == GGUF_TENSOR_Q5_K ||
 							    w.type == GGUF_TENSOR_Q6_K));
 	if (q8) { /* uniform per block: one matrix */
 		const int nb = n_in / 32;
@@ -1123,12 +1099,7 @@ __device__ __forceinline__ void mm_tc_block(const struct mm_args &a, int bx, int
 			}
 		}
 	} else if (kq) {
-		if (FAM == TC_KQS) { /* the launch's dynamic shared memory: KQS_WARP_BYTES(MT) a warp */
-			extern __shared__ __align__(16) uint8_t kqs_buf[];
-			tc_kq256<MT, NT, true>(a, w, warp, g, t, oa, ob, r0, acc, o0, kqs_buf + warp * KQS_WARP_BYTES(MT));
-		} else {
-			tc_kq256<MT, NT>(a, w, warp, g, t, oa, ob, r0, acc); /* kq_tc.cuh */
-		}
+		tc_kq256<MT, NT>(a, w, warp, g, t, oa, ob, r0, acc); /* kq_tc.cuh */
 	} else { /* BF16 */
 		const uint16_t *wh = (const uint16_t *)w.w + t * 8;
 #pragma unroll 2
@@ -1590,11 +1561,11 @@ static int imax(int a, int b)
 	return a > b ? a : b;
 }
 
-/* Launches kernel k on the model's stream with smem bytes of dynamic shared memory, with
- * programmatic dependent launch when m->pdl (every kernel starts with pdl_enter, so the order
- * of effects is the plain stream's). The first failure is kept in m->lerr. */
+/* Launches kernel k on the model's stream, with programmatic dependent launch when m->pdl
+ * (every kernel starts with pdl_enter, so the order of effects is the plain stream's). The
+ * first failure is kept in m->lerr. */
 template <typename... P, typename... A>
-static void launch_sm(struct cuda_model *m, void (*k)(P...), dim3 grid, unsigned threads, size_t smem, A... args)
+static void launch(struct cuda_model *m, void (*k)(P...), dim3 grid, unsigned threads, A... args)
 {
 	cudaLaunchAttribute at = {};
 	at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -1602,19 +1573,12 @@ static void launch_sm(struct cuda_model *m, void (*k)(P...), dim3 grid, unsigned
 	cudaLaunchConfig_t cfg = {};
 	cfg.gridDim = grid;
 	cfg.blockDim = dim3(threads);
-	cfg.dynamicSmemBytes = smem;
 	cfg.stream = m->st;
 	cfg.attrs = &at;
 	cfg.numAttrs = m->pdl ? 1 : 0;
 	cudaError_t e = cudaLaunchKernelEx(&cfg, k, args...);
 	if (e != cudaSuccess && m->lerr == cudaSuccess)
 		m->lerr = e;
-}
-
-template <typename... P, typename... A>
-static void launch(struct cuda_model *m, void (*k)(P...), dim3 grid, unsigned threads, A... args)
-{
-	launch_sm(m, k, grid, threads, 0, args...);
 }
 
 /* mm_small for R rows at a time, P products a warp, U chunks in flight (fused: 4 up to 2 rows,
@@ -1667,27 +1631,12 @@ static int use_tc(const struct cuda_model *m, int n, const struct dmat *const *w
  * the second read of a weight tile finds it in L2). tiles: of 16 outputs * MT. */
 template <int MT, int FAM> static void launch_tc_fam(struct cuda_model *m, const struct mm_args &a, dim3 grid, int nt)
 {
-	const size_t sm = FAM == TC_KQS ? TC_STEPS * KQS_WARP_BYTES(MT) : 0;
 	switch (nt) {
-	case 1: launch_sm(m, mm_tc<MT, 1, FAM>, grid, 256, sm, a); break;
-	case 2: launch_sm(m, mm_tc<MT, 2, FAM>, grid, 256, sm, a); break;
-	case 4: launch_sm(m, mm_tc<MT, 4, FAM>, grid, 256, sm, a); break;
-	default: launch_sm(m, mm_tc<MT, 8, FAM>, grid, 256, sm, a); break;
+	case 1: launch(m, mm_tc<MT, 1, FAM>, grid, 256, a); break;
+	case 2: launch(m, mm_tc<MT, 2, FAM>, grid, 256, a); break;
+	case 4: launch(m, mm_tc<MT, 4, FAM>, grid, 256, a); break;
+	default: launch(m, mm_tc<MT, 8, FAM>, grid, 256, a); break;
 	}
-}
-
-/* The TC_KQS instances' dynamic shared memory (above the default 48 KB at MT 2). */
-template <int MT> static cudaError_t kqs_allow(void)
-{
-	const int sm = TC_STEPS * KQS_WARP_BYTES(MT);
-	cudaError_t e = cudaFuncSetAttribute(mm_tc<MT, 1, TC_KQS>, cudaFuncAttributeMaxDynamicSharedMemorySize, sm);
-	if (e == cudaSuccess)
-		e = cudaFuncSetAttribute(mm_tc<MT, 2, TC_KQS>, cudaFuncAttributeMaxDynamicSharedMemorySize, sm);
-	if (e == cudaSuccess)
-		e = cudaFuncSetAttribute(mm_tc<MT, 4, TC_KQS>, cudaFuncAttributeMaxDynamicSharedMemorySize, sm);
-	if (e == cudaSuccess)
-		e = cudaFuncSetAttribute(mm_tc<MT, 8, TC_KQS>, cudaFuncAttributeMaxDynamicSharedMemorySize, sm);
-	return e;
 }
 
 /* fam: the family of all of the launch's matrices (TC_BF16, TC_Q8_0, TC_KQ), or TC_ANY. */
@@ -1698,12 +1647,7 @@ template <int MT> static void launch_tc_mt(struct cuda_model *m, const struct mm
 	switch (fam) {
 	case TC_BF16: launch_tc_fam<MT, TC_BF16>(m, a, grid, nt); break;
 	case TC_Q8_0: launch_tc_fam<MT, TC_Q8_0>(m, a, grid, nt); break;
-	case TC_KQ:
-		if (m->kq_smem)
-			launch_tc_fam<MT, TC_KQS>(m, a, grid, nt);
-		else
-			launch_tc_fam<MT, TC_KQ>(m, a, grid, nt);
-		break;
+	case TC_KQ: launch_tc_fam<MT, TC_KQ>(m, a, grid, nt); break;
 	default: launch_tc_fam<MT, TC_ANY>(m, a, grid, nt); break;
 	}
 }
@@ -2581,20 +2525,6 @@ extern "C" struct cuda_model *cuda_model_create(int dev, const struct model_conf
 		 * more launch a product; off until measured (SIXI_CUDA_XBF16=1 turns it on) */
 		const char *xb = getenv("SIXI_CUDA_XBF16");
 		m->xbf16 = xb && strcmp(xb, "1") == 0;
-		/* K-quant tensor-core products: the next super-block's bytes copied into shared memory
-		 * while the current one is multiplied (SIXI_CUDA_KQ_SMEM=1); off until measured */
-		const char *ks = getenv("SIXI_CUDA_KQ_SMEM");
-		m->kq_smem = ks && strcmp(ks, "1") == 0;
-		if (m->kq_smem) {
-			cudaError_t e = kqs_allow<1>();
-			if (e == cudaSuccess)
-				e = kqs_allow<2>();
-			if (e != cudaSuccess) {
-				err_set(err, errlen, "SIXI_CUDA_KQ_SMEM=1: cannot give the product %d bytes of shared memory: %s",
-					TC_STEPS * KQS_WARP_BYTES(2), cudaGetErrorString(e));
-				goto fail;
-			}
-		}
 	}
 	m->Hk = c->ssm_n_k_heads;
 	m->Hv = c->ssm_n_v_heads;

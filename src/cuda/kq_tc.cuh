@@ -17,75 +17,26 @@
  * Loads: a lane's bytes of a whole super-block (Q6_K: of half of one) are loaded before the
  * first product, so that a warp has them all in flight at once; the scales and mins are
  * unpacked once a super-block, a byte each. (One part's loads at a time, then its products,
- * read ~0.5 TB/s at 32 rows on an H100: latency, not bytes.)
- * SM (mm_tc's TC_KQS family, SIXI_CUDA_KQ_SMEM=1): the warp's 16 MT rows of its next
- * super-block are copied into shared memory (cp.async, 16 bytes a lane at a time) while it
- * multiplies the current one, two stages a warp (kq_stage); the products then read the bytes
- * from there. The same values in the same order, so the same floats. */
+ * read ~0.5 TB/s at 32 rows on an H100: latency, not bytes.) */
 
-/* The shared memory of one warp's two stages in the SM form: 16 MT rows of the largest block. */
-#define KQS_ROW 208
-#define KQS_WARP_BYTES(MT) (2 * 16 * (MT) * KQS_ROW)
-
-/* A T at p: from shared memory (SM) or through the read-only cache. */
-template <class T, bool SM> __device__ __forceinline__ T kq_ld(const uint8_t *p)
-{
-	if (SM)
-		return *reinterpret_cast<const T *>(p);
-	return __ldg(reinterpret_cast<const T *>(p));
-}
-
-/* The bytes of super-block sb of rows o0 .. o0 + 16 MT - 1 (the last row repeated past n_out)
- * into dst, row r at r * bb, as one cp.async group of the warp's lanes. */
-template <int MT>
-__device__ __forceinline__ void kq_stage(const struct dmat &w, int o0, int sb, int nsb, int bb, uint8_t *dst, int lane)
-{
-	const int ch = bb / 16, n = 16 * MT * ch;
-	for (int c = lane; c < n; c += 32) {
-		const int r = c / ch, k = c - r * ch, o = min(o0 + r, w.n_out - 1);
-		cp_async16(dst + 16 * c, (const uint8_t *)w.w + ((size_t)o * nsb + sb) * bb + 16 * k);
-	}
-	cp_async_commit();
-}
-
-/* o0: the block's first output; sbuf (SM): the warp's KQS_WARP_BYTES(MT) of shared memory. */
-template <int MT, int NT, bool SM = false>
+template <int MT, int NT>
 __device__ __forceinline__ void tc_kq256(const struct mm_args &a, const struct dmat &w, int warp, int g, int t,
-					 const int *oa, const int *ob, int r0, float (*acc)[NT][4], int o0 = 0,
-					 uint8_t *sbuf = NULL)
+					 const int *oa, const int *ob, int r0, float (*acc)[NT][4])
 {
 	const int nsb = w.n_in / 256;
 	const bool six = w.type == GGUF_TENSOR_Q6_K, five = w.type == GGUF_TENSOR_Q5_K;
-	const int bb = six ? 208 : five ? 176 : 144;
+	const size_t bb = six ? 208 : five ? 176 : 144;
 	const int8_t *brow[NT]; /* the B fragments' rows (g) of the pass' Q8_K activations */
 #pragma unroll
 	for (int n = 0; n < NT; n++)
 		brow[n] = a.kq + (size_t)min(r0 + n * 8 + g, a.N - 1) * a.nq;
-	const int lane = 4 * g + t, stage = 16 * MT * bb;
-	if (SM && warp < nsb)
-		kq_stage<MT>(w, o0, warp, nsb, bb, sbuf, lane);
 #pragma unroll 1
-	for (int sb = warp, it = 0; sb < nsb; sb += TC_STEPS, it++) {
+	for (int sb = warp; sb < nsb; sb += TC_STEPS) {
 		const uint8_t *pa[MT], *pb[MT];
-		if (SM) { /* the next super-block's copy goes out, then this one's is waited for */
-			const uint8_t *cur = sbuf + (it & 1) * stage;
-			if (sb + TC_STEPS < nsb)
-				kq_stage<MT>(w, o0, sb + TC_STEPS, nsb, bb, sbuf + ((it + 1) & 1) * stage, lane);
-			else
-				cp_async_commit();
-			cp_async_wait1();
-			__syncwarp();
 #pragma unroll
-			for (int mt = 0; mt < MT; mt++) {
-				pa[mt] = cur + (16 * mt + g) * bb;
-				pb[mt] = cur + (16 * mt + g + 8) * bb;
-			}
-		} else {
-#pragma unroll
-			for (int mt = 0; mt < MT; mt++) {
-				pa[mt] = (const uint8_t *)w.w + ((size_t)oa[mt] * nsb + sb) * bb;
-				pb[mt] = (const uint8_t *)w.w + ((size_t)ob[mt] * nsb + sb) * bb;
-			}
+		for (int mt = 0; mt < MT; mt++) {
+			pa[mt] = (const uint8_t *)w.w + ((size_t)oa[mt] * nsb + sb) * bb;
+			pb[mt] = (const uint8_t *)w.w + ((size_t)ob[mt] * nsb + sb) * bb;
 		}
 		int is[MT][NT][4];
 #pragma unroll
@@ -109,14 +60,14 @@ __device__ __forceinline__ void tc_kq256(const struct mm_args &a, const struct d
 					for (int hg = 0; hg < 2; hg++) {
 #pragma unroll
 						for (int c = 0; c < 2; c++) {
-							la[mt][c][hg] = kq_ld<uint32_t, SM>(pa[mt] + 64 * h + 32 * c + 16 * hg + 4 * t);
-							lb[mt][c][hg] = kq_ld<uint32_t, SM>(pb[mt] + 64 * h + 32 * c + 16 * hg + 4 * t);
+							la[mt][c][hg] = __ldg(reinterpret_cast<const uint32_t *>(pa[mt] + 64 * h + 32 * c + 16 * hg + 4 * t));
+							lb[mt][c][hg] = __ldg(reinterpret_cast<const uint32_t *>(pb[mt] + 64 * h + 32 * c + 16 * hg + 4 * t));
 						}
-						ha[mt][hg] = kq_ld<uint32_t, SM>(pa[mt] + 128 + 32 * h + 16 * hg + 4 * t);
-						hb[mt][hg] = kq_ld<uint32_t, SM>(pb[mt] + 128 + 32 * h + 16 * hg + 4 * t);
+						ha[mt][hg] = __ldg(reinterpret_cast<const uint32_t *>(pa[mt] + 128 + 32 * h + 16 * hg + 4 * t));
+						hb[mt][hg] = __ldg(reinterpret_cast<const uint32_t *>(pb[mt] + 128 + 32 * h + 16 * hg + 4 * t));
 					}
-					sca[mt] = kq_ld<uint2, SM>(pa[mt] + 192 + 8 * h);
-					scb[mt] = kq_ld<uint2, SM>(pb[mt] + 192 + 8 * h);
+					sca[mt] = __ldg(reinterpret_cast<const uint2 *>(pa[mt] + 192 + 8 * h));
+					scb[mt] = __ldg(reinterpret_cast<const uint2 *>(pb[mt] + 192 + 8 * h));
 				}
 #pragma unroll
 				for (int qt = 0; qt < 4; qt++) {
@@ -157,22 +108,22 @@ __device__ __forceinline__ void tc_kq256(const struct mm_args &a, const struct d
 			for (int mt = 0; mt < MT; mt++) {
 #pragma unroll
 				for (int c = 0; c < 4; c++) {
-					qa[mt][c] = kq_ld<uint2, SM>(pa[mt] + qoff + 32 * c + 8 * t);
-					qb[mt][c] = kq_ld<uint2, SM>(pb[mt] + qoff + 32 * c + 8 * t);
+					qa[mt][c] = __ldg(reinterpret_cast<const uint2 *>(pa[mt] + qoff + 32 * c + 8 * t));
+					qb[mt][c] = __ldg(reinterpret_cast<const uint2 *>(pb[mt] + qoff + 32 * c + 8 * t));
 				}
 				hva[mt] = hvb[mt] = make_uint2(0, 0);
 				if (five) {
-					hva[mt] = kq_ld<uint2, SM>(pa[mt] + 16 + 8 * t);
-					hvb[mt] = kq_ld<uint2, SM>(pb[mt] + 16 + 8 * t);
+					hva[mt] = __ldg(reinterpret_cast<const uint2 *>(pa[mt] + 16 + 8 * t));
+					hvb[mt] = __ldg(reinterpret_cast<const uint2 *>(pb[mt] + 16 + 8 * t));
 				}
 				uint32_t s3[3];
 #pragma unroll
 				for (int k = 0; k < 3; k++)
-					s3[k] = kq_ld<uint32_t, SM>(pa[mt] + 4 + 4 * k);
+					s3[k] = __ldg(reinterpret_cast<const uint32_t *>(pa[mt] + 4) + k);
 				kq_scales_mins(s3, sma[mt]);
 #pragma unroll
 				for (int k = 0; k < 3; k++)
-					s3[k] = kq_ld<uint32_t, SM>(pb[mt] + 4 + 4 * k);
+					s3[k] = __ldg(reinterpret_cast<const uint32_t *>(pb[mt] + 4) + k);
 				kq_scales_mins(s3, smb[mt]);
 			}
 #pragma unroll
@@ -207,7 +158,7 @@ __device__ __forceinline__ void tc_kq256(const struct mm_args &a, const struct d
 				db[mt] = __half2float(w.d[(size_t)ob[mt] * nsb + sb]);
 				ma[mt] = mb[mt] = 0.f;
 			} else {
-				uint32_t x = kq_ld<uint32_t, SM>(pa[mt]), y = kq_ld<uint32_t, SM>(pb[mt]);
+				uint32_t x = __ldg(reinterpret_cast<const uint32_t *>(pa[mt])), y = __ldg(reinterpret_cast<const uint32_t *>(pb[mt]));
 				da[mt] = __half2float(__ushort_as_half((unsigned short)(x & 0xffff)));
 				ma[mt] = __half2float(__ushort_as_half((unsigned short)(x >> 16)));
 				db[mt] = __half2float(__ushort_as_half((unsigned short)(y & 0xffff)));
@@ -255,9 +206,5 @@ __device__ __forceinline__ void tc_kq256(const struct mm_args &a, const struct d
 				}
 			}
 		}
-		if (SM) /* every lane is done with this stage before the next iteration refills it */
-			__syncwarp();
 	}
-	if (SM)
-		cp_async_wait0(); /* the last, empty group */
 }

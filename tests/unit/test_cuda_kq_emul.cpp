@@ -216,30 +216,6 @@ static void mma_s8_k16(int *c, uint32_t a0, uint32_t a1, uint32_t b0)
 	mma_emul(c, a, 2, b, 1);
 }
 
-/* cp.async: the copy done at once (a group is then complete when waited for); __syncwarp: the
- * warp's barrier */
-static void cp_async16(void *dst, const void *src)
-{
-	memcpy(dst, src, 16);
-}
-
-static void cp_async_commit()
-{
-}
-
-static void cp_async_wait1()
-{
-}
-
-static void cp_async_wait0()
-{
-}
-
-static void __syncwarp()
-{
-	warp_bar->arrive_and_wait();
-}
-
 #define TC_STEPS 8
 #include "cuda/kq_kernels.cuh"
 #include "cuda/kq_tc.cuh"
@@ -512,56 +488,6 @@ template <int MT, int NT> static void check_tc(void)
 	}
 }
 
-/* tc_kq256's shared-memory form (TC_KQS) against the direct one, bit for bit: 19 super-blocks
- * (3 or 2 a warp, so both stages of a warp's copies are used and refilled), 16 MT - 3 outputs
- * (the last row repeated into the block's tail, as mm_tc clamps it), 8 NT - 3 rows. */
-template <int MT, int NT> static void check_tc_sm(void)
-{
-	enum { NI = 19 * 256, NO = 16 * MT - 3, NR = 8 * NT };
-	static uint8_t sbuf[TC_STEPS][KQS_WARP_BYTES(MT)];
-	for (int type : { GGUF_TENSOR_Q4_K, GGUF_TENSOR_Q5_K, GGUF_TENSOR_Q6_K }) {
-		wmat w;
-		arows r;
-		make_matrix(&w, type, NI, NO, 0x7777u + (uint64_t)type + 0x100u * MT);
-		make_rows(&r, type, NI, NR, 0x8888u + (uint64_t)type + 0x100u * NT);
-		mm_args a = r.a;
-		a.N = NR - 3;
-		static float out[2][TC_STEPS][32][MT][NT][4];
-		memset(sbuf, 0xa5, sizeof sbuf); /* stale bytes a wrong offset would read */
-		for (int sm = 0; sm < 2; sm++)
-			for (int wp = 0; wp < TC_STEPS; wp++)
-				run_warp([&](int l) {
-					threadIdx.x = l + 32 * wp;
-					int g = l >> 2, t = l & 3, oa[MT], ob[MT];
-					for (int mt = 0; mt < MT; mt++)
-						oa[mt] = min(16 * mt + g, NO - 1), ob[mt] = min(16 * mt + g + 8, NO - 1);
-					float acc[MT][NT][4] = {};
-					if (sm)
-						tc_kq256<MT, NT, true>(a, w.m, wp, g, t, oa, ob, 0, acc, 0, sbuf[wp]);
-					else
-						tc_kq256<MT, NT>(a, w.m, wp, g, t, oa, ob, 0, acc);
-					memcpy(out[sm][wp][l], acc, sizeof acc);
-				});
-		int bad = 0, n = 0;
-		for (int wp = 0; wp < TC_STEPS; wp++)
-			for (int l = 0; l < 32; l++)
-				for (int mt = 0; mt < MT; mt++)
-					for (int nt = 0; nt < NT; nt++)
-						for (int q = 0; q < 4; q++) {
-							int o = 16 * mt + (l >> 2) + (q >= 2 ? 8 : 0), k = 8 * nt + 2 * (l & 3) + (q & 1);
-							if (o >= NO || k >= a.N)
-								continue;
-							bad += memcmp(&out[0][wp][l][mt][nt][q], &out[1][wp][l][mt][nt][q], 4) != 0;
-							n += out[0][wp][l][mt][nt][q] != 0.f;
-						}
-		CHECK_EQ_INT(bad, 0);
-		CHECK_EQ_INT(n > 0, 1);
-		printf("%s: the tensor-core product through shared memory, %d x %d tiles, %d super-blocks, %d rows: "
-		       "%d of %d partial sums differ from the direct loads\n",
-		       gguf_type_name((uint32_t)type), MT, NT, NI / 256, a.N, bad, n);
-	}
-}
-
 /* The activation quantisers on test_cuda_engine's edge cases, a warp a block. */
 static void check_act(void)
 {
@@ -632,8 +558,6 @@ int main()
 	check_small();
 	check_tc<1, 1>();
 	check_tc<2, 2>();
-	check_tc_sm<1, 1>();
-	check_tc_sm<2, 4>();
 	check_act();
 	printf("%d checks, %d failed\n", n_checks, n_failed);
 	return n_failed ? 1 : 0;

@@ -153,8 +153,6 @@ struct cuda_model {
 	int8_t *kq;                      /* [rows][max_in]: a K-quant product's input as Q8_K (act_q8k_kernel) */
 	float *kd;                       /* [rows][max_in / 256]: its scales */
 	int16_t *kbs;                    /* [rows][max_in / 16]: its sums of 16 */
-	__nv_bfloat16 *xb;               /* [rows][max_in]: a BF16 tensor-core product's input (act_bf16_kernel) */
-	int xbf16;                       /* 1: BF16 tensor-core products read xb, 0: x, converted in the product */
 	int max_in;                      /* widest product input: max(n_embd, w1 .. w4) */
 	int *meta, meta_cap;             /* device copy of the pass's index arrays */
 	struct moe_bufs *moe;            /* qwen35moe: the expert layers' pass buffers (moe_cuda.cuh) */
@@ -462,7 +460,6 @@ struct mm_args {
 	const int8_t *kq;    /* K-quant matrices: x as Q8_K, [N][nq] int8, [N][nq / 256] scales, [N][nq / 16] sums */
 	const float *kd;
 	const int16_t *kbs;
-	const __nv_bfloat16 *xb; /* BF16 matrices in mm_tc: x as BF16, [N][nq] (NULL: x, converted there) */
 	int nq;           /* the products' n_in */
 	int kw;      /* small kernel: warps per output */
 	int pair;    /* small kernel: the SwiGLU pair above (n_mat 2, end[0] = end[1]) */
@@ -1113,15 +1110,9 @@ __device__ __forceinline__ void mm_tc_block(const struct mm_args &a, int bx, int
 #pragma unroll
 			for (int j = 0; j < NT; j++) {
 				int rb = min(r0 + j * 8 + g, a.N - 1);
-				uint32_t b0, b1, b2, b3;
-				if (a.xb) { /* converted once for the launch (act_bf16_kernel): the same values */
-					uint4 v = __ldg(reinterpret_cast<const uint4 *>(a.xb + (size_t)rb * a.nq + i + t * 8));
-					b0 = v.x, b1 = v.y, b2 = v.z, b3 = v.w;
-				} else {
-					const float4 *xp = reinterpret_cast<const float4 *>(a.x + (size_t)rb * a.xs + i + t * 8);
-					float4 p = __ldg(xp), q = __ldg(xp + 1);
-					b0 = bf16x2(p.x, p.y), b1 = bf16x2(p.z, p.w), b2 = bf16x2(q.x, q.y), b3 = bf16x2(q.z, q.w);
-				}
+				const float4 *xp = reinterpret_cast<const float4 *>(a.x + (size_t)rb * a.xs + i + t * 8);
+				float4 p = __ldg(xp), q = __ldg(xp + 1);
+				uint32_t b0 = bf16x2(p.x, p.y), b1 = bf16x2(p.z, p.w), b2 = bf16x2(q.x, q.y), b3 = bf16x2(q.z, q.w);
 #pragma unroll
 				for (int mt = 0; mt < MT; mt++) {
 					mma_bf16(acc[mt][j], A0[mt].x, A1[mt].x, A0[mt].y, A1[mt].y, b0, b1);
@@ -1507,22 +1498,6 @@ __global__ void silu_mul_kernel(float *a1, int w1, const float *a2, int w2, int 
 	a1[r * w1 + c] = silu(g) * a2[r * w2 + c];
 }
 
-/* Rows of x as BF16 (round to nearest even, as mm_tc's bf16x2), [N][n], n a multiple of 8 and x's
- * rows 16-byte aligned (use_tc's conditions). One read of x for the launch instead of one per
- * block of outputs: at 32 rows a 4096-wide product's blocks re-read 512 KB of fp32 each from L2.
- * Grid: (blocks of 256 x 8 elements, rows). */
-__global__ void act_bf16_kernel(const float *x, int xs, int n, __nv_bfloat16 *out)
-{
-	pdl_enter();
-	const int r = blockIdx.y, i = 8 * (blockIdx.x * blockDim.x + threadIdx.x);
-	if (i >= n)
-		return;
-	const float4 *xp = reinterpret_cast<const float4 *>(x + (size_t)r * xs + i);
-	float4 p = xp[0], q = xp[1];
-	*reinterpret_cast<uint4 *>(out + (size_t)r * n + i) =
-		make_uint4(bf16x2(p.x, p.y), bf16x2(p.z, p.w), bf16x2(q.x, q.y), bf16x2(q.z, q.w));
-}
-
 /* Rows of x (n of them, xs apart) as Q8_0 activations for a product of n_in inputs: xq
  * [N][n_in] int8, xd [N][n_in / 32] (the fp16 scale widened). A warp a block of 32, a lane an
  * element; quant.c's quant_act_quantize (Q8_0) step for step: amax = max |x| (exact in any
@@ -1682,12 +1657,11 @@ static void matmul_n(struct cuda_model *m, int n, const struct dmat *const *w, c
 	a.N = N;
 	a.pair = pair;
 	int tc = !pair && use_tc(m, n, w, xs, N);
-	int acc = 0, tiled = !tc && N > m->small_rows, q8 = 0, q81 = 0, q8k = 0, any_kq = 0, bf = 0, fam = TC_ANY;
+	int acc = 0, tiled = !tc && N > m->small_rows, q8 = 0, q81 = 0, q8k = 0, any_kq = 0, fam = TC_ANY;
 	for (int i = 0; i < n; i++) {
 		int t = w[i]->type;
 		int f = t == GGUF_TENSOR_BF16 ? TC_BF16 : t == GGUF_TENSOR_Q8_0 ? TC_Q8_0 : TC_KQ; /* as use_tc takes them */
 		fam = i == 0 || fam == f ? f : TC_ANY;
-		bf |= t == GGUF_TENSOR_BF16;
 		q8 |= t == GGUF_TENSOR_Q8_0;
 		if (kq_is(t)) { /* the other block types: mm_small at any width (kq_kernels.cuh) */
 			tiled = 0;
@@ -1726,11 +1700,6 @@ static void matmul_n(struct cuda_model *m, int n, const struct dmat *const *w, c
 			launch(m, act_q8_kernel, dim3((unsigned)((n_in / 32 + 7) / 8), (unsigned)N), 256, x, xs, n_in, m->xq,
 			       m->xd);
 		a.xq = m->xq, a.xd = m->xd, a.xs1 = m->xs1, a.nq = n_in;
-	}
-	if (tc && bf && m->xbf16) { /* BF16 matrices: the input as BF16 once for the launch */
-		int n_in = w[0]->n_in;
-		launch(m, act_bf16_kernel, dim3((unsigned)((n_in / 8 + 255) / 256), (unsigned)N), 256, x, xs, n_in, m->xb);
-		a.xb = m->xb, a.nq = n_in;
 	}
 	if (q8k) { /* the same for K-quant matrices, as Q8_K */
 		int n_in = w[0]->n_in;
@@ -1827,8 +1796,6 @@ static int ensure_rows(struct cuda_model *m, int N)
 	cudaFree(m->kq);
 	cudaFree(m->kd);
 	cudaFree(m->kbs);
-	cudaFree(m->xb);
-	m->xb = NULL;
 	m->x = m->h = m->y = m->a1 = m->a2 = m->a3 = m->a4 = m->gb = m->ab = m->logits = m->xd = m->xs1 = m->kd = NULL;
 	m->xq = m->kq = NULL;
 	m->kbs = NULL;
@@ -1853,8 +1820,6 @@ static int ensure_rows(struct cuda_model *m, int N)
 		e = cudaMalloc((void **)&m->kd, sizeof(float) * (size_t)((m->max_in + 255) / 256) * R);
 	if (e == cudaSuccess)
 		e = cudaMalloc((void **)&m->kbs, sizeof(int16_t) * (size_t)(m->max_in / 16) * R);
-	if (e == cudaSuccess)
-		e = cudaMalloc((void **)&m->xb, sizeof(__nv_bfloat16) * (size_t)m->max_in * R);
 	if (e != cudaSuccess)
 		return cuda_fail(m, e, "pass buffers");
 	int rc = moe_ensure(m, cap);
@@ -2521,10 +2486,6 @@ extern "C" struct cuda_model *cuda_model_create(int dev, const struct model_conf
 			   : f[0] == 'm' ? (int)strtol(f + 1, NULL, 0) & CUDA_FUSE_ALL : 0;
 		m->pdl = m->pdl_ok && !(p && strcmp(p, "0") == 0);
 		m->gdn_cols = !gc ? narrow : strcmp(gc, "1") == 0;
-		/* BF16 tensor-core products' input converted once a launch: fewer bytes from L2 for one
-		 * more launch a product; off until measured (SIXI_CUDA_XBF16=1 turns it on) */
-		const char *xb = getenv("SIXI_CUDA_XBF16");
-		m->xbf16 = xb && strcmp(xb, "1") == 0;
 	}
 	m->Hk = c->ssm_n_k_heads;
 	m->Hv = c->ssm_n_v_heads;
@@ -2617,7 +2578,6 @@ extern "C" void cuda_model_destroy(struct cuda_model *m)
 	cudaFree(m->xq);
 	cudaFree(m->kq);
 	cudaFree(m->kbs);
-	cudaFree(m->xb);
 	cudaFree(m->dq);
 	cudaFree(m->meta);
 	cudaFree(m->an_count);

@@ -496,7 +496,6 @@ __global__ void __launch_bounds__(256) moe_mm_tc(const struct dmat *w0s, const s
 	a.xq = xq ? xq + (size_t)r0 * xs : NULL;
 	a.xd = xd ? xd + (size_t)r0 * (xs / 32) : NULL;
 	a.nq = xs;
-	a.xb = NULL; /* BF16 experts convert x in the product */
 	mm_tc_block<1, NT>(a, blockIdx.x, blockIdx.y - k * tiles);
 }
 

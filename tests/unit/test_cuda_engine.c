@@ -307,46 +307,6 @@ static struct engine *gpu_open(const char *path, const char *tc, char *err, size
 	return e;
 }
 
-/* BF16 on tensor cores reads its rows converted to BF16 once a launch (act_bf16_kernel) or
- * converted inside the product (the default; SIXI_CUDA_XBF16=1 the other): the same values, so the same logits bit for
- * bit, for a 24-row pass with every row's logits. */
-static void check_xbf16(const char *path)
-{
-	enum { N = 24 };
-	char err[1024];
-	struct engine *e[2];
-	for (int k = 0; k < 2; k++) {
-		if (k)
-			setenv("SIXI_CUDA_XBF16", "1", 1);
-		e[k] = gpu_open(path, "1", err, sizeof err);
-		unsetenv("SIXI_CUDA_XBF16");
-		if (!CHECK(e[k] != NULL)) {
-			fprintf(stderr, "gpu: %s\n", err);
-			if (k)
-				engine_destroy(e[0]);
-			return;
-		}
-	}
-	int V = e[0]->n_logits;
-	float *l[2] = { malloc(sizeof(float) * (size_t)V * N), malloc(sizeof(float) * (size_t)V * N) };
-	struct engine_row rows[N];
-	for (int k = 0; k < 2; k++) {
-		int slot = e[k]->ops->slot_alloc(e[k]);
-		CHECK(slot >= 0);
-		for (int i = 0; i < N; i++)
-			rows[i] = (struct engine_row){ .slot = slot, .token = (37 * i + 11) % 300, .pos = i, .want_logits = true };
-		CHECK_EQ_INT(e[k]->ops->forward(e[k], rows, N, l[k]), 0);
-	}
-	int same = max_diff_zero(l[0], l[1], V * N);
-	CHECK(same);
-	printf("~100M BF16: rows converted to BF16 once a launch vs inside the product, %d-row pass: %s\n", N,
-	       same ? "bit-identical" : "DIFFERENT");
-	free(l[0]);
-	free(l[1]);
-	engine_destroy(e[0]);
-	engine_destroy(e[1]);
-}
-
 /* The checks on path with the tensor-core product from tc rows (SIXI_CUDA_TC_ROWS; NULL: the
  * engine's default). The rollback check needs every pass's rows computed alike whatever the
  * pass's width (recomputation feeds the rows in passes of other widths), so it runs on an engine
@@ -814,7 +774,6 @@ int main(void)
 		printf("Q8_0, and BF16 on tensor cores: bound %.3g of the largest logit (3 x the CPU's own Q8_0 spread, at "
 		       "least 2e-3)\n", tol);
 		check_model(bf16, "~100M BF16, engine default (tensor cores from 2 rows)", NULL, "1");
-		check_xbf16(bf16);
 		check_model(q8, "~100M Q8_0, fp32 kernels", "0", NULL);
 		check_model(q8, "~100M Q8_0, engine default (tensor cores from 4 rows)", NULL, "1");
 	}

@@ -6,15 +6,9 @@
 # counters. Servers are stopped by PID; every client run is bounded by timeout(1).
 set -eu
 B="${1:-build}"
-T=$(mktemp -d /tmp/sixi-demo-server-XXXXXX)
-PID=""
-cleanup() {
-	[ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/server_lib.sh"
+server_scratch sixi-demo-server
 
-. "$(dirname "$0")/./server_lib.sh"
 serve() { # args...
 	rm -f "$T/port"
 	"$B/src/sixi-server" --host 127.0.0.1 --port 0 --port-file "$T/port" "$@" 2>"$T/server.log" &

@@ -8,3 +8,15 @@ try:
 except Exception:
     pass" "$1"
 }
+
+# A scratch folder T (/tmp/PREFIX-XXXXXX) and the process id PID of one server, empty until
+# the caller starts it: at exit the server is stopped by PID and T removed.
+server_scratch() { # prefix
+	T=$(mktemp -d "/tmp/$1-XXXXXX") || exit 1
+	PID=""
+	trap server_scratch_end EXIT
+}
+server_scratch_end() {
+	[ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
+	rm -rf "$T"
+}

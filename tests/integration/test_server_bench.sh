@@ -18,14 +18,9 @@ PY=/usr/bin/python3
 [ -x "$SERVER" ] || { echo "SKIP: $SERVER not built"; exit 77; }
 [ -x "$BENCH" ] || { echo "SKIP: $BENCH not built"; exit 77; }
 [ -x "$PY" ] || { echo "SKIP: $PY (Debian python3) absent"; exit 77; }
-T=$(mktemp -d /tmp/sixi-server-bench-XXXXXX)
-PID=""
+. "$(dirname "$0")/server_lib.sh"
+server_scratch sixi-server-bench
 fail=0
-cleanup() {
-	[ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
 
 start() { # args...
 	rm -f "$T/port"
@@ -44,7 +39,6 @@ stop() {
 	PID=""
 	[ $rc -eq 0 ] || { echo "server exit status $rc"; fail=1; }
 }
-. "$(dirname "$0")/./server_lib.sh"
 metric() { # name -> value
 	http_get "http://127.0.0.1:$PORT/metrics" | awk -v n="$1" '$1 == n { print $2 }'
 }

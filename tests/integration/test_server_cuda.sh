@@ -12,14 +12,9 @@ BENCH="$B/src/sixi-bench"
 PY=python3
 [ -x "$SERVER" ] || { echo "SKIP: $SERVER not built"; exit 77; }
 [ -x "$BENCH" ] || { echo "SKIP: $BENCH not built"; exit 77; }
-T=$(mktemp -d /tmp/sixi-server-cuda-XXXXXX)
-PID=""
+. "$(dirname "$0")/server_lib.sh"
+server_scratch sixi-server-cuda
 fail=0
-cleanup() {
-	[ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
 "$SERVER" --write-tiny "$T/tiny.gguf" 2>/dev/null || { echo "cannot write the tiny model"; exit 1; }
 metric() { # name -> value
 	"$PY" -c "import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())" \

@@ -25,13 +25,8 @@ SCALE="${2:-20}"
 BENCH="$B/src/sixi-bench"
 PY=/usr/bin/python3
 for p in "$B/src/sixi-server" "$BENCH"; do [ -x "$p" ] || { echo "SKIP: $p not built"; exit 77; }; done
-T=$(mktemp -d /tmp/sixi-agents-XXXXXX)
-PID=""
-cleanup() {
-	[ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/../integration/server_lib.sh"
+server_scratch sixi-agents
 STAGGER="${STAGGER:-$("$PY" -c "print(8 / $SCALE)")}"
 ENGINE="${ENGINE:---simulate thor --time-scale $SCALE}"
 AGENTS="${AGENTS:-16}"

@@ -27,7 +27,6 @@ CTX=4096
 . "$(dirname "$0")/llama_peer.sh"
 "$PY" "$(dirname "$0")/byte_bias.py" "$B/src/sixi-server" "$MODEL" logit_bias >"$T/extra.json"
 
-. "$(dirname "$0")/../integration/server_lib.sh"
 free_port() { "$PY" -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"; }
 wait_ready() { # port
 	i=0

@@ -23,13 +23,8 @@ THREADS="${3:-2}"
 [ -x "$B/tests/perf_model" ] || { echo "SKIP: $B/tests/perf_model not built"; exit 77; }
 [ -f "$FILE" ] || { echo "usage: kl_vs_llama.sh FILE.gguf [POSITIONS] [THREADS]"; exit 2; }
 PY=/usr/bin/python3
-T=$(mktemp -d /tmp/sixi-kl-XXXXXX)
-PID=""
-cleanup() {
-	[ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/../integration/server_lib.sh"
+server_scratch sixi-kl
 "$B/tests/perf_model" --threads "$THREADS" --model "$FILE" --logits "$N" "$T/sixi.f32" >"$T/ids" ||
 	{ echo "perf_model could not run $FILE"; exit 1; }
 # The token llama-server samples must be valid UTF-8 on its own (else it answers 500):

@@ -9,13 +9,8 @@ for p in "$B/src/sixi-server" "$B/src/sixi-bench" "$B/tests/perf_model"; do
 	[ -x "$p" ] || { echo "SKIP: $p not built"; exit 77; }
 done
 PY=/usr/bin/python3
-T=$(mktemp -d /tmp/sixi-vs-llama-XXXXXX)
-PID=""
-cleanup() {
-	[ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/../integration/server_lib.sh"
+server_scratch sixi-vs-llama
 MODEL="$T/model.gguf"
 if [ "$WHICH" = tiny ]; then
 	"$B/src/sixi-server" --write-tiny "$MODEL" 2>/dev/null

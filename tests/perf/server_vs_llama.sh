@@ -33,7 +33,6 @@ CTX=1024
 # Both servers get the same logit_bias forbidding them (sixi-server applies it too).
 "$PY" "$(dirname "$0")/byte_bias.py" "$B/src/sixi-server" "$MODEL" logit_bias >"$T/extra.json"
 
-. "$(dirname "$0")/../integration/server_lib.sh"
 free_port() { "$PY" -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"; }
 wait_ready() { # port
 	i=0
